@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ConfigError, parseConfig } from './parse.js';
+import { apiFragment, databaseFragment, fetchFragment, workerFragment } from './fragments.js';
+
+const schema = z.object({ ...apiFragment, ...databaseFragment, ...workerFragment, ...fetchFragment });
+
+describe('parseConfig', () => {
+  it('applies defaults', () => {
+    const config = parseConfig(schema, {});
+    expect(config.API_PORT).toBe(8000);
+    expect(config.WORKER_QUEUES).toEqual(['scrape', 'crawl', 'extract', 'dead-letter']);
+    expect(config.HTTP_ALLOW_PRIVATE_NETWORKS).toBe(false);
+  });
+
+  it('names every bad variable in one line', () => {
+    let caught: unknown;
+    try {
+      parseConfig(schema, { API_PORT: '80a', HTTP_ALLOW_PRIVATE_NETWORKS: 'yes', DATABASE_URL: 'mysql://x' });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ConfigError);
+    const message = (caught as Error).message;
+    expect(message).not.toContain('\n');
+    expect(message).toContain('API_PORT must be a whole number');
+    expect(message).toContain('HTTP_ALLOW_PRIVATE_NETWORKS must be one of true, false, 1, 0');
+    expect(message).toContain('DATABASE_URL must be a postgres or postgresql URL');
+  });
+
+  it('parses lists and rejects unknown queue names', () => {
+    expect(parseConfig(schema, { WORKER_QUEUES: 'crawl, extract,crawl' }).WORKER_QUEUES).toEqual(['crawl', 'extract']);
+    expect(() => parseConfig(schema, { WORKER_QUEUES: 'crawl,bogus' })).toThrow(/WORKER_QUEUES .*unknown: bogus/);
+  });
+
+  it('treats empty strings as unset', () => {
+    expect(parseConfig(schema, { API_PORT: '' }).API_PORT).toBe(8000);
+  });
+});

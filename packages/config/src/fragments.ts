@@ -1,0 +1,97 @@
+import { z } from 'zod';
+import { booleanFromEnv, integerFromEnv, listFromEnv } from './coerce.js';
+
+/**
+ * Zod fragments, one per concern. Each service spreads the ones it needs into one object
+ * schema and parses `process.env` once in its `main.ts`. Every variable is documented in
+ * `.env.example`.
+ */
+
+const url = (protocols: string[]) =>
+  z.url({ message: `must be a ${protocols.join(' or ')} URL` }).refine(
+    (value) => protocols.some((p) => value.startsWith(`${p}://`)),
+    { message: `must be a ${protocols.join(' or ')} URL` },
+  );
+
+export const loggingFragment = {
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Human-readable logs; defaults to on only when stdout is a terminal. */
+  LOG_PRETTY: z.enum(['true', 'false', '1', '0', 'auto']).default('auto'),
+};
+
+export const databaseFragment = {
+  DATABASE_URL: url(['postgres', 'postgresql']).default('postgres://postgres@127.0.0.1:5432/gleaner'),
+  DATABASE_POOL_MAX: integerFromEnv(10, { min: 1, max: 200 }),
+};
+
+export const redisFragment = {
+  REDIS_URL: url(['redis', 'rediss']).default('redis://127.0.0.1:6379/0'),
+};
+
+export const queueFragment = {
+  /** BullMQ key prefix; every Gleaner key in Redis starts with it. */
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be 1-64 letters, digits, - or _' })
+    .default('gleaner'),
+};
+
+export const shutdownFragment = {
+  /** How long in-flight work may take to finish on SIGTERM before it is released. */
+  SHUTDOWN_GRACE_MS: integerFromEnv(10_000, { min: 0, max: 600_000 }),
+};
+
+export const apiFragment = {
+  API_HOST: z.string().min(1).default('0.0.0.0'),
+  API_PORT: integerFromEnv(8000, { min: 0, max: 65_535 }),
+  API_BODY_LIMIT_BYTES: integerFromEnv(64 * 1024, { min: 1024, max: 10 * 1024 * 1024 }),
+  /** Public base URL used in links the API prints (status URLs); defaults to the listen address. */
+  API_PUBLIC_URL: url(['http', 'https']).optional(),
+  /** Basic-auth credentials for /admin (Bull Board). With no password the admin area is open. */
+  ADMIN_USERNAME: z.string().min(1).default('admin'),
+  ADMIN_PASSWORD: z.string().min(8, { message: 'must be at least 8 characters' }).optional(),
+  SYNC_SCRAPE_TIMEOUT_MS: integerFromEnv(20_000, { min: 1000, max: 120_000 }),
+};
+
+export const workerQueueNames = ['scrape', 'crawl', 'extract', 'dead-letter'] as const;
+
+export const workerFragment = {
+  WORKER_QUEUES: listFromEnv(workerQueueNames, workerQueueNames),
+  WORKER_CONCURRENCY_SCRAPE: integerFromEnv(2, { min: 1, max: 64 }),
+  WORKER_CONCURRENCY_CRAWL: integerFromEnv(16, { min: 1, max: 256 }),
+  WORKER_CONCURRENCY_EXTRACT: integerFromEnv(8, { min: 1, max: 256 }),
+  /** Port of the worker's /health endpoint; 0 turns it off (several local replicas). */
+  WORKER_HEALTH_PORT: integerFromEnv(0, { min: 0, max: 65_535 }),
+};
+
+export const fetchFragment = {
+  HTTP_USER_AGENT: z
+    .string()
+    .min(1)
+    .default('GleanerBot/0.1 (+https://github.com/gleaner/gleaner; job posting indexer)'),
+  HTTP_TIMEOUT_MS: integerFromEnv(15_000, { min: 100, max: 300_000 }),
+  HTTP_MAX_BODY_BYTES: integerFromEnv(5 * 1024 * 1024, { min: 1024, max: 100 * 1024 * 1024 }),
+  HTTP_MAX_REDIRECTS: integerFromEnv(5, { min: 0, max: 20 }),
+  /**
+   * Lets fetches reach loopback and private addresses. Off in production; the demo and the
+   * tests turn it on because their fixture sites listen on 127.0.0.1.
+   */
+  HTTP_ALLOW_PRIVATE_NETWORKS: booleanFromEnv(false),
+};
+
+export const schedulerFragment = {
+  SCHEDULER_POLL_INTERVAL_MS: integerFromEnv(15_000, { min: 100, max: 3_600_000 }),
+  /** Port of the scheduler's /health endpoint; 0 turns it off. */
+  SCHEDULER_HEALTH_PORT: integerFromEnv(0, { min: 0, max: 65_535 }),
+};
+
+const objectOf = <T extends z.ZodRawShape>(shape: T) => z.object(shape);
+export type LoggingConfig = z.infer<ReturnType<typeof objectOf<typeof loggingFragment>>>;
+export type DatabaseConfig = z.infer<ReturnType<typeof objectOf<typeof databaseFragment>>>;
+export type RedisConfig = z.infer<ReturnType<typeof objectOf<typeof redisFragment>>>;
+export type QueueConfig = z.infer<ReturnType<typeof objectOf<typeof queueFragment>>>;
+export type ShutdownConfig = z.infer<ReturnType<typeof objectOf<typeof shutdownFragment>>>;
+export type ApiConfig = z.infer<ReturnType<typeof objectOf<typeof apiFragment>>>;
+export type WorkerConfig = z.infer<ReturnType<typeof objectOf<typeof workerFragment>>>;
+export type FetchConfig = z.infer<ReturnType<typeof objectOf<typeof fetchFragment>>>;
+export type SchedulerConfig = z.infer<ReturnType<typeof objectOf<typeof schedulerFragment>>>;

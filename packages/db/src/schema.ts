@@ -1,0 +1,174 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  boolean,
+  check,
+  customType,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  real,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
+
+const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' });
+
+const timestamps = {
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+};
+
+export const siteKinds = ['career-site'] as const;
+export type SiteKind = (typeof siteKinds)[number];
+
+/**
+ * A registered site and its schedule in one row: seed 003's `site_schedules` columns plus the
+ * adapter `kind`, its validated `config`, and per-site politeness limits. The API calls these
+ * "sites"; `id` is the `site_id` every posting and run points at.
+ */
+export const siteSchedules = pgTable(
+  'site_schedules',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    siteName: text('site_name').notNull().unique(),
+    kind: text('kind').notNull(),
+    config: jsonb('config').$type<Record<string, unknown>>().notNull().default({}),
+    enabled: boolean('enabled').notNull().default(true),
+    intervalMinutes: integer('interval_minutes').notNull().default(60),
+    lastRunAt: timestamp('last_run_at', { withTimezone: true }),
+    nextRunAt: timestamp('next_run_at', { withTimezone: true }),
+    payload: jsonb('payload').$type<Record<string, unknown>>().notNull().default({}),
+    minPauseSeconds: integer('min_pause_seconds').notNull().default(2),
+    maxPauseSeconds: integer('max_pause_seconds').notNull().default(8),
+    maxRetries: integer('max_retries').notNull().default(3),
+    /** Requests per second across all replicas; null means "the pause alone decides". */
+    rateLimitRps: real('rate_limit_rps'),
+    maxConcurrency: integer('max_concurrency').notNull().default(4),
+    ...timestamps,
+  },
+  (t) => [
+    check('site_schedules_pause_order', sql`${t.minPauseSeconds} >= 0 AND ${t.maxPauseSeconds} >= ${t.minPauseSeconds}`),
+    check('site_schedules_interval_positive', sql`${t.intervalMinutes} > 0`),
+    index('site_schedules_due_idx').on(t.nextRunAt).where(sql`${t.enabled}`),
+  ],
+);
+
+export const runStatuses = ['queued', 'running', 'succeeded', 'partial', 'failed', 'cancelled'] as const;
+export type RunStatus = (typeof runStatuses)[number];
+export const activeRunStatuses = ['queued', 'running'] as const satisfies readonly RunStatus[];
+export const runTriggers = ['schedule', 'manual'] as const;
+export type RunTrigger = (typeof runTriggers)[number];
+
+/** One scrape of one site (seed 003's `scrape_runs`, with counters and listing flags). */
+export const scrapeRuns = pgTable(
+  'scrape_runs',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    /** Public id (`manual_…`, `sched_…`): what the API and logs show. */
+    runId: text('run_id').notNull().unique(),
+    siteScheduleId: uuid('site_schedule_id')
+      .notNull()
+      .references(() => siteSchedules.id, { onDelete: 'cascade' }),
+    taskId: text('task_id'),
+    trigger: text('trigger', { enum: runTriggers }).notNull(),
+    status: text('status', { enum: runStatuses }).notNull().default('queued'),
+    startedAt: timestamp('started_at', { withTimezone: true }),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+    requestedPages: integer('requested_pages').notNull().default(0),
+    completedPages: integer('completed_pages').notNull().default(0),
+    errorsCount: integer('errors_count').notNull().default(0),
+    readyCount: integer('ready_count').notNull().default(0),
+    skippedCount: integer('skipped_count').notNull().default(0),
+    expiredCount: integer('expired_count').notNull().default(0),
+    /** Upper bound on postings this run handles (`results_wanted`); null means all. */
+    resultsWanted: integer('results_wanted'),
+    /** The scrape job finished listing: the run may finalize once nothing is pending. */
+    listingDone: boolean('listing_done').notNull().default(false),
+    /** The listing covered the whole site (no limit hit): only then may it expire postings. */
+    listingComplete: boolean('listing_complete').notNull().default(false),
+    correlationId: text('correlation_id'),
+    message: text('message'),
+    ...timestamps,
+  },
+  (t) => [
+    check('scrape_runs_status_valid', sql`${t.status} IN ('queued','running','succeeded','partial','failed','cancelled')`),
+    check('scrape_runs_trigger_valid', sql`${t.trigger} IN ('schedule','manual')`),
+    // At most one active run per site, whatever the number of schedulers or API replicas.
+    uniqueIndex('scrape_runs_one_active_per_site')
+      .on(t.siteScheduleId)
+      .where(sql`${t.status} IN ('queued','running')`),
+    index('scrape_runs_site_created_idx').on(t.siteScheduleId, t.createdAt),
+  ],
+);
+
+export const postingStatuses = ['pending', 'ready', 'skipped', 'error', 'expired'] as const;
+export type PostingStatus = (typeof postingStatuses)[number];
+
+export interface FieldProvenance {
+  [field: string]: 'ats' | 'json-ld' | 'microdata' | 'rdfa' | 'dom' | 'llm';
+}
+
+/** A job posting, keyed by `(site_id, external_id)`; `run_id` is the last run that listed it. */
+export const postings = pgTable(
+  'postings',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    siteId: uuid('site_id')
+      .notNull()
+      .references(() => siteSchedules.id, { onDelete: 'cascade' }),
+    externalId: text('external_id').notNull(),
+    url: text('url').notNull(),
+    runId: uuid('run_id').references(() => scrapeRuns.id, { onDelete: 'set null' }),
+    status: text('status', { enum: postingStatuses }).notNull().default('pending'),
+    /** sha256 of the raw body last fetched (`page_bodies.sha256`). */
+    bodySha256: text('body_sha256'),
+    title: text('title'),
+    company: text('company'),
+    location: text('location'),
+    locationCity: text('location_city'),
+    locationRegion: text('location_region'),
+    locationCountry: text('location_country'),
+    isRemote: boolean('is_remote'),
+    employmentType: text('employment_type'),
+    salaryMin: real('salary_min'),
+    salaryMax: real('salary_max'),
+    salaryCurrency: text('salary_currency'),
+    salaryPeriod: text('salary_period'),
+    datePosted: text('date_posted'),
+    description: text('description'),
+    requirements: text('requirements'),
+    provenance: jsonb('provenance').$type<FieldProvenance>(),
+    extractionVersion: text('extraction_version'),
+    error: text('error'),
+    firstSeenAt: timestamp('first_seen_at', { withTimezone: true }).notNull().defaultNow(),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
+    fetchedAt: timestamp('fetched_at', { withTimezone: true }),
+    extractedAt: timestamp('extracted_at', { withTimezone: true }),
+    ...timestamps,
+  },
+  (t) => [
+    uniqueIndex('postings_site_external_id').on(t.siteId, t.externalId),
+    index('postings_run_status_idx').on(t.runId, t.status),
+    index('postings_site_status_idx').on(t.siteId, t.status),
+    check('postings_status_valid', sql`${t.status} IN ('pending','ready','skipped','error','expired')`),
+  ],
+);
+
+/** Raw fetched bodies, content-addressed and gzip-compressed, so later stages never refetch. */
+export const pageBodies = pgTable('page_bodies', {
+  sha256: text('sha256').primaryKey(),
+  content: bytea('content').notNull(),
+  contentEncoding: text('content_encoding').notNull().default('gzip'),
+  contentType: text('content_type'),
+  byteLength: bigint('byte_length', { mode: 'number' }).notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+export type SiteRow = typeof siteSchedules.$inferSelect;
+export type NewSiteRow = typeof siteSchedules.$inferInsert;
+export type RunRow = typeof scrapeRuns.$inferSelect;
+export type PostingRow = typeof postings.$inferSelect;
