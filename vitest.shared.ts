@@ -7,10 +7,11 @@ import type { UserWorkspaceConfig } from 'vitest/config';
  * tests never need a build; only the cross-process tests in `test/` run the built services.
  */
 export function sharedProjectConfig(dir: string): UserWorkspaceConfig {
-  const conditions = ['@gleaner/source', 'node', 'import', 'module', 'default'];
+  // Vite's default server conditions, with ours first.
+  const conditions = ['@gleaner/source', 'module', 'node', 'development|production'];
   return {
     resolve: { conditions },
-    ssr: { resolve: { conditions, externalConditions: ['@gleaner/source'] } },
+    ssr: { resolve: { conditions } },
     test: {
       name: path.basename(dir),
       root: dir,

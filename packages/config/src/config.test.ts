@@ -9,7 +9,7 @@ describe('parseConfig', () => {
   it('applies defaults', () => {
     const config = parseConfig(schema, {});
     expect(config.API_PORT).toBe(8000);
-    expect(config.WORKER_QUEUES).toEqual(['scrape', 'crawl', 'extract', 'dead-letter']);
+    expect(config.WORKER_QUEUES).toEqual(['scrape', 'crawl', 'extract']);
     expect(config.HTTP_ALLOW_PRIVATE_NETWORKS).toBe(false);
   });
 

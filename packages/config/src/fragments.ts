@@ -53,7 +53,8 @@ export const apiFragment = {
   SYNC_SCRAPE_TIMEOUT_MS: integerFromEnv(20_000, { min: 1000, max: 120_000 }),
 };
 
-export const workerQueueNames = ['scrape', 'crawl', 'extract', 'dead-letter'] as const;
+/** Queues a worker can consume; dead letters are parked for operators, never consumed. */
+export const workerQueueNames = ['scrape', 'crawl', 'extract'] as const;
 
 export const workerFragment = {
   WORKER_QUEUES: listFromEnv(workerQueueNames, workerQueueNames),

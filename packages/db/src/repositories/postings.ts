@@ -1,0 +1,140 @@
+import { and, asc, eq, sql } from 'drizzle-orm';
+import type { Database } from '../client.js';
+import { postings, scrapeRuns, type PostingRow, type PostingStatus } from '../schema.js';
+
+export interface ListedPosting {
+  externalId: string;
+  url: string;
+}
+
+const UPSERT_BATCH = 500;
+
+/**
+ * Upserts what a run listed, keyed by `(site_id, external_id)`, and points each row at the run.
+ * A row newly claimed by this run goes back to `pending`; a row the same run already claimed
+ * keeps its status, so a retried scrape job never reopens postings this run already settled.
+ */
+export async function upsertListedPostings(
+  db: Database,
+  siteId: string,
+  runId: string,
+  listed: readonly ListedPosting[],
+): Promise<{ id: string; externalId: string; status: PostingStatus }[]> {
+  const out: { id: string; externalId: string; status: PostingStatus }[] = [];
+  for (let start = 0; start < listed.length; start += UPSERT_BATCH) {
+    const batch = listed.slice(start, start + UPSERT_BATCH);
+    const rows = await db
+      .insert(postings)
+      .values(batch.map((item) => ({ siteId, runId, externalId: item.externalId, url: item.url, status: 'pending' as const })))
+      .onConflictDoUpdate({
+        target: [postings.siteId, postings.externalId],
+        set: {
+          url: sql`excluded.url`,
+          status: sql`CASE WHEN ${postings.runId} = excluded.run_id THEN ${postings.status} ELSE 'pending' END`,
+          error: sql`CASE WHEN ${postings.runId} = excluded.run_id THEN ${postings.error} ELSE NULL END`,
+          runId: sql`excluded.run_id`,
+          lastSeenAt: sql`now()`,
+          updatedAt: sql`now()`,
+        },
+      })
+      .returning({ id: postings.id, externalId: postings.externalId, status: postings.status });
+    out.push(...rows);
+  }
+  return out;
+}
+
+export async function getPosting(db: Database, id: string): Promise<PostingRow | undefined> {
+  return db.query.postings.findFirst({ where: eq(postings.id, id) });
+}
+
+/** Postings of one run, oldest first. */
+export async function listRunPostings(db: Database, runId: string, limit = 100): Promise<PostingRow[]> {
+  return db.select().from(postings).where(eq(postings.runId, runId)).orderBy(asc(postings.externalId)).limit(limit);
+}
+
+export async function countRunPostingsByStatus(db: Database, runId: string): Promise<Record<PostingStatus, number>> {
+  const rows = await db
+    .select({ status: postings.status, count: sql<number>`count(*)::int` })
+    .from(postings)
+    .where(eq(postings.runId, runId))
+    .groupBy(postings.status);
+  const counts: Record<PostingStatus, number> = { pending: 0, ready: 0, skipped: 0, error: 0, expired: 0 };
+  for (const row of rows) counts[row.status] = row.count;
+  return counts;
+}
+
+/** Records a fetched body on a posting still pending in `runId`. */
+export async function recordFetchedBody(db: Database, id: string, runId: string, bodySha256: string): Promise<boolean> {
+  const rows = await db
+    .update(postings)
+    .set({ bodySha256, fetchedAt: new Date(), updatedAt: new Date() })
+    .where(and(eq(postings.id, id), eq(postings.runId, runId), eq(postings.status, 'pending')))
+    .returning({ id: postings.id });
+  return rows.length > 0;
+}
+
+export type ExtractedFields = Partial<
+  Pick<
+    PostingRow,
+    | 'title'
+    | 'company'
+    | 'location'
+    | 'locationCity'
+    | 'locationRegion'
+    | 'locationCountry'
+    | 'isRemote'
+    | 'employmentType'
+    | 'salaryMin'
+    | 'salaryMax'
+    | 'salaryCurrency'
+    | 'salaryPeriod'
+    | 'datePosted'
+    | 'description'
+    | 'requirements'
+    | 'provenance'
+    | 'extractionVersion'
+  >
+>;
+
+/**
+ * The one guarded status transition out of `pending`: it applies only while the posting is
+ * pending in `runId`, so a duplicate delivery of the same job changes nothing. Returns whether
+ * this call settled the posting.
+ */
+export async function settlePosting(
+  db: Database,
+  id: string,
+  runId: string,
+  outcome:
+    | { status: 'ready'; fields: ExtractedFields }
+    | { status: 'skipped' }
+    | { status: 'error'; error: string },
+): Promise<boolean> {
+  const now = new Date();
+  const changes =
+    outcome.status === 'ready'
+      ? { ...outcome.fields, status: 'ready' as const, error: null, extractedAt: now }
+      : outcome.status === 'error'
+        ? { status: 'error' as const, error: outcome.error.slice(0, 2000) }
+        : { status: 'skipped' as const, error: null };
+  const rows = await db
+    .update(postings)
+    .set({ ...changes, updatedAt: now })
+    .where(and(eq(postings.id, id), eq(postings.runId, runId), eq(postings.status, 'pending')))
+    .returning({ id: postings.id });
+  return rows.length > 0;
+}
+
+/** A posting with the status of the run it belongs to, in one round trip (the workers' read). */
+export async function getPostingForWork(
+  db: Database,
+  id: string,
+): Promise<{ posting: PostingRow; runStatus: string | null } | undefined> {
+  const [row] = await db
+    .select({ posting: postings, runStatus: scrapeRuns.status })
+    .from(postings)
+    .leftJoin(scrapeRuns, eq(scrapeRuns.id, postings.runId))
+    .where(eq(postings.id, id))
+    .limit(1);
+  return row;
+}

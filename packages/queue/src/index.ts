@@ -1,0 +1,10 @@
+export * from './catalogue.js';
+export * from './connection.js';
+export * from './define-job.js';
+export * from './errors.js';
+export * from './queues.js';
+export { crawlJob } from './jobs/crawl.js';
+export { deadLetterJob } from './jobs/dead-letter.js';
+export { extractJob } from './jobs/extract.js';
+export { llmExtractJob } from './jobs/llm-extract.js';
+export { scrapeJob } from './jobs/scrape.js';

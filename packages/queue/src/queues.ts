@@ -1,0 +1,70 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { jobs, queueNames, type JobPayload, type QueueName } from './catalogue.js';
+import { assertValidJobId } from './define-job.js';
+
+export type Queues = { readonly [Q in QueueName]: Queue };
+
+/** One Queue per catalogue entry, sharing one producer connection. */
+export function createQueues(connection: Redis, prefix: string): Queues {
+  const entries = queueNames.map((name) => [name, new Queue(name, { connection, prefix })] as const);
+  return Object.fromEntries(entries) as unknown as Queues;
+}
+
+export async function closeQueues(queues: Queues): Promise<void> {
+  await Promise.all(Object.values(queues).map((queue) => queue.close()));
+}
+
+/** Validates a payload against the catalogue and returns the add arguments. */
+export function prepareJob<Q extends QueueName>(
+  queue: Q,
+  payload: JobPayload<Q>,
+  options: JobsOptions = {},
+): { name: string; data: JobPayload<Q>; opts: JobsOptions } {
+  const definition = jobs[queue];
+  const data = definition.payload.parse(payload) as JobPayload<Q>;
+  const jobId = assertValidJobId((definition.jobId as (p: JobPayload<Q>) => string)(data));
+  return { name: definition.name, data, opts: { ...definition.defaults, ...options, jobId } };
+}
+
+/** Adds one job; adding a job whose id exists is a no-op (the dedupe). */
+export async function enqueue<Q extends QueueName>(
+  queues: Queues,
+  queue: Q,
+  payload: JobPayload<Q>,
+  options?: JobsOptions,
+): Promise<string> {
+  const { name, data, opts } = prepareJob(queue, payload, options);
+  const job = await queues[queue].add(name, data, opts);
+  return job.id ?? opts.jobId!;
+}
+
+/** Adds many jobs of one queue in pipelined batches. */
+export async function enqueueBulk<Q extends QueueName>(
+  queues: Queues,
+  queue: Q,
+  payloads: readonly JobPayload<Q>[],
+  batchSize = 500,
+): Promise<number> {
+  let added = 0;
+  for (let start = 0; start < payloads.length; start += batchSize) {
+    const batch = payloads.slice(start, start + batchSize).map((payload) => prepareJob(queue, payload));
+    await queues[queue].addBulk(batch);
+    added += batch.length;
+  }
+  return added;
+}
+
+/** Job counts and connected workers per queue, for `/jobs/queue/status` and health. */
+export async function queueCounts(queues: Queues): Promise<Record<QueueName, Record<string, number>>> {
+  const entries = await Promise.all(
+    queueNames.map(async (name) => {
+      const [counts, workers] = await Promise.all([
+        queues[name].getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children'),
+        queues[name].getWorkersCount(),
+      ]);
+      return [name, { ...counts, workers }] as const;
+    }),
+  );
+  return Object.fromEntries(entries) as unknown as Record<QueueName, Record<string, number>>;
+}

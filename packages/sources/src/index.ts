@@ -1,0 +1,3 @@
+export * from './types.js';
+export * from './registry.js';
+export { careerSiteAdapter, careerSiteConfig, externalIdFromUrl, type CareerSiteConfig } from './adapters/career-site.js';

@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { careerSiteAdapter } from './adapters/career-site.js';
+import type { SiteAdapter } from './types.js';
+
+/** Every adapter by kind. */
+export const adapters = {
+  'career-site': careerSiteAdapter,
+} as const satisfies Record<string, SiteAdapter>;
+
+export type SiteKind = keyof typeof adapters;
+export const siteKinds = Object.keys(adapters) as SiteKind[];
+
+export function getAdapter(kind: string): SiteAdapter | undefined {
+  return (adapters as Record<string, SiteAdapter>)[kind];
+}
+
+/** What `GET /jobs/sites` shows for each kind: its description and config JSON Schema. */
+export function describeAdapters(): { kind: string; description: string; configSchema: unknown }[] {
+  return Object.values(adapters).map((adapter: SiteAdapter) => ({
+    kind: adapter.kind,
+    description: adapter.description,
+    configSchema: z.toJSONSchema(adapter.configSchema, { io: 'input', unrepresentable: 'any' }),
+  }));
+}

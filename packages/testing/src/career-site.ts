@@ -1,0 +1,1061 @@
+/**
+ * A fixture company career site on loopback: robots.txt, a sitemap, paginated listing pages and
+ * posting pages that embed a schema.org JobPosting as JSON-LD, like most career sites built on an
+ * ATS. Content is generated deterministically from a seed, and each posting carries the record
+ * an extractor should produce from it (`expected`), computed from the generated data by the
+ * mapping rules documented in @gleaner/extraction, never by running the extractor.
+ *
+ * Pages are rendered once into Buffers (and again on `update`) so that the server costs almost
+ * nothing per request: the benchmark that uses this site measures Gleaner, not the fixture.
+ */
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface FixtureSiteOptions {
+  /** Number of postings published at start. Default 50. */
+  postings?: number;
+  /** Approximate size in bytes of each posting page. Default 8000; the benchmark uses 30000. */
+  pageBytes?: number;
+  /** Seed of the content generator; the same seed gives the same postings. Default 1. */
+  seed?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0: any free port. */
+  port?: number;
+  /** Links per listing page. Default 25. */
+  listingPageSize?: number;
+  /** The hiring company of every posting; by default one picked from the seed. */
+  companyName?: string;
+}
+
+/** The record an extractor should produce for a posting page (same shape as ExtractedPosting). */
+export type ExpectedPostingFields = {
+  title: string | null;
+  company: string | null;
+  location: string | null;
+  locationCity: string | null;
+  locationRegion: string | null;
+  locationCountry: string | null;
+  isRemote: boolean | null;
+  employmentType: string | null;
+  salaryMin: number | null;
+  salaryMax: number | null;
+  salaryCurrency: string | null;
+  salaryPeriod: string | null;
+  datePosted: string | null;
+  description: string | null;
+  requirements: string | null;
+};
+
+/** A published posting. Treat as read-only: `update` replaces it with a new object. */
+export interface FixturePosting {
+  /** e.g. 'job-0001' */
+  id: string;
+  /** e.g. '/jobs/job-0001' */
+  path: string;
+  url: string;
+  /** The JobPosting node embedded in the page. */
+  jsonLd: Record<string, unknown>;
+  expected: ExpectedPostingFields;
+}
+
+export interface FixtureCareerSite {
+  /** Origin, e.g. http://127.0.0.1:40123 */
+  url: string;
+  sitemapUrl: string;
+  listingUrl: string;
+  /** Currently published postings, in id order. */
+  postings(): FixturePosting[];
+  /** A currently published posting. */
+  get(id: string): FixturePosting | undefined;
+  /** Unpublishes: gone from the sitemap and listings, the page answers 404. Already removed ids are ignored. */
+  remove(ids: string[]): void;
+  /** Changes the page (new ETag, later Last-Modified) and its expected record. */
+  update(id: string, patch: { title?: string; description?: string }): FixturePosting;
+  /** Requests received whose target (path and query) starts with `pathPrefix`; all when omitted. */
+  requestCount(pathPrefix?: string): number;
+  resetRequestCount(): void;
+  /** Stops listening and closes connections; safe to call more than once. */
+  close(): Promise<void>;
+}
+
+export async function createFixtureCareerSite(
+  options: FixtureSiteOptions = {},
+): Promise<FixtureCareerSite> {
+  const settings = resolveOptions(options);
+  const requestCounts = new Map<string, number>();
+  let catalog: Catalog | undefined;
+
+  const server = createServer((request, response) => {
+    const target = request.url ?? '/';
+    requestCounts.set(target, (requestCounts.get(target) ?? 0) + 1);
+    // Requests cannot arrive before listen() resolved and the catalog was built, but the type
+    // system does not know that.
+    if (catalog === undefined) return sendText(response, 503, 'text/plain', 'starting');
+    handleRequest(catalog, request, response, target);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(settings.port, settings.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+
+  const origin = originOf(server.address() as AddressInfo);
+  const builtCatalog = createCatalog(origin, settings);
+  catalog = builtCatalog;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: origin,
+    sitemapUrl: `${origin}/sitemap.xml`,
+    listingUrl: `${origin}/jobs`,
+    postings: () => builtCatalog.published().map((record) => record.posting),
+    get: (id) => builtCatalog.publishedById(id)?.posting,
+    remove: (ids) => builtCatalog.remove(ids),
+    update: (id, patch) => builtCatalog.update(id, patch).posting,
+    requestCount: (pathPrefix) => {
+      let total = 0;
+      for (const [target, count] of requestCounts) {
+        if (pathPrefix === undefined || target.startsWith(pathPrefix)) total += count;
+      }
+      return total;
+    },
+    resetRequestCount: () => requestCounts.clear(),
+    close: () => {
+      closing ??= new Promise<void>((resolve, reject) => {
+        server.close((error) => (error === undefined ? resolve() : reject(error)));
+        // Keep-alive connections would hold close() open for keepAliveTimeout (5 s); every
+        // response is written in one piece, so there is nothing in flight worth waiting for.
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+interface Settings {
+  postings: number;
+  pageBytes: number;
+  seed: number;
+  host: string;
+  port: number;
+  listingPageSize: number;
+  companyName: string;
+}
+
+function resolveOptions(options: FixtureSiteOptions): Settings {
+  const seed = options.seed ?? 1;
+  const settings: Settings = {
+    postings: options.postings ?? 50,
+    pageBytes: options.pageBytes ?? 8000,
+    seed,
+    host: options.host ?? '127.0.0.1',
+    port: options.port ?? 0,
+    listingPageSize: options.listingPageSize ?? 25,
+    companyName: options.companyName ?? pick(createRandom(mixSeed(seed, 0x5eed)), COMPANIES),
+  };
+  requireInteger('postings', settings.postings, 0);
+  requireInteger('pageBytes', settings.pageBytes, 0);
+  requireInteger('seed', settings.seed, Number.MIN_SAFE_INTEGER);
+  requireInteger('port', settings.port, 0);
+  requireInteger('listingPageSize', settings.listingPageSize, 1);
+  return settings;
+}
+
+function requireInteger(name: string, value: number, min: number): void {
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new RangeError(`Fixture career site: ${name} must be an integer >= ${min}, got ${value}`);
+  }
+}
+
+function originOf(address: AddressInfo): string {
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic randomness
+
+interface Random {
+  /** Uniform in [0, 1). */
+  next(): number;
+}
+
+/** mulberry32: tiny, fast and good enough to make fixture content look varied. */
+function createRandom(seed: number): Random {
+  let state = seed >>> 0;
+  return {
+    next() {
+      state = (state + 0x6d2b79f5) >>> 0;
+      let t = state;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    },
+  };
+}
+
+/** One stream per posting, so job-0007 is the same whether the site has 10 postings or 10,000. */
+function mixSeed(seed: number, stream: number): number {
+  let h = Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(stream + 1, 0xc2b2ae35);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x7feb352d);
+  return (h ^ (h >>> 15)) >>> 0;
+}
+
+function integer(random: Random, min: number, max: number): number {
+  return min + Math.floor(random.next() * (max - min + 1));
+}
+
+function chance(random: Random, probability: number): boolean {
+  return random.next() < probability;
+}
+
+function pick<T>(random: Random, items: readonly T[]): T {
+  return items[Math.floor(random.next() * items.length)] as T;
+}
+
+function pickSome<T>(random: Random, items: readonly T[], count: number): T[] {
+  const pool = [...items];
+  const chosen: T[] = [];
+  while (chosen.length < count && pool.length > 0) {
+    chosen.push(pool.splice(Math.floor(random.next() * pool.length), 1)[0] as T);
+  }
+  return chosen;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Content pools
+
+const COMPANIES = [
+  'Northwind Analytics',
+  'Lumen Freight',
+  'Brightwell Health',
+  'Copperleaf Energy',
+  'Tessellate Labs',
+] as const;
+
+const SENIORITIES = ['', '', '', 'Senior ', 'Senior ', 'Staff ', 'Principal ', 'Junior ', 'Lead '];
+
+interface Role {
+  name: string;
+  area: string;
+  skills: readonly string[];
+}
+
+const ROLES: readonly Role[] = [
+  { name: 'Backend Engineer', area: 'backend services', skills: ['Go', 'PostgreSQL', 'Kafka', 'gRPC'] },
+  { name: 'Frontend Engineer', area: 'web applications', skills: ['TypeScript', 'React', 'CSS', 'accessibility'] },
+  { name: 'Full-Stack Developer', area: 'product features', skills: ['TypeScript', 'Node.js', 'React', 'SQL'] },
+  { name: 'Data Engineer', area: 'data pipelines', skills: ['Python', 'Spark', 'Airflow', 'dbt'] },
+  { name: 'Data Scientist', area: 'forecasting models', skills: ['Python', 'statistics', 'SQL', 'experimentation'] },
+  { name: 'Machine Learning Engineer', area: 'model serving', skills: ['PyTorch', 'Python', 'Kubernetes', 'MLOps'] },
+  { name: 'Site Reliability Engineer', area: 'production infrastructure', skills: ['Kubernetes', 'Terraform', 'Prometheus', 'Linux'] },
+  { name: 'Security Engineer', area: 'application security', skills: ['threat modelling', 'OWASP', 'cloud IAM', 'Go'] },
+  { name: 'Mobile Engineer (iOS)', area: 'our iOS app', skills: ['Swift', 'SwiftUI', 'Xcode', 'CI for mobile'] },
+  { name: 'QA Engineer', area: 'test automation', skills: ['Playwright', 'TypeScript', 'test design', 'CI'] },
+  { name: 'Product Manager', area: 'the product roadmap', skills: ['discovery', 'analytics', 'roadmapping', 'SQL'] },
+  { name: 'Product Designer', area: 'user experience', skills: ['Figma', 'prototyping', 'user research', 'design systems'] },
+  { name: 'Technical Writer', area: 'developer documentation', skills: ['docs-as-code', 'Markdown', 'APIs', 'editing'] },
+  { name: 'Account Executive', area: 'mid-market sales', skills: ['SaaS sales', 'Salesforce', 'negotiation', 'forecasting'] },
+  { name: 'Sales & Partnerships Manager', area: 'channel partnerships', skills: ['partner programmes', 'CRM', 'contracts', 'negotiation'] },
+  { name: 'Customer Success Manager', area: 'enterprise accounts', skills: ['onboarding', 'renewals', 'Gainsight', 'communication'] },
+  { name: 'Support Engineer', area: 'customer support', skills: ['troubleshooting', 'SQL', 'APIs', 'Zendesk'] },
+  { name: 'Financial Analyst', area: 'planning & analysis', skills: ['Excel', 'financial modelling', 'SQL', 'reporting'] },
+  { name: 'Recruiter', area: 'technical hiring', skills: ['sourcing', 'Greenhouse', 'interviewing', 'employer branding'] },
+  { name: 'Marketing Manager', area: 'growth marketing', skills: ['SEO', 'lifecycle email', 'analytics', 'copywriting'] },
+];
+
+const TEAMS = ['Payments', 'Platform', 'Growth', 'Search', 'Logistics', 'Identity', 'Billing', 'Insights'];
+
+interface Place {
+  city: string;
+  region: string | null;
+  country: string;
+  postalCode: string;
+  street: string;
+}
+
+const PLACES: readonly Place[] = [
+  { city: 'San Francisco', region: 'CA', country: 'US', postalCode: '94105', street: '201 Mission St' },
+  { city: 'New York', region: 'NY', country: 'US', postalCode: '10011', street: '85 Tenth Ave' },
+  { city: 'Austin', region: 'TX', country: 'US', postalCode: '78701', street: '500 W 2nd St' },
+  { city: 'Seattle', region: 'WA', country: 'US', postalCode: '98109', street: '1100 Dexter Ave N' },
+  { city: 'Chicago', region: 'IL', country: 'US', postalCode: '60607', street: '1000 W Fulton Market' },
+  { city: 'Boston', region: 'MA', country: 'US', postalCode: '02210', street: '1 Seaport Ln' },
+  { city: 'London', region: 'England', country: 'GB', postalCode: 'EC2A 4NE', street: '1 Finsbury Ave' },
+  { city: 'Manchester', region: 'England', country: 'GB', postalCode: 'M1 3LA', street: '3 Piccadilly Pl' },
+  { city: 'Edinburgh', region: 'Scotland', country: 'GB', postalCode: 'EH3 9QG', street: '20 Lothian Rd' },
+  { city: 'Berlin', region: 'Berlin', country: 'DE', postalCode: '10115', street: 'Invalidenstraße 65' },
+  { city: 'München', region: 'Bayern', country: 'DE', postalCode: '80331', street: 'Sendlinger Str. 7' },
+  { city: 'Amsterdam', region: 'Noord-Holland', country: 'NL', postalCode: '1017 CE', street: 'Herengracht 500' },
+  { city: 'Paris', region: 'Île-de-France', country: 'FR', postalCode: '75002', street: '12 Rue du Mail' },
+  { city: 'Dublin', region: null, country: 'IE', postalCode: 'D02 X285', street: '1 Grand Canal Sq' },
+  { city: 'Barcelona', region: 'Cataluña', country: 'ES', postalCode: '08018', street: 'Carrer de Pere IV 29' },
+  { city: 'Lisbon', region: null, country: 'PT', postalCode: '1200-109', street: 'Rua do Alecrim 26' },
+];
+
+const CURRENCY_BY_COUNTRY: Record<string, string> = { US: 'USD', GB: 'GBP' }; // others: EUR
+
+const RESPONSIBILITIES = [
+  'Design, build and operate {area} used by thousands of customers every day',
+  'Work closely with product, design and engineering to ship improvements to {area} every week',
+  'Own problems end to end, from the first sketch to measuring the outcome in production',
+  'Break large, ambiguous projects into small steps and deliver them incrementally',
+  'Review the work of your peers and help raise the bar for quality across the {team} team',
+  'Write clear proposals and decision records so that others can build on your work',
+  'Mentor newer colleagues and share what you learn in internal talks',
+  'Take part in a fair, well-paid on-call rotation with a strong blameless culture',
+  'Talk to customers regularly to understand how they use {area}',
+  'Improve the tooling, processes and documentation that the {team} team relies on',
+  'Measure what matters and use data to decide what to build next',
+  'Keep {area} secure, reliable and fast as we grow into new markets',
+];
+
+const BENEFITS = [
+  'Competitive salary and meaningful equity',
+  'Private health, dental and vision insurance for you and your dependants',
+  '30 days of paid holiday plus public holidays',
+  'Learning &amp; development budget of 2,000 per year',
+  'Flexible working hours and a remote-friendly culture',
+  'Sixteen weeks of fully paid parental leave',
+  'A home-office allowance and the equipment of your choice',
+  'Company retreats twice a year',
+  'Pension or 401(k) matching',
+  'Mental health support through a confidential counselling service',
+];
+
+const ABOUT_SENTENCES = [
+  '{company} helps organisations make better decisions with their data.',
+  'We are a team of about 400 people across Europe and North America.',
+  'Our customers include hospitals, retailers, logistics companies and public bodies.',
+  'We have been profitable since 2021 and grow sustainably.',
+  'We value clear writing, kind feedback and shipping small things often.',
+  'Diverse teams build better products, and we are committed to an inclusive workplace.',
+  'We welcome applications from people of every background, identity and experience.',
+  'You will join a team that cares deeply about craft and about each other.',
+];
+
+const EXPERIENCE_PHRASES = [
+  '{years}+ years of professional experience as a {role}',
+  'Hands-on experience with {skill1} and {skill2}',
+  'Strong working knowledge of {skill3}',
+  'Familiarity with {skill4} is a plus',
+  'Excellent written and spoken English',
+  'A track record of shipping work that customers love',
+  'Comfort with ambiguity and a bias for action',
+];
+
+// ---------------------------------------------------------------------------------------------
+// Generated postings
+
+type SalaryShape = 'range' | 'single' | 'number' | 'numeric-strings' | 'no-unit';
+
+interface SalarySpec {
+  shape: SalaryShape;
+  /** As written in the page (sometimes lower-case, as some ATSs emit it). */
+  currency: string;
+  min: number;
+  max: number;
+  unit: 'YEAR' | 'HOUR';
+}
+
+type RequirementsSpec =
+  | { property: 'qualifications' | 'experienceRequirements' | 'skills'; value: string }
+  | { property: 'qualifications'; value: string[] };
+
+type ScriptTagStyle = 'plain' | 'single-quoted-extra' | 'unquoted' | 'id-nonce' | 'upper-case';
+
+/** Everything the page, its JSON-LD and its expected record are derived from. */
+interface PostingSpec {
+  index: number;
+  id: string;
+  title: string;
+  /** Whitespace around the JSON-LD title, as sloppy templates produce; the record trims it. */
+  titlePadding: string;
+  company: string;
+  places: Place[];
+  countryAsObject: boolean;
+  /** How TELECOMMUTE is written, or null for on-site postings. */
+  remote: 'string' | 'array' | null;
+  remoteCountry: string;
+  employmentType: string | string[];
+  salary: SalarySpec | null;
+  datePosted: string;
+  validThrough: string;
+  description: string;
+  requirements: RequirementsSpec | null;
+  /** A qualification-free OccupationalExperienceRequirements next to `requirements`. */
+  hasMonthsOfExperience: boolean;
+  typeAsArray: boolean;
+  scriptStyle: ScriptTagStyle;
+  inGraph: boolean;
+  hasBreadcrumbBlock: boolean;
+  prettyJson: boolean;
+  escapeSlashes: boolean;
+  /** Seed of the page filler, kept so that a re-render after `update` keeps the same chrome. */
+  fillerSeed: number;
+  initialLastModified: number;
+}
+
+const BASE_DATE = Date.UTC(2026, 10, 1); // 2026-11-01, fixed so content never depends on today
+const DAY_MS = 86_400_000;
+
+function generatePosting(index: number, settings: Settings): PostingSpec {
+  const random = createRandom(mixSeed(settings.seed, index));
+  const id = `job-${String(index + 1).padStart(4, '0')}`;
+  const role = pick(random, ROLES);
+  const team = chance(random, 0.35) ? pick(random, TEAMS) : null;
+  // U+2013 (en dash) puts multi-byte UTF-8 into titles, as real sites do.
+  const title = `${pick(random, SENIORITIES)}${role.name}${team === null ? '' : ` \u2013 ${team}`}`;
+
+  const remote = chance(random, 0.25) ? (chance(random, 0.7) ? 'string' : 'array') : null;
+  // Half the remote postings still name an office (the legal entity's); the others name none.
+  const hasPlace = remote === null || chance(random, 0.5);
+  const places: Place[] = [];
+  if (hasPlace) {
+    places.push(pick(random, PLACES));
+    if (chance(random, 0.15)) places.push(pick(random, PLACES));
+  }
+  const homeCountry = places[0]?.country ?? 'US';
+
+  const employmentType = pickEmploymentType(random);
+  const firstType = Array.isArray(employmentType) ? (employmentType[0] ?? 'FULL_TIME') : employmentType;
+  const salary = chance(random, 0.8) ? generateSalary(random, homeCountry, firstType) : null;
+
+  const postedAt = BASE_DATE - integer(random, 0, 90) * DAY_MS;
+  const datePosted = new Date(postedAt).toISOString().slice(0, 10);
+  const validThrough = `${new Date(postedAt + 60 * DAY_MS).toISOString().slice(0, 10)}T23:59:59Z`;
+
+  const skills = pickSome(random, role.skills, 4);
+  const descriptionBytes = Math.max(400, Math.floor((settings.pageBytes - 4500) * 0.4));
+  // A stream of its own: the description's length follows pageBytes, and the fields drawn after
+  // it must not change with the page size.
+  const descriptionRandom = createRandom(mixSeed(settings.seed, index + 0x20000));
+  const description = generateDescription(
+    descriptionRandom,
+    settings.companyName,
+    role,
+    team,
+    skills,
+    descriptionBytes,
+  );
+
+  return {
+    index,
+    id,
+    title,
+    titlePadding: chance(random, 0.08) ? ' \n ' : '',
+    company: settings.companyName,
+    places,
+    countryAsObject: chance(random, 0.2),
+    remote,
+    remoteCountry: homeCountry,
+    employmentType,
+    salary,
+    datePosted,
+    validThrough,
+    description,
+    requirements: generateRequirements(random, role, skills),
+    hasMonthsOfExperience: chance(random, 0.2),
+    typeAsArray: chance(random, 0.1),
+    scriptStyle: pick(random, [
+      'plain',
+      'plain',
+      'plain',
+      'single-quoted-extra',
+      'unquoted',
+      'id-nonce',
+      'upper-case',
+    ] as const),
+    inGraph: chance(random, 0.2),
+    hasBreadcrumbBlock: chance(random, 0.3),
+    prettyJson: chance(random, 0.3),
+    escapeSlashes: chance(random, 0.25),
+    fillerSeed: mixSeed(settings.seed, index + 0x10000),
+    initialLastModified: postedAt + integer(random, 8 * 3600, 18 * 3600) * 1000,
+  };
+}
+
+function pickEmploymentType(random: Random): string | string[] {
+  const roll = random.next();
+  if (roll < 0.6) return 'FULL_TIME';
+  if (roll < 0.7) return 'PART_TIME';
+  if (roll < 0.8) return 'CONTRACTOR';
+  if (roll < 0.85) return 'INTERN';
+  if (roll < 0.9) return 'TEMPORARY';
+  if (roll < 0.95) return ['FULL_TIME', 'CONTRACTOR'];
+  return ['PART_TIME'];
+}
+
+function generateSalary(random: Random, country: string, employmentType: string): SalarySpec {
+  const currency = CURRENCY_BY_COUNTRY[country] ?? 'EUR';
+  const hourly = employmentType !== 'FULL_TIME';
+  const shape = pick(random, [
+    'range',
+    'range',
+    'range',
+    'single',
+    'number',
+    'numeric-strings',
+    'no-unit',
+  ] as const);
+  let min: number;
+  let max: number;
+  if (hourly) {
+    min = integer(random, 50, 240) / 2; // 25.0 to 120.0 in half units: some decimals
+    max = min + integer(random, 0, 20);
+  } else {
+    min = integer(random, 45, 180) * 1000;
+    max = min + integer(random, 10, 40) * 1000;
+  }
+  if (shape === 'single' || shape === 'number') max = min;
+  return {
+    shape,
+    currency: chance(random, 0.12) ? currency.toLowerCase() : currency,
+    min,
+    max,
+    unit: hourly ? 'HOUR' : 'YEAR',
+  };
+}
+
+function generateRequirements(random: Random, role: Role, skills: string[]): RequirementsSpec | null {
+  const lines = pickSome(random, EXPERIENCE_PHRASES, integer(random, 3, 5)).map((phrase) =>
+    phrase
+      .replace('{years}', String(integer(random, 2, 8)))
+      .replace('{role}', role.name)
+      .replace('{skill1}', skills[0] ?? 'SQL')
+      .replace('{skill2}', skills[1] ?? 'Git')
+      .replace('{skill3}', skills[2] ?? 'Linux')
+      .replace('{skill4}', skills[3] ?? 'Docker'),
+  );
+  const roll = random.next();
+  if (roll < 0.4) {
+    // Some sites wrap the text in line breaks; the record holds it trimmed.
+    const padding = chance(random, 0.25) ? '\n  ' : '';
+    return { property: 'qualifications', value: `${padding}${lines.join('; ')}.${padding}` };
+  }
+  if (roll < 0.7) return { property: 'qualifications', value: lines };
+  if (roll < 0.8) return { property: 'experienceRequirements', value: lines[0] ?? 'Relevant experience' };
+  if (roll < 0.85) return { property: 'skills', value: skills.join(', ') };
+  return null;
+}
+
+function generateDescription(
+  random: Random,
+  company: string,
+  role: Role,
+  team: string | null,
+  skills: string[],
+  targetBytes: number,
+): string {
+  const fill = (text: string): string =>
+    text
+      .replaceAll('{company}', company)
+      .replaceAll('{area}', role.area)
+      .replaceAll('{team}', team ?? role.area);
+  const about = (): string =>
+    `<p>${pickSome(random, ABOUT_SENTENCES, integer(random, 2, 4)).map(fill).join(' ')}</p>`;
+  const list = (items: string[]): string => `<ul>${items.map((item) => `<li>${item}</li>`).join('')}</ul>`;
+
+  const parts = [
+    about(),
+    `<p>As a ${role.name} at ${company}, you will work on ${role.area}${team === null ? '' : ` with the ${team} team`}. We use ${skills.join(', ')} and pick new tools when they earn their place.</p>`,
+    `<h3>What you'll do</h3>`,
+    list(pickSome(random, RESPONSIBILITIES, integer(random, 4, 6)).map(fill)),
+    `<h3>What we offer</h3>`,
+    list(pickSome(random, BENEFITS, integer(random, 4, 7))),
+  ];
+  let size = parts.reduce((total, part) => total + Buffer.byteLength(part), 0);
+  // Long descriptions are the norm on career sites; they are what makes JSON-LD a large share
+  // of a posting page.
+  while (size < targetBytes) {
+    const part =
+      random.next() < 0.6
+        ? about()
+        : `<h3>${pick(random, ['How we work', 'Your first months', 'Our team'])}</h3>${list(
+            pickSome(random, RESPONSIBILITIES, integer(random, 3, 5)).map(fill),
+          )}`;
+    parts.push(part);
+    size += Buffer.byteLength(part);
+  }
+  return parts.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON-LD and the expected record
+
+function buildJsonLd(spec: PostingSpec, origin: string): Record<string, unknown> {
+  const url = `${origin}/jobs/${spec.id}`;
+  const node: Record<string, unknown> = {};
+  if (!spec.inGraph) node['@context'] = 'https://schema.org';
+  node['@type'] = spec.typeAsArray ? ['JobPosting'] : 'JobPosting';
+  node.title = `${spec.titlePadding}${spec.title}${spec.titlePadding}`;
+  node.description = spec.description;
+  node.identifier = { '@type': 'PropertyValue', name: spec.company, value: spec.id };
+  node.datePosted = spec.datePosted;
+  node.validThrough = spec.validThrough;
+  node.employmentType = spec.employmentType;
+  node.hiringOrganization = {
+    '@type': 'Organization',
+    name: spec.company,
+    sameAs: origin,
+    logo: `${origin}/static/logo.png`,
+  };
+  if (spec.places.length > 0) {
+    const places = spec.places.map((place) => ({
+      '@type': 'Place',
+      address: {
+        '@type': 'PostalAddress',
+        streetAddress: place.street,
+        addressLocality: place.city,
+        ...(place.region === null ? {} : { addressRegion: place.region }),
+        postalCode: place.postalCode,
+        addressCountry: spec.countryAsObject ? { '@type': 'Country', name: place.country } : place.country,
+      },
+    }));
+    node.jobLocation = places.length === 1 ? places[0] : places;
+  }
+  if (spec.remote !== null) {
+    node.jobLocationType = spec.remote === 'array' ? ['TELECOMMUTE'] : 'TELECOMMUTE';
+    node.applicantLocationRequirements = { '@type': 'Country', name: spec.remoteCountry };
+  }
+  if (spec.salary !== null) node.baseSalary = buildBaseSalary(spec.salary);
+  if (spec.requirements !== null) node[spec.requirements.property] = spec.requirements.value;
+  if (spec.hasMonthsOfExperience && spec.requirements?.property !== 'experienceRequirements') {
+    // Comes after the readable property, which is what the record uses.
+    node.experienceRequirements = {
+      '@type': 'OccupationalExperienceRequirements',
+      monthsOfExperience: 12 * (1 + (spec.index % 5)),
+    };
+  }
+  node.directApply = true;
+  node.url = url;
+  return node;
+}
+
+function buildBaseSalary(salary: SalarySpec): Record<string, unknown> {
+  const amount: Record<string, unknown> = { '@type': 'MonetaryAmount', currency: salary.currency };
+  switch (salary.shape) {
+    case 'range':
+      amount.value = { '@type': 'QuantitativeValue', minValue: salary.min, maxValue: salary.max, unitText: salary.unit };
+      break;
+    case 'single':
+      amount.value = { '@type': 'QuantitativeValue', value: salary.min, unitText: salary.unit };
+      break;
+    case 'number':
+      amount.value = salary.min;
+      amount.unitText = salary.unit;
+      break;
+    case 'numeric-strings':
+      amount.value = {
+        '@type': 'QuantitativeValue',
+        minValue: String(salary.min),
+        maxValue: String(salary.max),
+        unitText: salary.unit,
+      };
+      break;
+    case 'no-unit':
+      amount.value = { '@type': 'QuantitativeValue', minValue: salary.min, maxValue: salary.max };
+      break;
+  }
+  return amount;
+}
+
+/**
+ * The record by @gleaner/extraction's mapping rules, read off the generated data: it says what
+ * the page means, not what some extractor happened to produce.
+ */
+function buildExpected(spec: PostingSpec): ExpectedPostingFields {
+  const place = spec.places[0] ?? null;
+  const salary = spec.salary;
+  return {
+    title: spec.title,
+    company: spec.company,
+    location: place === null ? null : [place.city, place.region, place.country].filter((part) => part !== null).join(', '),
+    locationCity: place?.city ?? null,
+    locationRegion: place?.region ?? null,
+    locationCountry: place?.country ?? null,
+    isRemote: spec.remote !== null ? true : place !== null ? false : null,
+    employmentType: (Array.isArray(spec.employmentType) ? spec.employmentType.join(', ') : spec.employmentType).toUpperCase(),
+    salaryMin: salary?.min ?? null,
+    salaryMax: salary?.max ?? null,
+    salaryCurrency: salary?.currency.toUpperCase() ?? null,
+    salaryPeriod: salary === null || salary.shape === 'no-unit' ? null : salary.unit.toLowerCase(),
+    datePosted: spec.datePosted,
+    description: spec.description.trim(),
+    requirements:
+      spec.requirements === null
+        ? null
+        : Array.isArray(spec.requirements.value)
+          ? spec.requirements.value.join('\n')
+          : spec.requirements.value.trim(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTML
+
+function escapeHtml(text: string): string {
+  return text
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;')
+    .replaceAll("'", '&#39;');
+}
+
+const SCRIPT_OPEN_TAGS: Record<ScriptTagStyle, [open: string, close: string]> = {
+  plain: ['<script type="application/ld+json">', '</script>'],
+  'single-quoted-extra': ["<script type='application/ld+json' data-rh=\"true\">", '</script>'],
+  unquoted: ['<script type=application/ld+json>', '</script>'],
+  'id-nonce': ['<script id="job-posting-ld" type="application/ld+json" nonce="r4nd0mN0nce">', '</script>'],
+  'upper-case': ['<SCRIPT TYPE="application/ld+json">', '</SCRIPT>'],
+};
+
+function serializeJsonLd(value: unknown, spec: PostingSpec): string {
+  const json = JSON.stringify(value, null, spec.prettyJson ? 2 : undefined);
+  // "</script" inside the JSON would end the element early; escaping every "</" (valid JSON) is
+  // what several frameworks do, so some pages do it.
+  return spec.escapeSlashes ? json.replaceAll('</', '<\\/') : json.replace(/<\/(script)/gi, '<\\/$1');
+}
+
+function jsonLdScript(value: unknown, spec: PostingSpec, style: ScriptTagStyle = spec.scriptStyle): string {
+  const [open, close] = SCRIPT_OPEN_TAGS[style];
+  return `${open}${serializeJsonLd(value, spec)}${close}`;
+}
+
+const STYLE_SHEET = `<style>
+:root{--ink:#1d2433;--muted:#5b6478;--accent:#2456d6;--line:#e3e6ee}
+*{box-sizing:border-box}body{margin:0;font:16px/1.55 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--ink)}
+.site-header,.site-footer{padding:16px 32px;border-bottom:1px solid var(--line)}.site-footer{border-top:1px solid var(--line)}
+.site-header nav a,.site-footer a{margin-right:16px;color:var(--muted);text-decoration:none}
+main{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,1fr);gap:48px;max-width:1120px;margin:0 auto;padding:32px}
+.job-title{font-size:2rem;margin:0 0 8px}.job-meta{display:flex;gap:16px;padding:0;list-style:none;color:var(--muted)}
+.apply-button{display:inline-block;padding:12px 20px;background:var(--accent);color:#fff;border-radius:6px}
+.similar-jobs .card{padding:12px 0;border-bottom:1px solid var(--line)}
+</style>`;
+
+function locationText(spec: PostingSpec): string {
+  const place = spec.places[0];
+  const office = place === undefined ? '' : [place.city, place.region, place.country].filter((part) => part !== null).join(', ');
+  if (spec.remote === null) return office;
+  return office === '' ? `Remote (${spec.remoteCountry})` : `Remote (${spec.remoteCountry}) or ${office}`;
+}
+
+function salaryText(salary: SalarySpec | null): string {
+  if (salary === null) return 'Salary on request';
+  const currency = salary.currency.toUpperCase();
+  const per = salary.shape === 'no-unit' ? '' : ` per ${salary.unit.toLowerCase()}`;
+  const amount = salary.min === salary.max ? `${salary.min}` : `${salary.min}\u2013${salary.max}`;
+  return `${currency} ${amount}${per}`;
+}
+
+function renderPostingPage(spec: PostingSpec, jsonLd: Record<string, unknown>, origin: string, pageBytes: number): string {
+  const title = escapeHtml(spec.title);
+  const company = escapeHtml(spec.company);
+  const url = `${origin}/jobs/${spec.id}`;
+  const plainDescription = spec.description.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
+
+  const breadcrumb = {
+    '@type': 'BreadcrumbList',
+    itemListElement: [
+      { '@type': 'ListItem', position: 1, name: 'Jobs', item: `${origin}/jobs` },
+      { '@type': 'ListItem', position: 2, name: spec.title, item: url },
+    ],
+  };
+  const structuredData = spec.inGraph
+    ? {
+        '@context': 'https://schema.org',
+        '@graph': [{ '@type': 'WebPage', '@id': url, name: spec.title, breadcrumb }, jsonLd],
+      }
+    : jsonLd;
+
+  const head = [
+    '<!DOCTYPE html>',
+    '<html lang="en">',
+    '<head>',
+    '<meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${title} \u2013 ${company} Careers</title>`,
+    `<meta name="description" content="${escapeHtml(plainDescription.slice(0, 155))}">`,
+    `<link rel="canonical" href="${url}">`,
+    `<meta property="og:type" content="website"><meta property="og:title" content="${title}"><meta property="og:url" content="${url}">`,
+    STYLE_SHEET,
+    // An ordinary script before the structured data, as tag managers put there.
+    "<script>window.dataLayer=window.dataLayer||[];function gtag(){dataLayer.push(arguments)}gtag('js',new Date());gtag('config','G-FIXTURE');</script>",
+    '<script src="/static/app.js" defer></script>',
+    spec.hasBreadcrumbBlock
+      ? jsonLdScript({ '@context': 'https://schema.org', ...breadcrumb }, spec, 'plain')
+      : '',
+    jsonLdScript(structuredData, spec),
+    '</head>',
+  ].join('\n');
+
+  const body = [
+    '<body>',
+    `<header class="site-header"><a class="logo" href="/jobs">${company} Careers</a><nav><a href="/jobs">All jobs</a><a href="#teams">Teams</a><a href="#benefits">Benefits</a><a href="#locations">Locations</a></nav></header>`,
+    '<main id="main">',
+    '<article class="job">',
+    `<nav class="breadcrumbs"><a href="/jobs">Jobs</a> / <span>${title}</span></nav>`,
+    `<h1 class="job-title">${title}</h1>`,
+    `<p class="job-company">${company}</p>`,
+    `<p class="job-location">${escapeHtml(locationText(spec))}</p>`,
+    `<ul class="job-meta"><li>${escapeHtml(Array.isArray(spec.employmentType) ? spec.employmentType.join(', ') : spec.employmentType)}</li><li>Posted <time datetime="${spec.datePosted}">${spec.datePosted}</time></li><li>${escapeHtml(salaryText(spec.salary))}</li></ul>`,
+    `<div class="job-description">\n${spec.description}\n</div>`,
+    '<a class="apply-button" href="#apply" id="apply">Apply now</a>',
+    '</article>',
+  ].join('\n');
+
+  const footer = [
+    '</main>',
+    `<footer class="site-footer"><p>&copy; 2026 ${company}</p><nav><a href="#privacy">Privacy</a><a href="#terms">Terms</a><a href="#accessibility">Accessibility</a><a href="#cookies">Cookie settings</a></nav></footer>`,
+    `<script>window.__CAREERS__={"jobId":"${spec.id}","locale":"en"};</script>`,
+    '</body>',
+    '</html>',
+    '',
+  ].join('\n');
+
+  // Fill up to the requested size with "similar jobs" cards: markup a real page would carry
+  // and a DOM parser has to get through.
+  const fixedBytes = Buffer.byteLength(head) + Buffer.byteLength(body) + Buffer.byteLength(footer);
+  const random = createRandom(spec.fillerSeed);
+  const cards: string[] = [];
+  let fillerBytes = 0;
+  const fillerTarget = pageBytes - fixedBytes - 80; // 80: the aside's own tags
+  while (fillerBytes < fillerTarget) {
+    const place = pick(random, PLACES);
+    const card = `<li class="card"><a class="similar-link" href="/jobs">${escapeHtml(
+      `${pick(random, SENIORITIES)}${pick(random, ROLES).name}`,
+    )}</a><span class="card-location">${escapeHtml(place.city)}, ${place.country}</span><span class="card-team">${pick(random, TEAMS)}</span></li>`;
+    cards.push(card);
+    fillerBytes += Buffer.byteLength(card) + 1;
+  }
+  const aside =
+    cards.length === 0
+      ? ''
+      : `<aside class="similar-jobs"><h2>Similar jobs</h2><ul>\n${cards.join('\n')}\n</ul></aside>\n`;
+  return `${head}\n${body}\n${aside}${footer}`;
+}
+
+function renderListingPage(company: string, links: readonly PostingRecord[], page: number, hasNext: boolean): string {
+  const items = links
+    .map(
+      (record) =>
+        `<li><a class="job-link" href="/jobs/${record.spec.id}">${escapeHtml(record.spec.title)}</a> <span class="job-location">${escapeHtml(locationText(record.spec))}</span></li>`,
+    )
+    .join('\n');
+  const companyHtml = escapeHtml(company);
+  return [
+    '<!DOCTYPE html>',
+    '<html lang="en">',
+    `<head><meta charset="utf-8"><title>Jobs at ${companyHtml}${page > 1 ? ` \u2013 page ${page}` : ''}</title></head>`,
+    '<body>',
+    `<h1>Open positions at ${companyHtml}</h1>`,
+    `<ul class="job-list">\n${items}\n</ul>`,
+    `<nav class="pagination">${page > 1 ? `<a rel="prev" href="/jobs?page=${page - 1}">Previous</a> ` : ''}${hasNext ? `<a rel="next" href="/jobs?page=${page + 1}">Next</a>` : ''}</nav>`,
+    '</body>',
+    '</html>',
+    '',
+  ].join('\n');
+}
+
+function renderSitemap(origin: string, records: readonly PostingRecord[]): string {
+  const urls = records
+    .map(
+      (record) =>
+        `<url><loc>${origin}/jobs/${record.spec.id}</loc><lastmod>${new Date(record.lastModified).toISOString()}</lastmod></url>`,
+    )
+    .join('\n');
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${urls}\n</urlset>\n`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Catalog: published postings and their pre-rendered responses
+
+interface PostingRecord {
+  spec: PostingSpec;
+  posting: FixturePosting;
+  page: Buffer;
+  etag: string;
+  lastModified: number;
+  lastModifiedHeader: string;
+}
+
+interface Catalog {
+  settings: Settings;
+  origin: string;
+  published(): readonly PostingRecord[];
+  publishedById(id: string): PostingRecord | undefined;
+  remove(ids: string[]): void;
+  update(id: string, patch: { title?: string; description?: string }): PostingRecord;
+  sitemap(): Buffer;
+  /** Null when the page does not exist. */
+  listingPage(page: number): Buffer | null;
+  robots: Buffer;
+}
+
+function createRecord(spec: PostingSpec, origin: string, pageBytes: number, lastModified: number): PostingRecord {
+  const jsonLd = buildJsonLd(spec, origin);
+  const page = Buffer.from(renderPostingPage(spec, jsonLd, origin, pageBytes));
+  const path = `/jobs/${spec.id}`;
+  return {
+    spec,
+    posting: { id: spec.id, path, url: `${origin}${path}`, jsonLd, expected: buildExpected(spec) },
+    page,
+    etag: `"${createHash('sha1').update(page).digest('base64url').slice(0, 20)}"`,
+    lastModified,
+    lastModifiedHeader: new Date(lastModified).toUTCString(),
+  };
+}
+
+function createCatalog(origin: string, settings: Settings): Catalog {
+  const all = new Map<string, PostingRecord>();
+  for (let index = 0; index < settings.postings; index++) {
+    const spec = generatePosting(index, settings);
+    all.set(spec.id, createRecord(spec, origin, settings.pageBytes, spec.initialLastModified));
+  }
+  const removed = new Set<string>();
+  let published: PostingRecord[] = [...all.values()];
+  // Sitemap and listings change only on remove/update; cache them until then.
+  let sitemapCache: Buffer | undefined;
+  const listingCache = new Map<number, Buffer>();
+  const invalidate = (): void => {
+    sitemapCache = undefined;
+    listingCache.clear();
+  };
+  const pageCount = (): number => Math.max(1, Math.ceil(published.length / settings.listingPageSize));
+
+  return {
+    settings,
+    origin,
+    published: () => published,
+    publishedById: (id) => (removed.has(id) ? undefined : all.get(id)),
+    remove(ids) {
+      // Check every id first so that a typo leaves the site unchanged.
+      const unknown = ids.filter((id) => !all.has(id));
+      if (unknown.length > 0) throw new Error(`Fixture career site has no posting ${unknown.join(', ')}`);
+      for (const id of ids) removed.add(id);
+      published = [...all.values()].filter((record) => !removed.has(record.spec.id));
+      invalidate();
+    },
+    update(id, patch) {
+      const current = all.get(id);
+      if (current === undefined || removed.has(id)) {
+        throw new Error(`Fixture career site has no published posting "${id}"`);
+      }
+      if (patch.title?.trim() === '' || patch.description?.trim() === '') {
+        throw new RangeError('Fixture career site: an updated title or description must not be blank');
+      }
+      const spec: PostingSpec = {
+        ...current.spec,
+        title: patch.title?.trim() ?? current.spec.title,
+        titlePadding: patch.title === undefined ? current.spec.titlePadding : '',
+        description: patch.description ?? current.spec.description,
+      };
+      // HTTP dates have one-second resolution: step at least a second so that a conditional
+      // request made before the update never matches after it.
+      const lastModified = Math.max(Math.floor(Date.now() / 1000) * 1000, current.lastModified + 1000);
+      const record = createRecord(spec, origin, settings.pageBytes, lastModified);
+      all.set(id, record);
+      published = published.map((entry) => (entry.spec.id === id ? record : entry));
+      invalidate();
+      return record;
+    },
+    sitemap() {
+      sitemapCache ??= Buffer.from(renderSitemap(origin, published));
+      return sitemapCache;
+    },
+    listingPage(page) {
+      if (page > pageCount()) return null;
+      let cached = listingCache.get(page);
+      if (cached === undefined) {
+        const start = (page - 1) * settings.listingPageSize;
+        const links = published.slice(start, start + settings.listingPageSize);
+        cached = Buffer.from(renderListingPage(settings.companyName, links, page, page < pageCount()));
+        listingCache.set(page, cached);
+      }
+      return cached;
+    },
+    robots: Buffer.from(`User-agent: *\nAllow: /\n\nSitemap: ${origin}/sitemap.xml\n`),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+const HTML = 'text/html; charset=utf-8';
+const NOT_FOUND_PAGE = Buffer.from(
+  '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Page not found</title></head><body><h1>Page not found</h1><p><a href="/jobs">See all open positions</a></p></body></html>\n',
+);
+
+function handleRequest(catalog: Catalog, request: IncomingMessage, response: ServerResponse, target: string): void {
+  if (request.method !== 'GET' && request.method !== 'HEAD') {
+    response.setHeader('allow', 'GET, HEAD');
+    return sendText(response, 405, 'text/plain; charset=utf-8', 'Method Not Allowed\n');
+  }
+  const queryStart = target.indexOf('?');
+  const path = queryStart === -1 ? target : target.slice(0, queryStart);
+
+  if (path === '/robots.txt') return send(request, response, 200, 'text/plain; charset=utf-8', catalog.robots);
+  if (path === '/sitemap.xml') return send(request, response, 200, 'application/xml; charset=utf-8', catalog.sitemap());
+  if (path === '/jobs') {
+    const pageParameter = new URLSearchParams(queryStart === -1 ? '' : target.slice(queryStart + 1)).get('page') ?? '1';
+    const listing = /^[1-9]\d{0,5}$/.test(pageParameter) ? catalog.listingPage(Number(pageParameter)) : null;
+    return listing === null
+      ? send(request, response, 404, HTML, NOT_FOUND_PAGE)
+      : send(request, response, 200, HTML, listing);
+  }
+  if (path.startsWith('/jobs/')) {
+    const record = catalog.publishedById(decodeURIComponentSafe(path.slice('/jobs/'.length)));
+    if (record === undefined) return send(request, response, 404, HTML, NOT_FOUND_PAGE);
+    response.setHeader('etag', record.etag);
+    response.setHeader('last-modified', record.lastModifiedHeader);
+    if (isNotModified(request, record)) {
+      response.writeHead(304);
+      response.end();
+      return;
+    }
+    return send(request, response, 200, HTML, record.page);
+  }
+  send(request, response, 404, HTML, NOT_FOUND_PAGE);
+}
+
+/** RFC 9110 §13.2.2: If-None-Match decides when present; If-Modified-Since only otherwise. */
+function isNotModified(request: IncomingMessage, record: PostingRecord): boolean {
+  const ifNoneMatch = request.headers['if-none-match'];
+  if (ifNoneMatch !== undefined) {
+    return ifNoneMatch
+      .split(',')
+      .map((tag) => tag.trim().replace(/^W\//, ''))
+      .some((tag) => tag === '*' || tag === record.etag);
+  }
+  const ifModifiedSince = request.headers['if-modified-since'];
+  if (ifModifiedSince === undefined) return false;
+  const since = Date.parse(ifModifiedSince);
+  return !Number.isNaN(since) && Math.floor(record.lastModified / 1000) * 1000 <= since;
+}
+
+function decodeURIComponentSafe(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text; // malformed escapes: look the raw text up, which simply finds nothing
+  }
+}
+
+function send(request: IncomingMessage, response: ServerResponse, status: number, contentType: string, body: Buffer): void {
+  response.writeHead(status, { 'content-type': contentType, 'content-length': body.length });
+  response.end(request.method === 'HEAD' ? undefined : body);
+}
+
+function sendText(response: ServerResponse, status: number, contentType: string, text: string): void {
+  response.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
+  response.end(text);
+}

@@ -1,0 +1,115 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root (packages/testing/{src,dist}/ → ../../..). */
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+export type ServiceName = 'api' | 'worker' | 'scheduler';
+
+export interface ServiceProcess {
+  name: string;
+  child: ChildProcess;
+  /** Every JSON log line the process wrote so far. */
+  logs: Record<string, unknown>[];
+  /** Raw stderr, for failure messages. */
+  stderr(): string;
+  /** SIGTERM, then SIGKILL after `timeoutMs`; resolves with the exit code. */
+  stop(timeoutMs?: number): Promise<number | null>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** Starts a built service (`services/<name>/dist/main.js`) as its own OS process. */
+export function startService(name: ServiceName, env: Record<string, string>, label: string = name): ServiceProcess {
+  const entry = path.join(repoRoot, 'services', name, 'dist', 'main.js');
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`pnpm build\` first`);
+  const child = spawn(process.execPath, [entry], {
+    cwd: repoRoot,
+    env: { PATH: process.env.PATH ?? '', LOG_PRETTY: 'false', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Record<string, unknown>[] = [];
+  let pending = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    pending += chunk;
+    let newline = pending.indexOf('\n');
+    while (newline >= 0) {
+      const line = pending.slice(0, newline);
+      pending = pending.slice(newline + 1);
+      try {
+        logs.push(JSON.parse(line) as Record<string, unknown>);
+      } catch {
+        logs.push({ msg: line, unparsed: true });
+      }
+      newline = pending.indexOf('\n');
+    }
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-20_000);
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    name: label,
+    child,
+    logs,
+    stderr: () => stderr,
+    async stop(timeoutMs = 15_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
+
+/** Thrown from a `waitFor` check to stop waiting at once (e.g. the process died). */
+export class WaitAbortedError extends Error {}
+
+/** Polls until `check` returns a value (not undefined), or throws after `timeoutMs`. */
+export async function waitFor<T>(
+  check: () => Promise<T | undefined> | T | undefined,
+  { timeoutMs = 30_000, intervalMs = 100, what = 'condition' } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      if (error instanceof WaitAbortedError) throw error;
+      lastError = error;
+    }
+    await sleep(intervalMs);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+}
+
+/** Waits until a service wrote a log line with the given message. */
+export async function waitForLog(service: ServiceProcess, msg: string, timeoutMs = 30_000): Promise<void> {
+  await waitFor(
+    () => {
+      if (service.child.exitCode !== null) {
+        throw new WaitAbortedError(`${service.name} exited with ${service.child.exitCode}: ${service.stderr()}`);
+      }
+      return service.logs.some((line) => line.msg === msg) ? true : undefined;
+    },
+    { timeoutMs, what: `${service.name} to log "${msg}"` },
+  );
+}

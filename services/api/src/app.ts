@@ -1,0 +1,56 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import {
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import type { ApiDeps } from './deps.js';
+import { bullBoardPlugin } from './plugins/bull-board.js';
+import { problemPlugin } from './plugins/problem.js';
+import { healthRoutes } from './routes/health.js';
+import { queueRoutes } from './routes/jobs/queue.js';
+import { scrapeRoutes } from './routes/jobs/scrape.js';
+import { siteRoutes } from './routes/jobs/sites.js';
+
+/** Accept a caller's request id only when it is short and harmless; it becomes the correlation id. */
+function requestIdFrom(header: string | string[] | undefined): string {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value && /^[A-Za-z0-9._-]{1,64}$/.test(value) ? value : randomUUID();
+}
+
+/** The API as a plugin tree; main.ts owns the process, tests call `inject()`. */
+export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: deps.config.API_BODY_LIMIT_BYTES,
+    genReqId: (request) => requestIdFrom(request.headers['x-request-id']),
+    requestIdHeader: false,
+    trustProxy: false,
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.addHook('onSend', async (request, reply) => {
+    void reply.header('x-request-id', request.id);
+  });
+
+  await app.register(problemPlugin);
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'Gleaner API', description: 'Job postings and documents, kept fresh and structured.', version: '0.1.0' },
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  await app.register(healthRoutes, { deps });
+  await app.register(siteRoutes, { deps });
+  await app.register(scrapeRoutes, { deps });
+  await app.register(queueRoutes, { deps });
+  await app.register(bullBoardPlugin, { deps });
+  return app as unknown as FastifyInstance;
+}

@@ -1,0 +1,19 @@
+import type { ApiConfig } from '@gleaner/config';
+import type { Database } from '@gleaner/db';
+import type { Logger } from '@gleaner/logger';
+import type { Queues } from '@gleaner/queue';
+import type { Redis } from 'ioredis';
+import type pg from 'pg';
+
+/** Everything the API needs, built once in main.ts (or by a test) and passed in. */
+export interface ApiDeps {
+  config: Pick<
+    ApiConfig,
+    'API_BODY_LIMIT_BYTES' | 'API_PUBLIC_URL' | 'ADMIN_USERNAME' | 'ADMIN_PASSWORD' | 'SYNC_SCRAPE_TIMEOUT_MS'
+  >;
+  logger: Logger;
+  db: Database;
+  pool: pg.Pool;
+  redis: Redis;
+  queues: Queues;
+}

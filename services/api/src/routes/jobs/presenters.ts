@@ -1,0 +1,73 @@
+import type { PostingRow, RunRow, SiteRow } from '@gleaner/db';
+
+/** The API's snake_case views of rows (seed 003's field names). */
+export function presentRun(run: RunRow, site: Pick<SiteRow, 'siteName'> | undefined) {
+  return {
+    run_id: run.runId,
+    task_id: run.taskId,
+    site_name: site?.siteName ?? null,
+    trigger: run.trigger,
+    status: run.status,
+    started_at: run.startedAt?.toISOString() ?? null,
+    finished_at: run.finishedAt?.toISOString() ?? null,
+    requested_pages: run.requestedPages,
+    completed_pages: run.completedPages,
+    errors_count: run.errorsCount,
+    ready_count: run.readyCount,
+    skipped_count: run.skippedCount,
+    expired_count: run.expiredCount,
+    results_wanted: run.resultsWanted,
+    listing_complete: run.listingComplete,
+    message: run.message,
+    created_at: run.createdAt.toISOString(),
+  };
+}
+
+export function presentPosting(posting: PostingRow) {
+  return {
+    id: posting.id,
+    external_id: posting.externalId,
+    url: posting.url,
+    status: posting.status,
+    title: posting.title,
+    company: posting.company,
+    location: posting.location,
+    location_city: posting.locationCity,
+    location_region: posting.locationRegion,
+    location_country: posting.locationCountry,
+    is_remote: posting.isRemote,
+    employment_type: posting.employmentType,
+    salary_min: posting.salaryMin,
+    salary_max: posting.salaryMax,
+    salary_currency: posting.salaryCurrency,
+    salary_period: posting.salaryPeriod,
+    date_posted: posting.datePosted,
+    description: posting.description,
+    requirements: posting.requirements,
+    provenance: posting.provenance,
+    error: posting.error,
+    first_seen_at: posting.firstSeenAt.toISOString(),
+    last_seen_at: posting.lastSeenAt.toISOString(),
+    extracted_at: posting.extractedAt?.toISOString() ?? null,
+  };
+}
+
+export function presentSite(site: SiteRow) {
+  return {
+    id: site.id,
+    site_name: site.siteName,
+    kind: site.kind,
+    config: site.config,
+    enabled: site.enabled,
+    interval_minutes: site.intervalMinutes,
+    last_run_at: site.lastRunAt?.toISOString() ?? null,
+    next_run_at: site.nextRunAt?.toISOString() ?? null,
+    min_pause_seconds: site.minPauseSeconds,
+    max_pause_seconds: site.maxPauseSeconds,
+    max_retries: site.maxRetries,
+    rate_limit_rps: site.rateLimitRps,
+    max_concurrency: site.maxConcurrency,
+    created_at: site.createdAt.toISOString(),
+    updated_at: site.updatedAt.toISOString(),
+  };
+}

@@ -1,0 +1,155 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  ActiveRunExistsError,
+  createRun,
+  failRun,
+  getActiveRunForSite,
+  getRun,
+  getRunByPublicId,
+  getSiteById,
+  getSiteByName,
+  listRunPostings,
+  setRunTaskId,
+} from '@gleaner/db';
+import { enqueue } from '@gleaner/queue';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ApiDeps } from '../../deps.js';
+import { ProblemError } from '../../plugins/problem.js';
+import { presentPosting, presentRun } from './presenters.js';
+
+/** Sync mode is for small diagnostic runs (seed 003): at most this many results. */
+export const SYNC_MAX_RESULTS = 25;
+
+const scrapeBody = z
+  .object({
+    site_name: z.string().trim().min(1).max(200).optional().describe('Name of a registered site'),
+    site_id: z.uuid().optional().describe('Id of a registered site (instead of site_name)'),
+    results_wanted: z.int().min(1).max(100_000).optional().describe('Stop after this many postings'),
+  })
+  .strict()
+  .refine((body) => body.site_name !== undefined || body.site_id !== undefined, {
+    message: 'site_name or site_id is required',
+    path: ['site_name'],
+  });
+
+const scrapeQuery = z.object({ mode: z.enum(['async', 'sync']).default('async') }).strict();
+
+export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
+  const { db, queues } = deps;
+  const statusUrl = (runId: string, requestOrigin: string) =>
+    `${deps.config.API_PUBLIC_URL ?? requestOrigin}/jobs/scrape/${runId}`;
+
+  app.post(
+    '/jobs/scrape',
+    {
+      schema: {
+        tags: ['jobs'],
+        summary: 'Start a scrape of a registered site (async by default; ?mode=sync for small diagnostic runs)',
+        body: scrapeBody,
+        querystring: scrapeQuery,
+      },
+    },
+    async (request, reply) => {
+      const { body, query } = request;
+      const site = body.site_id ? await getSiteById(db, body.site_id) : await getSiteByName(db, body.site_name!);
+      if (!site) {
+        const field = body.site_id ? 'site_id' : 'site_name';
+        throw new ProblemError(404, 'Unknown Site', `no site is registered as ${JSON.stringify(body.site_id ?? body.site_name)}`, {
+          errors: [{ field: `body.${field}`, message: 'no such site' }],
+        });
+      }
+      if (query.mode === 'sync' && (body.results_wanted ?? SYNC_MAX_RESULTS) > SYNC_MAX_RESULTS) {
+        throw new ProblemError(400, 'Validation Failed', `sync mode allows at most ${SYNC_MAX_RESULTS} results`, {
+          errors: [{ field: 'body.results_wanted', message: `must be at most ${SYNC_MAX_RESULTS} in sync mode` }],
+        });
+      }
+      const resultsWanted = query.mode === 'sync' ? (body.results_wanted ?? SYNC_MAX_RESULTS) : body.results_wanted;
+
+      let run;
+      try {
+        run = await createRun(db, { siteId: site.id, trigger: 'manual', resultsWanted, correlationId: request.id });
+      } catch (error) {
+        if (error instanceof ActiveRunExistsError) {
+          const active = await getActiveRunForSite(db, site.id);
+          throw new ProblemError(409, 'Run Already Active', `site "${site.siteName}" already has an active run`, {
+            run_id: active?.runId,
+            errors: [{ field: 'body.site_name', message: 'site has an active run' }],
+          });
+        }
+        throw error;
+      }
+
+      let taskId: string;
+      try {
+        taskId = await enqueue(queues, 'scrape', { runId: run.id, siteId: site.id, correlationId: request.id });
+      } catch (error) {
+        // Nothing was queued: close the run so the site is not blocked by a run no worker will see.
+        await failRun(db, run.id, 'could not enqueue the scrape job');
+        throw error;
+      }
+      await setRunTaskId(db, run.id, taskId);
+      const origin = `${request.protocol}://${request.host}`;
+      request.log.info({ runId: run.runId, site: site.siteName, mode: query.mode }, 'scrape queued');
+
+      if (query.mode === 'async') {
+        return reply.code(202).send({
+          status: 'success',
+          data: {
+            task_id: taskId,
+            run_id: run.runId,
+            status: 'queued',
+            execution_mode: 'async',
+            status_url: statusUrl(run.runId, origin),
+          },
+        });
+      }
+
+      // Sync: wait (bounded) for the run to finalize, then answer with its postings.
+      const deadline = Date.now() + deps.config.SYNC_SCRAPE_TIMEOUT_MS;
+      let current = run;
+      while (Date.now() < deadline) {
+        await sleep(200);
+        current = (await getRun(db, run.id)) ?? current;
+        if (current.status !== 'queued' && current.status !== 'running') break;
+      }
+      const finished = current.status !== 'queued' && current.status !== 'running';
+      const postings = finished ? await listRunPostings(db, run.id, SYNC_MAX_RESULTS) : [];
+      return reply.code(finished ? 200 : 202).send({
+        status: 'success',
+        data: {
+          ...presentRun(current, site),
+          execution_mode: 'sync',
+          timed_out: !finished,
+          status_url: statusUrl(run.runId, origin),
+          postings: postings.map(presentPosting),
+        },
+      });
+    },
+  );
+
+  app.get(
+    '/jobs/scrape/:runId',
+    {
+      schema: {
+        tags: ['jobs'],
+        summary: 'Status, counters and postings of a run',
+        params: z.object({ runId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'is not a run id' }) }),
+        querystring: z.object({ limit: z.coerce.number().int().min(0).max(1000).default(100) }).strict(),
+      },
+    },
+    async (request) => {
+      const run = await getRunByPublicId(db, request.params.runId);
+      if (!run) {
+        throw new ProblemError(404, 'Unknown Run', `no run has id ${request.params.runId}`, {
+          errors: [{ field: 'params.runId', message: 'no such run' }],
+        });
+      }
+      const [site, postings] = await Promise.all([
+        getSiteById(db, run.siteScheduleId),
+        request.query.limit > 0 ? listRunPostings(db, run.id, request.query.limit) : Promise.resolve([]),
+      ]);
+      return { status: 'success', data: { ...presentRun(run, site), postings: postings.map(presentPosting) } };
+    },
+  );
+};

@@ -1,0 +1,1 @@
+export { createSchedulerLoop, type SchedulerLoopOptions, type SchedulerStatus } from './loop.js';

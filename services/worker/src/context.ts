@@ -1,0 +1,28 @@
+import type { Database } from '@gleaner/db';
+import type { Fetcher } from '@gleaner/http';
+import type { Logger } from '@gleaner/logger';
+import type { JobPayload, QueueName, Queues } from '@gleaner/queue';
+import type { Job } from 'bullmq';
+
+/** What every handler gets: built once in main.ts and passed in. */
+export interface WorkerDeps {
+  db: Database;
+  queues: Queues;
+  fetcher: Fetcher;
+  logger: Logger;
+}
+
+export interface HandlerContext extends WorkerDeps {
+  job: Job;
+  log: Logger;
+  signal: AbortSignal | undefined;
+}
+
+export interface JobHandler<Q extends QueueName> {
+  run(payload: JobPayload<Q>, context: HandlerContext): Promise<unknown>;
+  /**
+   * Called once when the job will not be tried again (a permanent error, or its last attempt):
+   * records the failure on the row so that the run can still finalize.
+   */
+  giveUp(payload: JobPayload<Q>, error: Error, context: HandlerContext): Promise<void>;
+}

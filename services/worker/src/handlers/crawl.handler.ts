@@ -1,0 +1,30 @@
+import { getPostingForWork, recordFetchedBody, sha256Hex, storeBody } from '@gleaner/db';
+import { enqueue } from '@gleaner/queue';
+import type { JobHandler } from '../context.js';
+import { settleAndFinalize } from './settle.js';
+
+export const crawlHandler: JobHandler<'crawl'> = {
+  async run(payload, deps) {
+    const { db, queues, fetcher, log } = deps;
+    const found = await getPostingForWork(db, payload.postingId);
+    if (!found || found.posting.runId !== payload.runId || found.posting.status !== 'pending' || found.runStatus !== 'running') {
+      log.debug({ status: found?.posting.status, runStatus: found?.runStatus }, 'posting not pending in a running run; skipping');
+      return { skipped: true };
+    }
+    const { posting } = found;
+    const response = await fetcher.fetch({ url: posting.url });
+    const sha256 = sha256Hex(response.body);
+    if (sha256 === posting.bodySha256 && posting.extractedAt !== null) {
+      await settleAndFinalize(deps, log, payload, { status: 'skipped' });
+      return { unchanged: true };
+    }
+    await storeBody(db, response.body, response.contentType, sha256);
+    if (!(await recordFetchedBody(db, posting.id, payload.runId, sha256))) return { skipped: true };
+    await enqueue(queues, 'extract', { runId: payload.runId, postingId: posting.id, correlationId: payload.correlationId });
+    return { bytes: response.body.byteLength };
+  },
+
+  async giveUp(payload, error, deps) {
+    await settleAndFinalize(deps, deps.log, payload, { status: 'error', error: `crawl: ${error.message}` });
+  },
+};

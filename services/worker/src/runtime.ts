@@ -1,0 +1,114 @@
+import { jobLogger } from '@gleaner/logger';
+import { enqueue, isClassifiedError, jobs, type JobPayload } from '@gleaner/queue';
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { HandlerContext, JobHandler, WorkerDeps } from './context.js';
+import { handlers, type ServedQueue } from './handlers/index.js';
+
+export interface RuntimeOptions {
+  connection: Redis;
+  prefix: string;
+  queues: readonly ServedQueue[];
+  concurrency: Record<ServedQueue, number>;
+}
+
+export interface WorkerRuntime {
+  workers: Worker[];
+  /** Stops taking jobs, waits up to `graceMs` for in-flight ones, then releases the rest. */
+  close(graceMs: number): Promise<void>;
+}
+
+function isPermanent(error: unknown): boolean {
+  return error instanceof UnrecoverableError || (isClassifiedError(error) && error.retryClass === 'permanent');
+}
+
+function createProcessor<Q extends ServedQueue>(queue: Q, deps: WorkerDeps) {
+  const handler = handlers[queue] as JobHandler<Q>;
+  const definition = jobs[queue];
+  return async (job: Job, _token?: string, signal?: AbortSignal): Promise<unknown> => {
+    const log = jobLogger(deps.logger, job);
+    const parsed = definition.payload.safeParse(job.data);
+    if (!parsed.success) {
+      // Re-validated on dequeue: a malformed payload can never succeed, so it fails for good.
+      throw new UnrecoverableError(`QUEUE_PAYLOAD_INVALID: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`);
+    }
+    const payload = parsed.data as JobPayload<Q>;
+    const context: HandlerContext = { ...deps, job, log, signal };
+    try {
+      return await handler.run(payload, context);
+    } catch (caught) {
+      const error = caught instanceof Error ? caught : new Error(String(caught));
+      const permanent = isPermanent(error);
+      const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+      if (permanent || lastAttempt) {
+        log.warn({ err: error, permanent }, 'giving up on job');
+        await handler.giveUp(payload, error, context);
+      } else {
+        log.info({ err: error }, 'job failed; will retry');
+      }
+      if (permanent && !(error instanceof UnrecoverableError)) {
+        const code = isClassifiedError(error) ? error.code : 'PERMANENT';
+        throw new UnrecoverableError(`${code}: ${error.message}`);
+      }
+      throw error;
+    }
+  };
+}
+
+/** Parks a job that will not run again in the dead-letter queue, with what is needed to requeue it. */
+async function parkDeadLetter(deps: WorkerDeps, job: Job, error: Error): Promise<void> {
+  const permanent = error instanceof UnrecoverableError || error.name === 'UnrecoverableError';
+  const exhausted = job.attemptsMade >= (job.opts.attempts ?? 1);
+  if (!permanent && !exhausted) return;
+  await enqueue(deps.queues, 'dead-letter', {
+    queue: job.queueName,
+    jobName: job.name,
+    jobId: job.id ?? 'unknown',
+    payload: job.data as unknown,
+    errorClass: permanent ? 'permanent' : 'transient',
+    errorCode: /^([A-Z][A-Z0-9_]+):/.exec(error.message)?.[1],
+    error: error.message.slice(0, 2000),
+    attemptsMade: job.attemptsMade,
+    failedAt: new Date().toISOString(),
+  });
+}
+
+export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerRuntime {
+  const workers = options.queues.map((queue) => {
+    const worker = new Worker(queue, createProcessor(queue, deps), {
+      connection: options.connection,
+      prefix: options.prefix,
+      concurrency: options.concurrency[queue],
+      name: `gleaner-${queue}`,
+    });
+    worker.on('failed', (job, error) => {
+      if (!job) return;
+      parkDeadLetter(deps, job, error).catch((parkError: unknown) => {
+        deps.logger.error({ err: parkError, queue, jobId: job.id }, 'could not park job in dead-letter queue');
+      });
+    });
+    worker.on('error', (error) => deps.logger.error({ err: error, queue }, 'worker error'));
+    return worker;
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    workers,
+    close(graceMs) {
+      closing ??= (async () => {
+        let timer: NodeJS.Timeout | undefined;
+        const graceful = Promise.all(workers.map((worker) => worker.close())).then(() => 'done' as const);
+        const timeout = new Promise<'timeout'>((resolve) => {
+          timer = setTimeout(() => resolve('timeout'), graceMs);
+        });
+        const outcome = await Promise.race([graceful, timeout]);
+        clearTimeout(timer);
+        if (outcome === 'timeout') {
+          deps.logger.warn({ graceMs }, 'in-flight jobs did not finish in time; releasing them to other workers');
+          await Promise.all(workers.map((worker) => worker.close(true)));
+        }
+      })();
+      return closing;
+    },
+  };
+}
