@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { DCLinter } from 'dclint';
+import * as dclint from 'dclint';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseDocument } from 'yaml';
@@ -43,6 +43,34 @@ interface ComposeFile {
 
 // --- dclint ---------------------------------------------------------------------------
 
+// dclint's .d.ts files use extension-less relative imports, which NodeNext resolution cannot
+// follow; these are the parts of its LintResult this file reads.
+interface LintMessage {
+  rule: string;
+  type: 'error' | 'warning';
+  message: string;
+  line: number;
+  column: number;
+}
+interface LintResult {
+  messages: LintMessage[];
+  errorCount: number;
+  warningCount: number;
+}
+interface LinterConfig {
+  rules: Record<string, 0 | 1 | 2>;
+  quiet: boolean;
+  debug: boolean;
+  exclude: string[];
+}
+interface DclintModule {
+  DCLinter: new (config: LinterConfig) => {
+    lintFiles(paths: string[], recursive: boolean): LintResult[];
+  };
+}
+const typed = <T>(module: unknown) => module as T;
+const { DCLinter } = typed<DclintModule>(dclint);
+
 /**
  * dclint's README shows `new DCLinter()`, but the constructor reads `config.rules` and throws
  * without a config. This is the CLI's own default (DEFAULT_CONFIG in dclint/bin/dclint.cjs):
@@ -50,7 +78,7 @@ interface ComposeFile {
  * validates it against the bundled compose-spec JSON schema; a failure there is reported as
  * an `invalid-schema` / `invalid-yaml` message and no rule runs.
  */
-function lintComposeFile(file: string) {
+function lintComposeFile(file: string): LintResult {
   const linter = new DCLinter({ rules: {}, quiet: false, debug: false, exclude: [] });
   const [result] = linter.lintFiles([file], false);
   if (!result) throw new Error(`dclint returned no result for ${file}`);
@@ -83,7 +111,9 @@ describe('docker-compose.yml against the compose specification (dclint)', () => 
 
   it('is valid and has no dclint errors', () => {
     const result = lintComposeFile(composePath);
-    const summary = result.messages.map((m) => `${m.line}:${m.column} ${m.type} ${m.rule}: ${m.message}`);
+    const summary = result.messages.map(
+      (m) => `${m.line}:${m.column} ${m.type} ${m.rule}: ${m.message}`,
+    );
     expect(validationMessages(composePath), summary.join('\n')).toEqual([]);
     expect(result.errorCount, summary.join('\n')).toBe(0);
   });
@@ -95,11 +125,15 @@ describe('docker-compose.yml against the compose specification (dclint)', () => 
 
   // Proof the check above is not vacuous: the same document with one schema violation fails.
   const broken: [string, (doc: ReturnType<typeof parseDocument>) => void][] = [
-    ['ports given as a string instead of a list', (doc) => doc.setIn(['services', 'api', 'ports'], 'not-a-list')],
+    [
+      'ports given as a string instead of a list',
+      (doc) => doc.setIn(['services', 'api', 'ports'], 'not-a-list'),
+    ],
     ['an unknown top-level key', (doc) => doc.set('servicez', { api: { image: APP_IMAGE } })],
     [
       'an unknown depends_on condition',
-      (doc) => doc.setIn(['services', 'api', 'depends_on', 'migrate', 'condition'], 'service_finished'),
+      (doc) =>
+        doc.setIn(['services', 'api', 'depends_on', 'migrate', 'condition'], 'service_finished'),
     ],
     ['an unknown service key', (doc) => doc.setIn(['services', 'worker', 'replicas'], 2)],
   ];
@@ -132,7 +166,10 @@ function environmentOf(svc: ComposeService): Record<string, string> {
         const at = item.indexOf('=');
         return at === -1 ? [item, ''] : [item.slice(0, at), item.slice(at + 1)];
       })
-    : Object.entries(env).map(([key, value]): [string, string] => [key, value === null ? '' : String(value)]);
+    : Object.entries(env).map(([key, value]): [string, string] => [
+        key,
+        value === null ? '' : String(value),
+      ]);
   return Object.fromEntries(entries);
 }
 
@@ -149,7 +186,10 @@ function durationMs(value: string): number {
   if (parts.length === 0 || parts.map((p) => p[0]).join('') !== value) {
     throw new Error(`not a compose duration: ${value}`);
   }
-  return parts.reduce((sum, [, amount, unit]) => sum + Number(amount) * (units[unit!] ?? Number.NaN), 0);
+  return parts.reduce(
+    (sum, [, amount, unit]) => sum + Number(amount) * (units[unit!] ?? Number.NaN),
+    0,
+  );
 }
 
 /** The package directory (nearest package.json below the repo root) that holds `file`. */
@@ -171,9 +211,15 @@ function buildConfigOf(packageDir: string) {
   const build = pkg.scripts?.build ?? '';
   const project = /(?:^|\s)(?:-p|--project)\s+(\S+)/.exec(build)?.[1] ?? 'tsconfig.json';
   const configPath = path.resolve(packageDir, project);
-  const read = ts.readConfigFile(configPath, ts.sys.readFile);
+  const read = ts.readConfigFile(configPath, (file) => ts.sys.readFile(file));
   if (read.error) throw new Error(ts.flattenDiagnosticMessageText(read.error.messageText, '\n'));
-  const parsed = ts.parseJsonConfigFileContent(read.config, ts.sys, path.dirname(configPath), undefined, configPath);
+  const parsed = ts.parseJsonConfigFileContent(
+    read.config,
+    ts.sys,
+    path.dirname(configPath),
+    undefined,
+    configPath,
+  );
   return {
     configPath,
     outDir: parsed.options.outDir && path.resolve(parsed.options.outDir),
@@ -198,27 +244,38 @@ describe('docker-compose.yml: services', () => {
     expect(existsSync(path.join(root, 'Dockerfile'))).toBe(true);
   });
 
-  it.each(APP_SERVICES)('%s: the command runs a file the build produces from an existing source', (name) => {
-    const [runtime, script, ...rest] = commandOf(service(name));
-    expect(runtime, `${name}: command must start with node`).toBe('node');
-    expect(script, `${name}: command names no script`).toMatch(/\.js$/);
-    expect(rest, `${name}: unexpected extra arguments`).toEqual([]);
+  it.each(APP_SERVICES)(
+    '%s: the command runs a file the build produces from an existing source',
+    (name) => {
+      const [runtime, script, ...rest] = commandOf(service(name));
+      expect(runtime, `${name}: command must start with node`).toBe('node');
+      expect(script, `${name}: command names no script`).toMatch(/\.js$/);
+      expect(rest, `${name}: unexpected extra arguments`).toEqual([]);
 
-    // The image's WORKDIR mirrors the repository root, so the path resolves against it.
-    const output = path.resolve(root, script!);
-    const packageDir = packageDirOf(output);
-    expect(packageDir, `${name}: ${script} is in no workspace package`).toBeDefined();
-    const config = buildConfigOf(packageDir!);
-    expect(config.outDir, `${config.configPath} sets no outDir`).toBeDefined();
-    expect(config.rootDir, `${config.configPath} sets no rootDir`).toBeDefined();
-    const inOut = path.relative(config.outDir!, output);
-    expect(inOut.startsWith('..') || path.isAbsolute(inOut), `${script} is outside ${config.outDir}`).toBe(false);
+      // The image's WORKDIR mirrors the repository root, so the path resolves against it.
+      const output = path.resolve(root, script!);
+      const packageDir = packageDirOf(output);
+      expect(packageDir, `${name}: ${script} is in no workspace package`).toBeDefined();
+      const config = buildConfigOf(packageDir!);
+      expect(config.outDir, `${config.configPath} sets no outDir`).toBeDefined();
+      expect(config.rootDir, `${config.configPath} sets no rootDir`).toBeDefined();
+      const inOut = path.relative(config.outDir!, output);
+      expect(
+        inOut.startsWith('..') || path.isAbsolute(inOut),
+        `${script} is outside ${config.outDir}`,
+      ).toBe(false);
 
-    const source = path.join(config.rootDir!, inOut.replace(/\.js$/, '.ts'));
-    const shown = path.relative(root, source);
-    expect(existsSync(source), `${name}: ${script} needs ${shown}, which does not exist`).toBe(true);
-    expect(config.fileNames.has(source), `${name}: ${shown} is not compiled by ${config.configPath}`).toBe(true);
-  });
+      const source = path.join(config.rootDir!, inOut.replace(/\.js$/, '.ts'));
+      const shown = path.relative(root, source);
+      expect(existsSync(source), `${name}: ${script} needs ${shown}, which does not exist`).toBe(
+        true,
+      );
+      expect(
+        config.fileNames.has(source),
+        `${name}: ${shown} is not compiled by ${config.configPath}`,
+      ).toBe(true);
+    },
+  );
 
   it('migrate is one-shot and waits for a healthy postgres', () => {
     const migrate = service('migrate');
@@ -226,13 +283,16 @@ describe('docker-compose.yml: services', () => {
     expect(migrate.depends_on).toMatchObject({ postgres: { condition: 'service_healthy' } });
   });
 
-  it.each(LONG_RUNNING)('%s waits for migrate to succeed and for healthy redis and postgres', (name) => {
-    expect(service(name).depends_on).toMatchObject({
-      migrate: { condition: 'service_completed_successfully' },
-      postgres: { condition: 'service_healthy' },
-      redis: { condition: 'service_healthy' },
-    });
-  });
+  it.each(LONG_RUNNING)(
+    '%s waits for migrate to succeed and for healthy redis and postgres',
+    (name) => {
+      expect(service(name).depends_on).toMatchObject({
+        migrate: { condition: 'service_completed_successfully' },
+        postgres: { condition: 'service_healthy' },
+        redis: { condition: 'service_healthy' },
+      });
+    },
+  );
 
   it('redis never evicts keys and persists with AOF (BullMQ production guide)', () => {
     const args = commandOf(service('redis'));
@@ -261,16 +321,27 @@ describe('docker-compose.yml: services', () => {
     expect(publishing).toEqual(['api']);
     const apiPort = environmentOf(service('api')).API_PORT ?? '8000';
     const targets = (service('api').ports ?? []).map((port) =>
-      typeof port === 'object' ? String(port.target) : String(port).replace(/\/(tcp|udp)$/, '').split(':').at(-1),
+      typeof port === 'object'
+        ? String(port.target)
+        : String(port)
+            .replace(/\/(tcp|udp)$/, '')
+            .split(':')
+            .at(-1),
     );
     expect(targets).toEqual([apiPort]);
   });
 
-  const healthPorts = { api: 'API_PORT', worker: 'WORKER_HEALTH_PORT', scheduler: 'SCHEDULER_HEALTH_PORT' } as const;
+  const healthPorts = {
+    api: 'API_PORT',
+    worker: 'WORKER_HEALTH_PORT',
+    scheduler: 'SCHEDULER_HEALTH_PORT',
+  } as const;
   it.each(LONG_RUNNING)('%s has a healthcheck on its own /health port', (name) => {
     const svc = service(name);
     const port = environmentOf(svc)[healthPorts[name]];
-    expect(port, `${name}: ${healthPorts[name]} must be set to a non-zero port`).toMatch(/^[1-9]\d*$/);
+    expect(port, `${name}: ${healthPorts[name]} must be set to a non-zero port`).toMatch(
+      /^[1-9]\d*$/,
+    );
     const test = svc.healthcheck?.test;
     const text = Array.isArray(test) ? test.join(' ') : (test ?? '');
     expect(svc.healthcheck?.disable ?? false).toBe(false);
@@ -282,7 +353,10 @@ describe('docker-compose.yml: services', () => {
     const raw = environmentOf(svc).SHUTDOWN_GRACE_MS;
     // The value the process would actually use, default included.
     const graceMs = fragments.shutdownFragment.SHUTDOWN_GRACE_MS.parse(raw);
-    expect(svc.stop_grace_period, `${name} sets no stop_grace_period (Docker's default is 10s)`).toBeDefined();
+    expect(
+      svc.stop_grace_period,
+      `${name} sets no stop_grace_period (Docker's default is 10s)`,
+    ).toBeDefined();
     expect(durationMs(svc.stop_grace_period!)).toBeGreaterThan(graceMs);
   });
 });
@@ -296,7 +370,10 @@ interface VariableSchema {
 /** Every variable the config package knows, with its zod schema. */
 const knownVariables = new Map<string, VariableSchema>(
   Object.entries(fragments)
-    .filter(([exportName, value]) => exportName.endsWith('Fragment') && typeof value === 'object' && value !== null)
+    .filter(
+      ([exportName, value]) =>
+        exportName.endsWith('Fragment') && typeof value === 'object' && value !== null,
+    )
     .flatMap(([, fragment]) => Object.entries(fragment as Record<string, VariableSchema>)),
 );
 
@@ -326,7 +403,10 @@ describe('environment variables', () => {
 
   it('.env.example lists exactly the variables packages/config/src/fragments.ts defines, once each', () => {
     const listed = envExampleVariables();
-    expect(listed.filter((name, i) => listed.indexOf(name) !== i), 'listed twice').toEqual([]);
+    expect(
+      listed.filter((name, i) => listed.indexOf(name) !== i),
+      'listed twice',
+    ).toEqual([]);
     expect([...listed].sort()).toEqual([...knownVariables.keys()].sort());
   });
 
@@ -336,7 +416,10 @@ describe('environment variables', () => {
       if (!schema) continue; // reported by the test above
       const byDefault = schema.safeParse(undefined);
       if (commented) {
-        expect(byDefault.data, `${name} has a default (${String(byDefault.data)}): list it uncommented`).toBeUndefined();
+        expect(
+          byDefault.data,
+          `${name} has a default (${String(byDefault.data)}): list it uncommented`,
+        ).toBeUndefined();
       } else {
         const shown = schema.safeParse(value);
         expect(shown.success, `${name}=${value} is rejected by its schema`).toBe(true);
@@ -350,10 +433,16 @@ describe('environment variables', () => {
     for (const [key, value] of Object.entries(environmentOf(service(name)))) {
       expect(documented.has(key), `${name}: ${key} is not in .env.example`).toBe(true);
       const schema = knownVariables.get(key);
-      expect(schema, `${name}: ${key} is not defined in packages/config/src/fragments.ts`).toBeDefined();
+      expect(
+        schema,
+        `${name}: ${key} is not defined in packages/config/src/fragments.ts`,
+      ).toBeDefined();
       const resolved = interpolateDefaults(value);
       if (resolved !== undefined) {
-        expect(schema!.safeParse(resolved).success, `${name}: ${key}=${resolved} is rejected by its schema`).toBe(true);
+        expect(
+          schema!.safeParse(resolved).success,
+          `${name}: ${key}=${resolved} is rejected by its schema`,
+        ).toBe(true);
       }
     }
   });
@@ -400,7 +489,7 @@ describe('Dockerfile', () => {
     expect(froms.length).toBeGreaterThanOrEqual(2);
   });
 
-  it("uses the Node major this repository is tested on in every stage", () => {
+  it('uses the Node major this repository is tested on in every stage', () => {
     const nodeMajor = process.versions.node.split('.')[0];
     const stages = new Set<string>();
     for (const from of froms) {
@@ -408,7 +497,9 @@ describe('Dockerfile', () => {
       const basedOnEarlierStage = stages.has(image.toLowerCase());
       if (as?.toUpperCase() === 'AS' && alias) stages.add(alias.toLowerCase());
       if (basedOnEarlierStage) continue;
-      expect(image, `FROM ${from.args}: use a literal node:<major> image`).toMatch(/^(docker\.io\/(library\/)?)?node:\d+/);
+      expect(image, `FROM ${from.args}: use a literal node:<major> image`).toMatch(
+        /^(docker\.io\/(library\/)?)?node:\d+/,
+      );
       expect(/node:(\d+)/.exec(image)?.[1], `FROM ${from.args}`).toBe(nodeMajor);
     }
   });
@@ -432,9 +523,12 @@ describe('Dockerfile', () => {
       .split(/\r?\n/)
       .map((line) => line.trim())
       .filter((line) => line !== '' && !line.startsWith('#'));
-    for (const needed of ['node_modules', '**/node_modules', '.env', '.git']) expect(patterns).toContain(needed);
+    for (const needed of ['node_modules', '**/node_modules', '.env', '.git'])
+      expect(patterns).toContain(needed);
     for (const pattern of patterns.filter((p) => !p.startsWith('!'))) {
-      expect(pattern, 'excludes something the image needs').not.toMatch(/^(migrations|pnpm-lock\.yaml|package\.json|Dockerfile)$/);
+      expect(pattern, 'excludes something the image needs').not.toMatch(
+        /^(migrations|pnpm-lock\.yaml|package\.json|Dockerfile)$/,
+      );
     }
   });
 });

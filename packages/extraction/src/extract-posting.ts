@@ -15,7 +15,10 @@ export interface ExtractPostingOptions {
  * JSON-LD comes first and is read without building a DOM; cheerio is loaded only for pages
  * without a JSON-LD JobPosting.
  */
-export function extractPosting(html: string, _options: ExtractPostingOptions = {}): ExtractionResult | null {
+export function extractPosting(
+  html: string,
+  _options: ExtractPostingOptions = {},
+): ExtractionResult | null {
   const jsonLdNode = findJsonLdJobPosting(html);
   if (jsonLdNode !== null) return withProvenance(mapJobPosting(jsonLdNode), 'json-ld');
   const microdataNode = findMicrodataJobPosting(html);

@@ -17,13 +17,16 @@ export function isJsonObject(value: unknown): value is JsonObject {
 /** `JobPosting`, `schema:JobPosting` or `https://schema.org/JobPosting`, alone or in an array. */
 export function isJobPostingType(type: unknown): boolean {
   if (typeof type === 'string') return isJobPostingTypeName(type);
-  if (Array.isArray(type)) return type.some((entry) => typeof entry === 'string' && isJobPostingTypeName(entry));
+  if (Array.isArray(type))
+    return type.some((entry) => typeof entry === 'string' && isJobPostingTypeName(entry));
   return false;
 }
 
 function isJobPostingTypeName(name: string): boolean {
   const trimmed = name.trim();
-  return trimmed === 'JobPosting' || trimmed.endsWith('/JobPosting') || trimmed.endsWith(':JobPosting');
+  return (
+    trimmed === 'JobPosting' || trimmed.endsWith('/JobPosting') || trimmed.endsWith(':JobPosting')
+  );
 }
 
 /**
@@ -55,7 +58,9 @@ export function mapJobPosting(node: JsonObject): ExtractedPosting {
   const locationCity = address === null ? null : readText(address.addressLocality);
   const locationRegion = address === null ? null : readText(address.addressRegion);
   const locationCountry = address === null ? null : readCountry(address.addressCountry);
-  const locationParts = [locationCity, locationRegion, locationCountry].filter((part) => part !== null);
+  const locationParts = [locationCity, locationRegion, locationCountry].filter(
+    (part) => part !== null,
+  );
   const salary = readSalary(node.baseSalary);
   return {
     title: readText(node.title),
@@ -124,9 +129,12 @@ function readCountry(value: unknown): string | null {
  */
 function readIsRemote(jobLocationType: unknown, jobLocation: unknown): boolean | null {
   const types = Array.isArray(jobLocationType) ? (jobLocationType as unknown[]) : [jobLocationType];
-  if (types.some((type) => typeof type === 'string' && type.trim().toUpperCase() === 'TELECOMMUTE')) return true;
+  if (types.some((type) => typeof type === 'string' && type.trim().toUpperCase() === 'TELECOMMUTE'))
+    return true;
   const hasLocation =
-    jobLocation !== undefined && jobLocation !== null && !(Array.isArray(jobLocation) && jobLocation.length === 0);
+    jobLocation !== undefined &&
+    jobLocation !== null &&
+    !(Array.isArray(jobLocation) && jobLocation.length === 0);
   return hasLocation ? false : null;
 }
 
@@ -209,6 +217,7 @@ function readRequirements(value: unknown): string | null {
 }
 
 function readRequirementEntry(value: unknown): string | null {
-  if (isJsonObject(value) && !('@value' in value)) return readText(value.description) ?? readText(value.name);
+  if (isJsonObject(value) && !('@value' in value))
+    return readText(value.description) ?? readText(value.name);
   return typeof value === 'string' || isJsonObject(value) ? readText(value) : null;
 }

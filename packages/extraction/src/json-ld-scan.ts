@@ -10,7 +10,6 @@
  * never mistaken for a tag.
  */
 
-const LT = 0x3c; // <
 const GT = 0x3e; // >
 const SLASH = 0x2f; // /
 const BANG = 0x21; // !
@@ -93,7 +92,8 @@ export function parseJsonLdText(rawText: string): unknown {
 /** `<script` followed by whitespace, `/` or `>` (so `<scripts>` or `<scriptx` do not count). */
 function isScriptOpenTag(html: string, tagStart: number): boolean {
   return (
-    matchesLowercaseWord(html, tagStart + 1, 'script') && isTagNameEnd(html.charCodeAt(tagStart + 7))
+    matchesLowercaseWord(html, tagStart + 1, 'script') &&
+    isTagNameEnd(html.charCodeAt(tagStart + 7))
   );
 }
 
@@ -102,7 +102,10 @@ function findScriptEnd(html: string, from: number): number {
   for (;;) {
     const candidate = html.indexOf('</', position);
     if (candidate === -1) return -1;
-    if (matchesLowercaseWord(html, candidate + 2, 'script') && isTagNameEnd(html.charCodeAt(candidate + 8))) {
+    if (
+      matchesLowercaseWord(html, candidate + 2, 'script') &&
+      isTagNameEnd(html.charCodeAt(candidate + 8))
+    ) {
       return candidate;
     }
     position = candidate + 2;
@@ -143,7 +146,10 @@ function readScriptTagAttributes(html: string, from: number): ScriptTag | null {
   let position = from;
   let type: string | null = null;
   for (;;) {
-    while (position < length && (isWhitespace(html.charCodeAt(position)) || html.charCodeAt(position) === SLASH)) {
+    while (
+      position < length &&
+      (isWhitespace(html.charCodeAt(position)) || html.charCodeAt(position) === SLASH)
+    ) {
       position++;
     }
     if (position >= length) return null;
@@ -156,7 +162,8 @@ function readScriptTagAttributes(html: string, from: number): ScriptTag | null {
       if (isWhitespace(code) || code === SLASH || code === GT || code === EQUALS) break;
       position++;
     }
-    const isTypeAttribute = position - nameStart === 4 && matchesLowercaseWord(html, nameStart, 'type');
+    const isTypeAttribute =
+      position - nameStart === 4 && matchesLowercaseWord(html, nameStart, 'type');
 
     while (position < length && isWhitespace(html.charCodeAt(position))) position++;
     if (html.charCodeAt(position) !== EQUALS) continue; // attribute without a value
@@ -204,7 +211,13 @@ function stripWrappers(text: string): string {
   return result;
 }
 
-const CONTROL_ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t', '\f': '\\f', '\b': '\\b' };
+const CONTROL_ESCAPES: Record<string, string> = {
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\f': '\\f',
+  '\b': '\\b',
+};
 
 /**
  * One string-aware pass (so commas and line breaks inside values are left alone): drops commas
@@ -223,7 +236,9 @@ function repairJson(text: string): string {
       } else if (char === '"') {
         inString = false;
       } else if (char.charCodeAt(0) < 0x20) {
-        result += text.slice(copiedUpTo, i) + (CONTROL_ESCAPES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+        result +=
+          text.slice(copiedUpTo, i) +
+          (CONTROL_ESCAPES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
         copiedUpTo = i + 1;
       }
       continue;

@@ -39,7 +39,9 @@ export function findMicrodataJobPosting(html: string): JsonObject | null {
   const scope = $('[itemscope][itemtype]')
     .toArray()
     .find((element) =>
-      (element.attribs.itemtype ?? '').split(/\s+/).some((type) => type.endsWith(JOB_POSTING_ITEMTYPE_SUFFIX)),
+      (element.attribs.itemtype ?? '')
+        .split(/\s+/)
+        .some((type) => type.endsWith(JOB_POSTING_ITEMTYPE_SUFFIX)),
     );
   return scope === undefined ? null : readItem($, scope, 0);
 }
@@ -55,12 +57,18 @@ function readItem($: CheerioAPI, scope: DomElement, depth: number): JsonObject {
  * Adds the properties owned by `scope`: descendants with `itemprop` whose nearest enclosing
  * `itemscope` is `scope`. A nested item becomes a nested object; its own properties stay inside.
  */
-function collectProperties($: CheerioAPI, parent: DomElement, item: JsonObject, depth: number): void {
+function collectProperties(
+  $: CheerioAPI,
+  parent: DomElement,
+  item: JsonObject,
+  depth: number,
+): void {
   for (const child of $(parent).children().toArray()) {
     const names = child.attribs.itemprop;
     const isNestedItem = child.attribs.itemscope !== undefined;
     if (names !== undefined) {
-      const nestedItem = isNestedItem && depth < MAX_ITEM_DEPTH ? readItem($, child, depth + 1) : null;
+      const nestedItem =
+        isNestedItem && depth < MAX_ITEM_DEPTH ? readItem($, child, depth + 1) : null;
       for (const name of names.split(/\s+/)) {
         if (name === '') continue;
         addProperty(item, name, isNestedItem ? nestedItem : readPropertyValue($, child, name));

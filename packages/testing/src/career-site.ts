@@ -85,16 +85,8 @@ export async function createFixtureCareerSite(
 ): Promise<FixtureCareerSite> {
   const settings = resolveOptions(options);
   const requestCounts = new Map<string, number>();
-  let catalog: Catalog | undefined;
 
-  const server = createServer((request, response) => {
-    const target = request.url ?? '/';
-    requestCounts.set(target, (requestCounts.get(target) ?? 0) + 1);
-    // Requests cannot arrive before listen() resolved and the catalog was built, but the type
-    // system does not know that.
-    if (catalog === undefined) return sendText(response, 503, 'text/plain', 'starting');
-    handleRequest(catalog, request, response, target);
-  });
+  const server = createServer();
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(settings.port, settings.host, () => {
@@ -102,20 +94,25 @@ export async function createFixtureCareerSite(
       resolve();
     });
   });
-
+  // Pages embed absolute URLs, so content is built once the port is known. The handler is
+  // attached in the same tick, before any request can have been read.
   const origin = originOf(server.address() as AddressInfo);
-  const builtCatalog = createCatalog(origin, settings);
-  catalog = builtCatalog;
+  const catalog = createCatalog(origin, settings);
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const target = request.url ?? '/';
+    requestCounts.set(target, (requestCounts.get(target) ?? 0) + 1);
+    handleRequest(catalog, request, response, target);
+  });
 
   let closing: Promise<void> | undefined;
   return {
     url: origin,
     sitemapUrl: `${origin}/sitemap.xml`,
     listingUrl: `${origin}/jobs`,
-    postings: () => builtCatalog.published().map((record) => record.posting),
-    get: (id) => builtCatalog.publishedById(id)?.posting,
-    remove: (ids) => builtCatalog.remove(ids),
-    update: (id, patch) => builtCatalog.update(id, patch).posting,
+    postings: () => catalog.published().map((record) => record.posting),
+    get: (id) => catalog.publishedById(id)?.posting,
+    remove: (ids) => catalog.remove(ids),
+    update: (id, patch) => catalog.update(id, patch).posting,
     requestCount: (pathPrefix) => {
       let total = 0;
       for (const [target, count] of requestCounts) {
@@ -249,30 +246,43 @@ interface Role {
   skills: readonly string[];
 }
 
+/** name | area of work | skills */
 const ROLES: readonly Role[] = [
-  { name: 'Backend Engineer', area: 'backend services', skills: ['Go', 'PostgreSQL', 'Kafka', 'gRPC'] },
-  { name: 'Frontend Engineer', area: 'web applications', skills: ['TypeScript', 'React', 'CSS', 'accessibility'] },
-  { name: 'Full-Stack Developer', area: 'product features', skills: ['TypeScript', 'Node.js', 'React', 'SQL'] },
-  { name: 'Data Engineer', area: 'data pipelines', skills: ['Python', 'Spark', 'Airflow', 'dbt'] },
-  { name: 'Data Scientist', area: 'forecasting models', skills: ['Python', 'statistics', 'SQL', 'experimentation'] },
-  { name: 'Machine Learning Engineer', area: 'model serving', skills: ['PyTorch', 'Python', 'Kubernetes', 'MLOps'] },
-  { name: 'Site Reliability Engineer', area: 'production infrastructure', skills: ['Kubernetes', 'Terraform', 'Prometheus', 'Linux'] },
-  { name: 'Security Engineer', area: 'application security', skills: ['threat modelling', 'OWASP', 'cloud IAM', 'Go'] },
-  { name: 'Mobile Engineer (iOS)', area: 'our iOS app', skills: ['Swift', 'SwiftUI', 'Xcode', 'CI for mobile'] },
-  { name: 'QA Engineer', area: 'test automation', skills: ['Playwright', 'TypeScript', 'test design', 'CI'] },
-  { name: 'Product Manager', area: 'the product roadmap', skills: ['discovery', 'analytics', 'roadmapping', 'SQL'] },
-  { name: 'Product Designer', area: 'user experience', skills: ['Figma', 'prototyping', 'user research', 'design systems'] },
-  { name: 'Technical Writer', area: 'developer documentation', skills: ['docs-as-code', 'Markdown', 'APIs', 'editing'] },
-  { name: 'Account Executive', area: 'mid-market sales', skills: ['SaaS sales', 'Salesforce', 'negotiation', 'forecasting'] },
-  { name: 'Sales & Partnerships Manager', area: 'channel partnerships', skills: ['partner programmes', 'CRM', 'contracts', 'negotiation'] },
-  { name: 'Customer Success Manager', area: 'enterprise accounts', skills: ['onboarding', 'renewals', 'Gainsight', 'communication'] },
-  { name: 'Support Engineer', area: 'customer support', skills: ['troubleshooting', 'SQL', 'APIs', 'Zendesk'] },
-  { name: 'Financial Analyst', area: 'planning & analysis', skills: ['Excel', 'financial modelling', 'SQL', 'reporting'] },
-  { name: 'Recruiter', area: 'technical hiring', skills: ['sourcing', 'Greenhouse', 'interviewing', 'employer branding'] },
-  { name: 'Marketing Manager', area: 'growth marketing', skills: ['SEO', 'lifecycle email', 'analytics', 'copywriting'] },
-];
+  'Backend Engineer | backend services | Go, PostgreSQL, Kafka, gRPC',
+  'Frontend Engineer | web applications | TypeScript, React, CSS, accessibility',
+  'Full-Stack Developer | product features | TypeScript, Node.js, React, SQL',
+  'Data Engineer | data pipelines | Python, Spark, Airflow, dbt',
+  'Data Scientist | forecasting models | Python, statistics, SQL, experimentation',
+  'Machine Learning Engineer | model serving | PyTorch, Python, Kubernetes, MLOps',
+  'Site Reliability Engineer | production infrastructure | Kubernetes, Terraform, Prometheus, Linux',
+  'Security Engineer | application security | threat modelling, OWASP, cloud IAM, Go',
+  'Mobile Engineer (iOS) | our iOS app | Swift, SwiftUI, Xcode, CI for mobile',
+  'QA Engineer | test automation | Playwright, TypeScript, test design, CI',
+  'Product Manager | the product roadmap | discovery, analytics, roadmapping, SQL',
+  'Product Designer | user experience | Figma, prototyping, user research, design systems',
+  'Technical Writer | developer documentation | docs-as-code, Markdown, APIs, editing',
+  'Account Executive | mid-market sales | SaaS sales, Salesforce, negotiation, forecasting',
+  'Sales & Partnerships Manager | channel partnerships | partner programmes, CRM, contracts, negotiation',
+  'Customer Success Manager | enterprise accounts | onboarding, renewals, Gainsight, communication',
+  'Support Engineer | customer support | troubleshooting, SQL, APIs, Zendesk',
+  'Financial Analyst | planning & analysis | Excel, financial modelling, SQL, reporting',
+  'Recruiter | technical hiring | sourcing, Greenhouse, interviewing, employer branding',
+  'Marketing Manager | growth marketing | SEO, lifecycle email, analytics, copywriting',
+].map((line) => {
+  const [name = '', area = '', skills = ''] = line.split(' | ');
+  return { name, area, skills: skills.split(', ') };
+});
 
-const TEAMS = ['Payments', 'Platform', 'Growth', 'Search', 'Logistics', 'Identity', 'Billing', 'Insights'];
+const TEAMS = [
+  'Payments',
+  'Platform',
+  'Growth',
+  'Search',
+  'Logistics',
+  'Identity',
+  'Billing',
+  'Insights',
+];
 
 interface Place {
   city: string;
@@ -282,24 +292,28 @@ interface Place {
   street: string;
 }
 
+/** city | region (may be empty) | country | postal code | street */
 const PLACES: readonly Place[] = [
-  { city: 'San Francisco', region: 'CA', country: 'US', postalCode: '94105', street: '201 Mission St' },
-  { city: 'New York', region: 'NY', country: 'US', postalCode: '10011', street: '85 Tenth Ave' },
-  { city: 'Austin', region: 'TX', country: 'US', postalCode: '78701', street: '500 W 2nd St' },
-  { city: 'Seattle', region: 'WA', country: 'US', postalCode: '98109', street: '1100 Dexter Ave N' },
-  { city: 'Chicago', region: 'IL', country: 'US', postalCode: '60607', street: '1000 W Fulton Market' },
-  { city: 'Boston', region: 'MA', country: 'US', postalCode: '02210', street: '1 Seaport Ln' },
-  { city: 'London', region: 'England', country: 'GB', postalCode: 'EC2A 4NE', street: '1 Finsbury Ave' },
-  { city: 'Manchester', region: 'England', country: 'GB', postalCode: 'M1 3LA', street: '3 Piccadilly Pl' },
-  { city: 'Edinburgh', region: 'Scotland', country: 'GB', postalCode: 'EH3 9QG', street: '20 Lothian Rd' },
-  { city: 'Berlin', region: 'Berlin', country: 'DE', postalCode: '10115', street: 'Invalidenstraße 65' },
-  { city: 'München', region: 'Bayern', country: 'DE', postalCode: '80331', street: 'Sendlinger Str. 7' },
-  { city: 'Amsterdam', region: 'Noord-Holland', country: 'NL', postalCode: '1017 CE', street: 'Herengracht 500' },
-  { city: 'Paris', region: 'Île-de-France', country: 'FR', postalCode: '75002', street: '12 Rue du Mail' },
-  { city: 'Dublin', region: null, country: 'IE', postalCode: 'D02 X285', street: '1 Grand Canal Sq' },
-  { city: 'Barcelona', region: 'Cataluña', country: 'ES', postalCode: '08018', street: 'Carrer de Pere IV 29' },
-  { city: 'Lisbon', region: null, country: 'PT', postalCode: '1200-109', street: 'Rua do Alecrim 26' },
-];
+  'San Francisco | CA | US | 94105 | 201 Mission St',
+  'New York | NY | US | 10011 | 85 Tenth Ave',
+  'Austin | TX | US | 78701 | 500 W 2nd St',
+  'Seattle | WA | US | 98109 | 1100 Dexter Ave N',
+  'Chicago | IL | US | 60607 | 1000 W Fulton Market',
+  'Boston | MA | US | 02210 | 1 Seaport Ln',
+  'London | England | GB | EC2A 4NE | 1 Finsbury Ave',
+  'Manchester | England | GB | M1 3LA | 3 Piccadilly Pl',
+  'Edinburgh | Scotland | GB | EH3 9QG | 20 Lothian Rd',
+  'Berlin | Berlin | DE | 10115 | Invalidenstraße 65',
+  'München | Bayern | DE | 80331 | Sendlinger Str. 7',
+  'Amsterdam | Noord-Holland | NL | 1017 CE | Herengracht 500',
+  'Paris | Île-de-France | FR | 75002 | 12 Rue du Mail',
+  'Dublin |  | IE | D02 X285 | 1 Grand Canal Sq',
+  'Barcelona | Cataluña | ES | 08018 | Carrer de Pere IV 29',
+  'Lisbon |  | PT | 1200-109 | Rua do Alecrim 26',
+].map((line) => {
+  const [city = '', region = '', country = '', postalCode = '', street = ''] = line.split(' | ');
+  return { city, region: region === '' ? null : region, country, postalCode, street };
+});
 
 const CURRENCY_BY_COUNTRY: Record<string, string> = { US: 'USD', GB: 'GBP' }; // others: EUR
 
@@ -391,7 +405,7 @@ interface PostingSpec {
   validThrough: string;
   description: string;
   requirements: RequirementsSpec | null;
-  /** A qualification-free OccupationalExperienceRequirements next to `requirements`. */
+  /** Adds an OccupationalExperienceRequirements that has no text, only monthsOfExperience. */
   hasMonthsOfExperience: boolean;
   typeAsArray: boolean;
   scriptStyle: ScriptTagStyle;
@@ -426,7 +440,9 @@ function generatePosting(index: number, settings: Settings): PostingSpec {
   const homeCountry = places[0]?.country ?? 'US';
 
   const employmentType = pickEmploymentType(random);
-  const firstType = Array.isArray(employmentType) ? (employmentType[0] ?? 'FULL_TIME') : employmentType;
+  const firstType = Array.isArray(employmentType)
+    ? (employmentType[0] ?? 'FULL_TIME')
+    : employmentType;
   const salary = chance(random, 0.8) ? generateSalary(random, homeCountry, firstType) : null;
 
   const postedAt = BASE_DATE - integer(random, 0, 90) * DAY_MS;
@@ -525,7 +541,11 @@ function generateSalary(random: Random, country: string, employmentType: string)
   };
 }
 
-function generateRequirements(random: Random, role: Role, skills: string[]): RequirementsSpec | null {
+function generateRequirements(
+  random: Random,
+  role: Role,
+  skills: string[],
+): RequirementsSpec | null {
   const lines = pickSome(random, EXPERIENCE_PHRASES, integer(random, 3, 5)).map((phrase) =>
     phrase
       .replace('{years}', String(integer(random, 2, 8)))
@@ -542,7 +562,8 @@ function generateRequirements(random: Random, role: Role, skills: string[]): Req
     return { property: 'qualifications', value: `${padding}${lines.join('; ')}.${padding}` };
   }
   if (roll < 0.7) return { property: 'qualifications', value: lines };
-  if (roll < 0.8) return { property: 'experienceRequirements', value: lines[0] ?? 'Relevant experience' };
+  if (roll < 0.8)
+    return { property: 'experienceRequirements', value: lines[0] ?? 'Relevant experience' };
   if (roll < 0.85) return { property: 'skills', value: skills.join(', ') };
   return null;
 }
@@ -561,8 +582,11 @@ function generateDescription(
       .replaceAll('{area}', role.area)
       .replaceAll('{team}', team ?? role.area);
   const about = (): string =>
-    `<p>${pickSome(random, ABOUT_SENTENCES, integer(random, 2, 4)).map(fill).join(' ')}</p>`;
-  const list = (items: string[]): string => `<ul>${items.map((item) => `<li>${item}</li>`).join('')}</ul>`;
+    `<p>${pickSome(random, ABOUT_SENTENCES, integer(random, 2, 4))
+      .map(fill)
+      .join(' ')}</p>`;
+  const list = (items: string[]): string =>
+    `<ul>${items.map((item) => `<li>${item}</li>`).join('')}</ul>`;
 
   const parts = [
     about(),
@@ -617,7 +641,9 @@ function buildJsonLd(spec: PostingSpec, origin: string): Record<string, unknown>
         addressLocality: place.city,
         ...(place.region === null ? {} : { addressRegion: place.region }),
         postalCode: place.postalCode,
-        addressCountry: spec.countryAsObject ? { '@type': 'Country', name: place.country } : place.country,
+        addressCountry: spec.countryAsObject
+          ? { '@type': 'Country', name: place.country }
+          : place.country,
       },
     }));
     node.jobLocation = places.length === 1 ? places[0] : places;
@@ -628,8 +654,13 @@ function buildJsonLd(spec: PostingSpec, origin: string): Record<string, unknown>
   }
   if (spec.salary !== null) node.baseSalary = buildBaseSalary(spec.salary);
   if (spec.requirements !== null) node[spec.requirements.property] = spec.requirements.value;
-  if (spec.hasMonthsOfExperience && spec.requirements?.property !== 'experienceRequirements') {
-    // Comes after the readable property, which is what the record uses.
+  if (
+    spec.hasMonthsOfExperience &&
+    (spec.requirements === null || spec.requirements.property === 'qualifications')
+  ) {
+    // Structured experience without text, as Google's guidelines suggest. Only next to
+    // qualifications (which the record reads first) or alone (nothing readable: null), so the
+    // record does not depend on whether a textless property stops the search.
     node.experienceRequirements = {
       '@type': 'OccupationalExperienceRequirements',
       monthsOfExperience: 12 * (1 + (spec.index % 5)),
@@ -644,7 +675,12 @@ function buildBaseSalary(salary: SalarySpec): Record<string, unknown> {
   const amount: Record<string, unknown> = { '@type': 'MonetaryAmount', currency: salary.currency };
   switch (salary.shape) {
     case 'range':
-      amount.value = { '@type': 'QuantitativeValue', minValue: salary.min, maxValue: salary.max, unitText: salary.unit };
+      amount.value = {
+        '@type': 'QuantitativeValue',
+        minValue: salary.min,
+        maxValue: salary.max,
+        unitText: salary.unit,
+      };
       break;
     case 'single':
       amount.value = { '@type': 'QuantitativeValue', value: salary.min, unitText: salary.unit };
@@ -678,12 +714,18 @@ function buildExpected(spec: PostingSpec): ExpectedPostingFields {
   return {
     title: spec.title,
     company: spec.company,
-    location: place === null ? null : [place.city, place.region, place.country].filter((part) => part !== null).join(', '),
+    location:
+      place === null
+        ? null
+        : [place.city, place.region, place.country].filter((part) => part !== null).join(', '),
     locationCity: place?.city ?? null,
     locationRegion: place?.region ?? null,
     locationCountry: place?.country ?? null,
     isRemote: spec.remote !== null ? true : place !== null ? false : null,
-    employmentType: (Array.isArray(spec.employmentType) ? spec.employmentType.join(', ') : spec.employmentType).toUpperCase(),
+    employmentType: (Array.isArray(spec.employmentType)
+      ? spec.employmentType.join(', ')
+      : spec.employmentType
+    ).toUpperCase(),
     salaryMin: salary?.min ?? null,
     salaryMax: salary?.max ?? null,
     salaryCurrency: salary?.currency.toUpperCase() ?? null,
@@ -713,9 +755,12 @@ function escapeHtml(text: string): string {
 
 const SCRIPT_OPEN_TAGS: Record<ScriptTagStyle, [open: string, close: string]> = {
   plain: ['<script type="application/ld+json">', '</script>'],
-  'single-quoted-extra': ["<script type='application/ld+json' data-rh=\"true\">", '</script>'],
+  'single-quoted-extra': ['<script type=\'application/ld+json\' data-rh="true">', '</script>'],
   unquoted: ['<script type=application/ld+json>', '</script>'],
-  'id-nonce': ['<script id="job-posting-ld" type="application/ld+json" nonce="r4nd0mN0nce">', '</script>'],
+  'id-nonce': [
+    '<script id="job-posting-ld" type="application/ld+json" nonce="r4nd0mN0nce">',
+    '</script>',
+  ],
   'upper-case': ['<SCRIPT TYPE="application/ld+json">', '</SCRIPT>'],
 };
 
@@ -723,10 +768,16 @@ function serializeJsonLd(value: unknown, spec: PostingSpec): string {
   const json = JSON.stringify(value, null, spec.prettyJson ? 2 : undefined);
   // "</script" inside the JSON would end the element early; escaping every "</" (valid JSON) is
   // what several frameworks do, so some pages do it.
-  return spec.escapeSlashes ? json.replaceAll('</', '<\\/') : json.replace(/<\/(script)/gi, '<\\/$1');
+  return spec.escapeSlashes
+    ? json.replaceAll('</', '<\\/')
+    : json.replace(/<\/(script)/gi, '<\\/$1');
 }
 
-function jsonLdScript(value: unknown, spec: PostingSpec, style: ScriptTagStyle = spec.scriptStyle): string {
+function jsonLdScript(
+  value: unknown,
+  spec: PostingSpec,
+  style: ScriptTagStyle = spec.scriptStyle,
+): string {
   const [open, close] = SCRIPT_OPEN_TAGS[style];
   return `${open}${serializeJsonLd(value, spec)}${close}`;
 }
@@ -744,9 +795,14 @@ main{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,1fr);gap:48px;max
 
 function locationText(spec: PostingSpec): string {
   const place = spec.places[0];
-  const office = place === undefined ? '' : [place.city, place.region, place.country].filter((part) => part !== null).join(', ');
+  const office =
+    place === undefined
+      ? ''
+      : [place.city, place.region, place.country].filter((part) => part !== null).join(', ');
   if (spec.remote === null) return office;
-  return office === '' ? `Remote (${spec.remoteCountry})` : `Remote (${spec.remoteCountry}) or ${office}`;
+  return office === ''
+    ? `Remote (${spec.remoteCountry})`
+    : `Remote (${spec.remoteCountry}) or ${office}`;
 }
 
 function salaryText(salary: SalarySpec | null): string {
@@ -757,11 +813,19 @@ function salaryText(salary: SalarySpec | null): string {
   return `${currency} ${amount}${per}`;
 }
 
-function renderPostingPage(spec: PostingSpec, jsonLd: Record<string, unknown>, origin: string, pageBytes: number): string {
+function renderPostingPage(
+  spec: PostingSpec,
+  jsonLd: Record<string, unknown>,
+  origin: string,
+  pageBytes: number,
+): string {
   const title = escapeHtml(spec.title);
   const company = escapeHtml(spec.company);
   const url = `${origin}/jobs/${spec.id}`;
-  const plainDescription = spec.description.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ').trim();
+  const plainDescription = spec.description
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
 
   const breadcrumb = {
     '@type': 'BreadcrumbList',
@@ -844,7 +908,12 @@ function renderPostingPage(spec: PostingSpec, jsonLd: Record<string, unknown>, o
   return `${head}\n${body}\n${aside}${footer}`;
 }
 
-function renderListingPage(company: string, links: readonly PostingRecord[], page: number, hasNext: boolean): string {
+function renderListingPage(
+  company: string,
+  links: readonly PostingRecord[],
+  page: number,
+  hasNext: boolean,
+): string {
   const items = links
     .map(
       (record) =>
@@ -889,8 +958,6 @@ interface PostingRecord {
 }
 
 interface Catalog {
-  settings: Settings;
-  origin: string;
   published(): readonly PostingRecord[];
   publishedById(id: string): PostingRecord | undefined;
   remove(ids: string[]): void;
@@ -901,7 +968,12 @@ interface Catalog {
   robots: Buffer;
 }
 
-function createRecord(spec: PostingSpec, origin: string, pageBytes: number, lastModified: number): PostingRecord {
+function createRecord(
+  spec: PostingSpec,
+  origin: string,
+  pageBytes: number,
+  lastModified: number,
+): PostingRecord {
   const jsonLd = buildJsonLd(spec, origin);
   const page = Buffer.from(renderPostingPage(spec, jsonLd, origin, pageBytes));
   const path = `/jobs/${spec.id}`;
@@ -930,17 +1002,17 @@ function createCatalog(origin: string, settings: Settings): Catalog {
     sitemapCache = undefined;
     listingCache.clear();
   };
-  const pageCount = (): number => Math.max(1, Math.ceil(published.length / settings.listingPageSize));
+  const pageCount = (): number =>
+    Math.max(1, Math.ceil(published.length / settings.listingPageSize));
 
   return {
-    settings,
-    origin,
     published: () => published,
     publishedById: (id) => (removed.has(id) ? undefined : all.get(id)),
     remove(ids) {
       // Check every id first so that a typo leaves the site unchanged.
       const unknown = ids.filter((id) => !all.has(id));
-      if (unknown.length > 0) throw new Error(`Fixture career site has no posting ${unknown.join(', ')}`);
+      if (unknown.length > 0)
+        throw new Error(`Fixture career site has no posting ${unknown.join(', ')}`);
       for (const id of ids) removed.add(id);
       published = [...all.values()].filter((record) => !removed.has(record.spec.id));
       invalidate();
@@ -951,7 +1023,9 @@ function createCatalog(origin: string, settings: Settings): Catalog {
         throw new Error(`Fixture career site has no published posting "${id}"`);
       }
       if (patch.title?.trim() === '' || patch.description?.trim() === '') {
-        throw new RangeError('Fixture career site: an updated title or description must not be blank');
+        throw new RangeError(
+          'Fixture career site: an updated title or description must not be blank',
+        );
       }
       const spec: PostingSpec = {
         ...current.spec,
@@ -961,7 +1035,10 @@ function createCatalog(origin: string, settings: Settings): Catalog {
       };
       // HTTP dates have one-second resolution: step at least a second so that a conditional
       // request made before the update never matches after it.
-      const lastModified = Math.max(Math.floor(Date.now() / 1000) * 1000, current.lastModified + 1000);
+      const lastModified = Math.max(
+        Math.floor(Date.now() / 1000) * 1000,
+        current.lastModified + 1000,
+      );
       const record = createRecord(spec, origin, settings.pageBytes, lastModified);
       all.set(id, record);
       published = published.map((entry) => (entry.spec.id === id ? record : entry));
@@ -978,7 +1055,9 @@ function createCatalog(origin: string, settings: Settings): Catalog {
       if (cached === undefined) {
         const start = (page - 1) * settings.listingPageSize;
         const links = published.slice(start, start + settings.listingPageSize);
-        cached = Buffer.from(renderListingPage(settings.companyName, links, page, page < pageCount()));
+        cached = Buffer.from(
+          renderListingPage(settings.companyName, links, page, page < pageCount()),
+        );
         listingCache.set(page, cached);
       }
       return cached;
@@ -991,23 +1070,34 @@ function createCatalog(origin: string, settings: Settings): Catalog {
 // HTTP
 
 const HTML = 'text/html; charset=utf-8';
+const METHOD_NOT_ALLOWED = Buffer.from('Method Not Allowed\n');
 const NOT_FOUND_PAGE = Buffer.from(
   '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Page not found</title></head><body><h1>Page not found</h1><p><a href="/jobs">See all open positions</a></p></body></html>\n',
 );
 
-function handleRequest(catalog: Catalog, request: IncomingMessage, response: ServerResponse, target: string): void {
+function handleRequest(
+  catalog: Catalog,
+  request: IncomingMessage,
+  response: ServerResponse,
+  target: string,
+): void {
   if (request.method !== 'GET' && request.method !== 'HEAD') {
     response.setHeader('allow', 'GET, HEAD');
-    return sendText(response, 405, 'text/plain; charset=utf-8', 'Method Not Allowed\n');
+    return send(request, response, 405, 'text/plain; charset=utf-8', METHOD_NOT_ALLOWED);
   }
   const queryStart = target.indexOf('?');
   const path = queryStart === -1 ? target : target.slice(0, queryStart);
 
-  if (path === '/robots.txt') return send(request, response, 200, 'text/plain; charset=utf-8', catalog.robots);
-  if (path === '/sitemap.xml') return send(request, response, 200, 'application/xml; charset=utf-8', catalog.sitemap());
+  if (path === '/robots.txt')
+    return send(request, response, 200, 'text/plain; charset=utf-8', catalog.robots);
+  if (path === '/sitemap.xml')
+    return send(request, response, 200, 'application/xml; charset=utf-8', catalog.sitemap());
   if (path === '/jobs') {
-    const pageParameter = new URLSearchParams(queryStart === -1 ? '' : target.slice(queryStart + 1)).get('page') ?? '1';
-    const listing = /^[1-9]\d{0,5}$/.test(pageParameter) ? catalog.listingPage(Number(pageParameter)) : null;
+    const pageParameter =
+      new URLSearchParams(queryStart === -1 ? '' : target.slice(queryStart + 1)).get('page') ?? '1';
+    const listing = /^[1-9]\d{0,5}$/.test(pageParameter)
+      ? catalog.listingPage(Number(pageParameter))
+      : null;
     return listing === null
       ? send(request, response, 404, HTML, NOT_FOUND_PAGE)
       : send(request, response, 200, HTML, listing);
@@ -1050,12 +1140,13 @@ function decodeURIComponentSafe(text: string): string {
   }
 }
 
-function send(request: IncomingMessage, response: ServerResponse, status: number, contentType: string, body: Buffer): void {
+function send(
+  request: IncomingMessage,
+  response: ServerResponse,
+  status: number,
+  contentType: string,
+  body: Buffer,
+): void {
   response.writeHead(status, { 'content-type': contentType, 'content-length': body.length });
   response.end(request.method === 'HEAD' ? undefined : body);
-}
-
-function sendText(response: ServerResponse, status: number, contentType: string, text: string): void {
-  response.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(text) });
-  response.end(text);
 }

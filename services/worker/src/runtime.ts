@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { jobLogger } from '@gleaner/logger';
 import { enqueue, isClassifiedError, jobs, type JobPayload } from '@gleaner/queue';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
@@ -79,7 +80,8 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
       connection: options.connection,
       prefix: options.prefix,
       concurrency: options.concurrency[queue],
-      name: `gleaner-${queue}`,
+      // Stamped on each job as `processedBy`, so an operator can tell which replica ran it.
+      name: `${hostname()}-${process.pid}`,
     });
     worker.on('failed', (job, error) => {
       if (!job) return;

@@ -1,0 +1,204 @@
+/**
+ * Runs the whole system locally as plain processes — the same entry points and environment as
+ * the compose services — and ingests the demo fixture site:
+ *   migrate (one-shot) → demo career site → api, worker, scheduler → register demo → scrape.
+ * Ctrl-C stops everything. `npm start` calls this after installing and building.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** `.env` values (if the file exists) under the real environment. */
+function loadEnv(): Record<string, string> {
+  const fromFile: Record<string, string> = {};
+  const file = path.join(root, '.env');
+  if (existsSync(file)) {
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      const match = /^\s*([A-Z][A-Z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+      if (match) fromFile[match[1]!] = match[2]!.replace(/^(['"])(.*)\1$/, '$2');
+    }
+  }
+  const env: Record<string, string> = {
+    DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/gleaner',
+    REDIS_URL: 'redis://127.0.0.1:6379/0',
+    API_HOST: '127.0.0.1',
+    API_PORT: '8000',
+    ADMIN_USERNAME: 'admin',
+    ADMIN_PASSWORD: 'gleaner-admin',
+    // The demo site listens on loopback; production keeps this off.
+    HTTP_ALLOW_PRIVATE_NETWORKS: 'true',
+    LOG_PRETTY: process.stdout.isTTY ? 'true' : 'false',
+    ...fromFile,
+  };
+  for (const [key, value] of Object.entries(process.env)) if (value !== undefined) env[key] = value;
+  return env;
+}
+
+const env = loadEnv();
+const demoPort = Number(env.DEMO_SITE_PORT ?? '8100');
+const demoPostings = Number(env.DEMO_SITE_POSTINGS ?? '50');
+const apiUrl = env.API_PUBLIC_URL ?? `http://${env.API_HOST === '0.0.0.0' ? '127.0.0.1' : env.API_HOST}:${env.API_PORT}`;
+const children: ChildProcess[] = [];
+let stopping = false;
+
+function say(line: string): void {
+  process.stdout.write(`gleaner: ${line}\n`);
+}
+
+function run(name: string, args: string[], extraEnv: Record<string, string> = {}): ChildProcess {
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const prefix = `[${name}] `;
+  for (const stream of [child.stdout!, child.stderr!]) {
+    let pending = '';
+    stream.setEncoding('utf8').on('data', (chunk: string) => {
+      pending += chunk;
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) process.stdout.write(prefix + line + '\n');
+    });
+  }
+  child.once('exit', (code, signal) => {
+    if (!stopping) {
+      say(`${name} exited (${signal ?? code}); stopping everything`);
+      void shutdown(1);
+    }
+  });
+  children.push(child);
+  return child;
+}
+
+async function shutdown(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    say('stopping…');
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+            child.once('exit', () => {
+              clearTimeout(timer);
+              resolve();
+            });
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+  }
+  process.exit(code);
+}
+
+process.on('SIGINT', () => void shutdown(0));
+process.on('SIGTERM', () => void shutdown(0));
+
+async function ensureDatabase(): Promise<void> {
+  const target = new URL(env.DATABASE_URL!);
+  const name = decodeURIComponent(target.pathname.slice(1));
+  const admin = new URL(target);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (exists.rowCount === 0) {
+      await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+      say(`created database ${name}`);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return;
+    await sleep(250);
+  }
+  throw new Error(`${what} did not come up within ${timeoutMs / 1000} s`);
+}
+
+async function api(method: string, pathname: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const response = await fetch(`${apiUrl}${pathname}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, json: await response.json().catch(() => ({})) };
+}
+
+async function main(): Promise<void> {
+  await ensureDatabase();
+  const migrate = spawn(process.execPath, ['services/api/dist/migrate.js'], { cwd: root, env, stdio: 'inherit' });
+  const migrated = await new Promise<number | null>((resolve) => migrate.once('exit', resolve));
+  if (migrated !== 0) throw new Error('migrations failed');
+
+  const demo = run('demo-site', [
+    'packages/testing/dist/bin/fixture-site.js',
+    '--port',
+    String(demoPort),
+    '--postings',
+    String(demoPostings),
+  ]);
+  void demo;
+  const demoUrl = `http://127.0.0.1:${demoPort}`;
+  await waitUntil('the demo career site', async () => (await fetch(`${demoUrl}/robots.txt`)).ok, 15_000);
+
+  run('api', ['services/api/dist/main.js']);
+  run('worker', ['services/worker/dist/main.js']);
+  run('scheduler', ['services/scheduler/dist/main.js']);
+  await waitUntil('the API', async () => (await fetch(`${apiUrl}/health`)).ok);
+
+  const registered = await api('POST', '/sites', {
+    site_name: 'demo-careers',
+    kind: 'career-site',
+    config: { url: demoUrl, sitemapUrl: `${demoUrl}/sitemap.xml` },
+    min_pause_seconds: 0,
+    max_pause_seconds: 0,
+  });
+  if (registered.status !== 201 && registered.status !== 409) {
+    throw new Error(`registering the demo site failed: ${JSON.stringify(registered.json)}`);
+  }
+  const scrape = await api('POST', '/jobs/scrape', { site_name: 'demo-careers' });
+  let statusUrl: string;
+  if (scrape.status === 202) statusUrl = scrape.json.data.status_url;
+  else if (scrape.status === 409) statusUrl = `${apiUrl}/jobs/scrape/${scrape.json.run_id}`;
+  else throw new Error(`starting the demo scrape failed: ${JSON.stringify(scrape.json)}`);
+
+  const credentials = `${encodeURIComponent(env.ADMIN_USERNAME!)}:${encodeURIComponent(env.ADMIN_PASSWORD ?? '')}@`;
+  const board = new URL('/admin/queues', apiUrl);
+  process.stdout.write(
+    [
+      '',
+      'Gleaner is up.',
+      `  API:               ${apiUrl}  (OpenAPI docs at ${apiUrl}/docs)`,
+      `  Bull Board:        ${board.protocol}//${env.ADMIN_PASSWORD ? credentials : ''}${board.host}${board.pathname}`,
+      `  Demo run status:   ${statusUrl}`,
+      `  Demo career site:  ${demoUrl}`,
+      'Press Ctrl-C to stop.',
+      '',
+    ].join('\n') + '\n',
+  );
+
+  // Report when the demo run finishes.
+  for (let i = 0; i < 240 && !stopping; i += 1) {
+    await sleep(500);
+    const { json } = await fetch(statusUrl).then(async (r) => ({ json: (await r.json()) as any }));
+    const status = json?.data?.status;
+    if (status && status !== 'queued' && status !== 'running') {
+      say(`demo run ${json.data.run_id} ${status}: ${json.data.ready_count} ready, ${json.data.skipped_count} skipped, ${json.data.errors_count} errors`);
+      break;
+    }
+  }
+}
+
+main().catch(async (error: unknown) => {
+  process.stderr.write(`gleaner: ${(error as Error).message}\n`);
+  await shutdown(1);
+});

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `npm test`: build, typecheck and lint every workspace package, then run the whole test suite
+# (unit tests beside the code, cross-service tests in test/) against real Redis and Postgres.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -d node_modules ]; then
+  echo "test: installing dependencies (pnpm install --frozen-lockfile)"
+  pnpm install --frozen-lockfile
+fi
+
+echo "test: build, typecheck, lint"
+pnpm exec turbo run build typecheck lint --output-logs=errors-only
+
+echo "test: vitest"
+pnpm exec vitest run "$@"

@@ -1,0 +1,169 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Queue } from 'bullmq';
+import pg from 'pg';
+import {
+  createFixtureCareerSite,
+  createTestDatabase,
+  createTestRedisNamespace,
+  freePort,
+  startService,
+  waitFor,
+  waitForLog,
+  type FixtureCareerSite,
+  type ServiceProcess,
+  type TestDatabase,
+  type TestRedisNamespace,
+} from '@gleaner/testing';
+
+/**
+ * The whole system as separate OS processes: the API and two workers against real Redis and
+ * Postgres, scraping a fixture career site of 200 postings.
+ */
+const POSTINGS = 200;
+
+let database: TestDatabase;
+let redis: TestRedisNamespace;
+let site: FixtureCareerSite;
+let api: ServiceProcess;
+let workers: ServiceProcess[] = [];
+let apiUrl: string;
+let pool: pg.Pool;
+
+interface RunView {
+  run_id: string;
+  status: string;
+  ready_count: number;
+  skipped_count: number;
+  errors_count: number;
+  expired_count: number;
+  requested_pages: number;
+  postings: Record<string, unknown>[];
+}
+
+async function call(method: string, path: string, body?: unknown) {
+  const response = await fetch(`${apiUrl}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, any> };
+}
+
+async function scrapeToEnd(siteName: string): Promise<RunView> {
+  const started = await call('POST', '/jobs/scrape', { site_name: siteName });
+  expect(started.status).toBe(202);
+  expect(started.body.data).toMatchObject({ status: 'queued', execution_mode: 'async' });
+  const runId = started.body.data.run_id as string;
+  return waitFor(
+    async () => {
+      const { body } = await call('GET', `/jobs/scrape/${runId}?limit=1000`);
+      const run = body.data as RunView;
+      return run.status === 'queued' || run.status === 'running' ? undefined : run;
+    },
+    { timeoutMs: 120_000, intervalMs: 250, what: `run ${runId} to finish` },
+  );
+}
+
+function finalizeLogCount(runUuid: string): number {
+  return workers.flatMap((w) => w.logs).filter((line) => line.msg === 'run finalized' && line.runId === runUuid).length;
+}
+
+async function runUuid(publicId: string): Promise<string> {
+  const { rows } = await pool.query<{ id: string }>('SELECT id FROM scrape_runs WHERE run_id = $1', [publicId]);
+  return rows[0]!.id;
+}
+
+beforeAll(async () => {
+  [database, site] = await Promise.all([createTestDatabase('pipeline'), createFixtureCareerSite({ postings: POSTINGS, seed: 7 })]);
+  redis = createTestRedisNamespace('pipeline');
+  pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  const port = await freePort();
+  apiUrl = `http://127.0.0.1:${port}`;
+  const env = {
+    DATABASE_URL: database.url,
+    REDIS_URL: redis.url,
+    QUEUE_PREFIX: redis.prefix,
+    HTTP_ALLOW_PRIVATE_NETWORKS: 'true',
+    DATABASE_POOL_MAX: '8',
+    SHUTDOWN_GRACE_MS: '5000',
+  };
+  api = startService('api', { ...env, API_PORT: String(port), API_HOST: '127.0.0.1' });
+  workers = [1, 2].map((n) => startService('worker', { ...env, WORKER_CONCURRENCY_CRAWL: '8', WORKER_CONCURRENCY_EXTRACT: '4' }, `worker-${n}`));
+  await Promise.all([
+    waitFor(async () => ((await fetch(`${apiUrl}/health`)).ok ? true : undefined), { what: 'api health', timeoutMs: 30_000 }),
+    ...workers.map((w) => waitForLog(w, 'worker started')),
+  ]);
+  const created = await call('POST', '/sites', {
+    site_name: 'fixture-careers',
+    kind: 'career-site',
+    config: { url: site.url, sitemapUrl: site.sitemapUrl },
+  });
+  expect(created.status).toBe(201);
+});
+
+afterAll(async () => {
+  const codes = await Promise.all([api, ...workers].filter(Boolean).map((p) => p.stop()));
+  await pool?.end();
+  await site?.close();
+  await redis?.cleanup();
+  await database?.drop();
+  // Graceful shutdown: every process exits 0 on SIGTERM.
+  expect(codes.every((code) => code === 0)).toBe(true);
+});
+
+describe('API → scrape → crawl → extract → Postgres, as separate processes', () => {
+  it('finalizes a first run once with every posting ready and its fields equal to the JSON-LD', async () => {
+    const run = await scrapeToEnd('fixture-careers');
+    expect(run).toMatchObject({ status: 'succeeded', requested_pages: POSTINGS, ready_count: POSTINGS, errors_count: 0 });
+    expect(run.postings).toHaveLength(POSTINGS);
+    const byUrl = new Map(run.postings.map((p) => [p.url as string, p]));
+    for (const fixture of site.postings()) {
+      const stored = byUrl.get(fixture.url);
+      expect(stored, fixture.url).toBeDefined();
+      const e = fixture.expected;
+      expect(stored).toMatchObject({
+        status: 'ready',
+        title: e.title,
+        company: e.company,
+        location: e.location,
+        location_city: e.locationCity,
+        location_region: e.locationRegion,
+        location_country: e.locationCountry,
+        is_remote: e.isRemote,
+        employment_type: e.employmentType,
+        salary_min: e.salaryMin,
+        salary_max: e.salaryMax,
+        salary_currency: e.salaryCurrency,
+        salary_period: e.salaryPeriod,
+        date_posted: e.datePosted,
+        description: e.description,
+        requirements: e.requirements,
+      });
+    }
+    // Both workers took part, and exactly one of them closed the run.
+    const crawl = new Queue('crawl', { connection: { url: redis.url }, prefix: redis.prefix });
+    const done = await crawl.getJobs(['completed'], 0, -1);
+    await crawl.close();
+    expect(done).toHaveLength(POSTINGS);
+    expect(new Set(done.map((job) => job.processedBy)).size).toBe(2);
+    expect(finalizeLogCount(await runUuid(run.run_id))).toBe(1);
+  });
+
+  it('skips every posting of an unchanged site on the next run', async () => {
+    const run = await scrapeToEnd('fixture-careers');
+    expect(run).toMatchObject({ status: 'succeeded', skipped_count: POSTINGS, ready_count: 0, errors_count: 0, expired_count: 0 });
+    expect(run.postings.every((p) => p.status === 'skipped')).toBe(true);
+    expect(finalizeLogCount(await runUuid(run.run_id))).toBe(1);
+  });
+
+  it('expires exactly the postings removed from the site', async () => {
+    const removed = site.postings().filter((_, i) => i % 10 === 3).map((p) => p.id);
+    expect(removed).toHaveLength(20);
+    const removedUrls = removed.map((id) => site.get(id)!.url).sort();
+    site.remove(removed);
+    const run = await scrapeToEnd('fixture-careers');
+    expect(run).toMatchObject({ status: 'succeeded', requested_pages: POSTINGS - 20, skipped_count: POSTINGS - 20, expired_count: 20 });
+    const { rows } = await pool.query<{ url: string }>("SELECT url FROM postings WHERE status = 'expired' ORDER BY url");
+    expect(rows.map((r) => r.url)).toEqual(removedUrls);
+  });
+});
