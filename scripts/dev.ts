@@ -51,7 +51,14 @@ function say(line: string): void {
 }
 
 function run(name: string, args: string[], extraEnv: Record<string, string> = {}): ChildProcess {
-  const child = spawn(process.execPath, args, { cwd: root, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Own process group: a terminal's Ctrl-C reaches only this runner, which then sends each
+  // service exactly one SIGTERM (a second signal would make a service skip its graceful stop).
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...env, ...extraEnv },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   const prefix = `[${name}] `;
   for (const stream of [child.stdout!, child.stderr!]) {
     let pending = '';

@@ -114,7 +114,8 @@ describe('docker-compose.yml against the compose specification (dclint)', () => 
     const summary = result.messages.map(
       (m) => `${m.line}:${m.column} ${m.type} ${m.rule}: ${m.message}`,
     );
-    expect(validationMessages(composePath), summary.join('\n')).toEqual([]);
+    const validation = result.messages.filter((message) => VALIDATION_RULES.has(message.rule));
+    expect(validation, summary.join('\n')).toEqual([]);
     expect(result.errorCount, summary.join('\n')).toBe(0);
   });
 

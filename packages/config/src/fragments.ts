@@ -86,13 +86,13 @@ export const schedulerFragment = {
   SCHEDULER_HEALTH_PORT: integerFromEnv(0, { min: 0, max: 65_535 }),
 };
 
-const objectOf = <T extends z.ZodRawShape>(shape: T) => z.object(shape);
-export type LoggingConfig = z.infer<ReturnType<typeof objectOf<typeof loggingFragment>>>;
-export type DatabaseConfig = z.infer<ReturnType<typeof objectOf<typeof databaseFragment>>>;
-export type RedisConfig = z.infer<ReturnType<typeof objectOf<typeof redisFragment>>>;
-export type QueueConfig = z.infer<ReturnType<typeof objectOf<typeof queueFragment>>>;
-export type ShutdownConfig = z.infer<ReturnType<typeof objectOf<typeof shutdownFragment>>>;
-export type ApiConfig = z.infer<ReturnType<typeof objectOf<typeof apiFragment>>>;
-export type WorkerConfig = z.infer<ReturnType<typeof objectOf<typeof workerFragment>>>;
-export type FetchConfig = z.infer<ReturnType<typeof objectOf<typeof fetchFragment>>>;
-export type SchedulerConfig = z.infer<ReturnType<typeof objectOf<typeof schedulerFragment>>>;
+type ConfigOf<T extends z.ZodRawShape> = z.infer<z.ZodObject<T>>;
+export type LoggingConfig = ConfigOf<typeof loggingFragment>;
+export type DatabaseConfig = ConfigOf<typeof databaseFragment>;
+export type RedisConfig = ConfigOf<typeof redisFragment>;
+export type QueueConfig = ConfigOf<typeof queueFragment>;
+export type ShutdownConfig = ConfigOf<typeof shutdownFragment>;
+export type ApiConfig = ConfigOf<typeof apiFragment>;
+export type WorkerConfig = ConfigOf<typeof workerFragment>;
+export type FetchConfig = ConfigOf<typeof fetchFragment>;
+export type SchedulerConfig = ConfigOf<typeof schedulerFragment>;

@@ -44,7 +44,7 @@ export function startService(name: ServiceName, env: Record<string, string>, lab
   const logs: Record<string, unknown>[] = [];
   let pending = '';
   let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
     pending += chunk;
     let newline = pending.indexOf('\n');
     while (newline >= 0) {
@@ -58,7 +58,7 @@ export function startService(name: ServiceName, env: Record<string, string>, lab
       newline = pending.indexOf('\n');
     }
   });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     stderr = (stderr + chunk).slice(-20_000);
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -98,7 +98,7 @@ export async function waitFor<T>(
     }
     await sleep(intervalMs);
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError instanceof Error ? `: ${lastError.message}` : ''}`);
 }
 
 /** Waits until a service wrote a log line with the given message. */

@@ -81,7 +81,7 @@ if (config.WORKER_HEALTH_PORT > 0) {
   });
 }
 
-logger.info({ queues: config.WORKER_QUEUES, pid: process.pid }, 'worker started');
+logger.info({ queues: config.WORKER_QUEUES }, 'worker started');
 
 // close-with-grace's own delay is a backstop past our grace period.
 closeWithGrace({ delay: config.SHUTDOWN_GRACE_MS + 5_000 }, async ({ signal, err }) => {

@@ -141,7 +141,7 @@ async function listFromListingPages(
   collector: Collector,
   signal: AbortSignal | undefined,
 ): Promise<boolean> {
-  let next: string | undefined = config.listingUrl!;
+  let next: string | undefined = config.listingUrl;
   const visited = new Set<string>();
   let pages = 0;
   while (next) {

@@ -26,7 +26,7 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
     return { redis, postgres };
   };
 
-  app.get('/health', { schema: { tags: ['health'], summary: 'Overall health: Redis and Postgres reachable' } }, async (_request, reply) => {
+  app.get('/health', { logLevel: 'warn', schema: { tags: ['health'], summary: 'Overall health: Redis and Postgres reachable' } }, async (_request, reply) => {
     const result = await checks();
     const ok = result.redis.ok && result.postgres.ok;
     return reply.code(ok ? 200 : 503).send({ status: ok ? 'healthy' : 'unhealthy', service: 'api', checks: result });
@@ -34,7 +34,7 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
 
   app.get(
     '/jobs/health',
-    { schema: { tags: ['health'], summary: 'Scraping health: Redis, Postgres, queues and their workers' } },
+    { logLevel: 'warn', schema: { tags: ['health'], summary: 'Scraping health: Redis, Postgres, queues and their workers' } },
     async (_request, reply) => {
       const result = await checks();
       let queues: Record<string, unknown> | undefined;

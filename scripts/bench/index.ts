@@ -1,0 +1,77 @@
+/**
+ * Benchmarks, one module per name: `pnpm bench <name> [options]` (= `tsx scripts/bench/index.ts`).
+ * Each bench prints progress to stderr and one JSON object as its last stdout line, and sets a
+ * non-zero exit code when it failed or missed its targets. See scripts/bench/README.md.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface BenchModule {
+  /** Runs the bench; resolves with the process exit code. */
+  run(args: string[]): Promise<number>;
+}
+
+interface BenchEntry {
+  summary: string;
+  /** Built files the bench loads or starts: checked before the bench module is imported. */
+  needs: string[];
+  load(): Promise<BenchModule>;
+}
+
+/** Add later benches (e.g. `politeness`) here. */
+const benches: Record<string, BenchEntry> = {
+  pipeline: {
+    summary: 'fixture site → scrape → crawl → extract → Postgres, vs a bare undici+cheerio loop and Crawlee',
+    needs: [
+      'packages/testing/dist/index.js',
+      'packages/testing/dist/bin/fixture-site.js',
+      'packages/db/dist/index.js',
+      'packages/queue/dist/index.js',
+      'services/worker/dist/main.js',
+    ],
+    load: () => import('./pipeline.js'),
+  },
+};
+
+function usage(): string {
+  const names = Object.entries(benches)
+    .map(([name, entry]) => `  ${name.padEnd(12)} ${entry.summary}`)
+    .join('\n');
+  return `usage: pnpm bench <name> [options]\n\nbenches:\n${names}\n`;
+}
+
+async function main(): Promise<number> {
+  const [name, ...rest] = process.argv.slice(2);
+  if (name === undefined || name === '--help' || name === '-h') {
+    process.stderr.write(usage());
+    return name === undefined ? 2 : 0;
+  }
+  const entry = Object.hasOwn(benches, name) ? benches[name] : undefined;
+  if (entry === undefined) {
+    process.stderr.write(`bench: unknown bench "${name}"\n${usage()}`);
+    return 2;
+  }
+  const missing = entry.needs.filter((file) => !existsSync(path.join(repoRoot, file)));
+  if (missing.length > 0) {
+    process.stderr.write(
+      `bench: ${name} needs built workspace packages, and these are missing:\n${missing.map((f) => `  ${f}\n`).join('')}` +
+        'Run `pnpm build` (or `pnpm exec turbo run build`) first.\n',
+    );
+    return 2;
+  }
+  const bench = await entry.load();
+  return bench.run(rest);
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,597 @@
+/**
+ * `pnpm bench pipeline`: pages per second through the real pipeline, against two references.
+ *
+ *   pipeline  one worker process (scrape → crawl → extract, Postgres + Redis) scraping the
+ *             fixture career site, timed from the scrape enqueue until the run row is terminal;
+ *   baseline  a bare loop in this process: undici `request` + `cheerio/slim` + JSON.parse of
+ *             every JSON-LD block, same URL list and same concurrency as the crawl queue;
+ *   crawlee   `CheerioCrawler` with its defaults reading the same JSON-LD.
+ *
+ * The fixture site is its own process. Everything shares one machine (2 cores in CI), so the
+ * pipeline's Postgres and Redis compete with the worker for CPU: that cost is part of what is
+ * measured. The baseline runs first, on an otherwise idle machine, so the ratio is not flattered
+ * by background work (autovacuum, checkpoints) left over from the pipeline run.
+ *
+ * Last stdout line: {"pagesPerSec","baselinePagesPerSec","ratio","crawleePagesPerSec","peakRssMB",…}.
+ * Exit code 1 when the run did not succeed or a target (ratio ≥ 0.8, peak RSS ≤ 250 MB) is missed.
+ *
+ * Environment: BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY (default: the worker's own
+ * defaults from @gleaner/config), BENCH_POSTINGS (2000), BENCH_PAGE_BYTES (30000),
+ * BENCH_TIMEOUT_MS (300000), BENCH_WORKER_NODE_OPTIONS (extra NODE_OPTIONS for the worker),
+ * BENCH_WORKER_CPU_PROFILE=<dir> (writes the worker's .cpuprofile there, see cpu-profile.mjs),
+ * BENCH_SKIP_CRAWLEE=1. TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { load } from 'cheerio/slim';
+import { Agent, request } from 'undici';
+import { workerFragment } from '@gleaner/config';
+import { createDb, createRun, getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
+import { closeQueues, createQueues, createRedisConnection, enqueue, waitForRedis, type Queues } from '@gleaner/queue';
+import {
+  createTestDatabase,
+  createTestRedisNamespace,
+  freePort,
+  repoRoot,
+  startService,
+  type ServiceProcess,
+} from '@gleaner/testing';
+import type { BenchModule } from './index.js';
+
+const USAGE = `usage: pnpm bench pipeline
+environment: BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY (worker defaults), BENCH_POSTINGS (2000),
+  BENCH_PAGE_BYTES (30000), BENCH_TIMEOUT_MS (300000), BENCH_WORKER_NODE_OPTIONS,
+  BENCH_WORKER_CPU_PROFILE=<dir>, BENCH_SKIP_CRAWLEE=1
+`;
+
+const TARGET_RATIO = 0.8;
+const TARGET_PEAK_RSS_MB = 250;
+const WARM_UP_PAGES = 50;
+const TERMINAL_RUN_STATUSES = new Set(['succeeded', 'partial', 'failed', 'cancelled']);
+
+interface Settings {
+  postings: number;
+  pageBytes: number;
+  crawlConcurrency: number;
+  extractConcurrency: number;
+  timeoutMs: number;
+  workerNodeOptions: string | undefined;
+  workerCpuProfileDir: string | undefined;
+  skipCrawlee: boolean;
+}
+
+function progress(line: string): void {
+  process.stderr.write(`bench pipeline: ${line}\n`);
+}
+
+const round2 = (value: number): number => Math.round(value * 100) / 100;
+
+// ---------------------------------------------------------------------------------------------
+// Settings
+
+/** Concurrency knobs reuse the worker's own schema: same defaults, same bounds. */
+function concurrencyFrom(variable: string, schema: (typeof workerFragment)['WORKER_CONCURRENCY_CRAWL']): number {
+  const raw = process.env[variable];
+  const result = schema.safeParse(raw === '' ? undefined : raw);
+  if (!result.success) throw new Error(`${variable} ${result.error.issues[0]?.message ?? 'is invalid'} (got "${raw}")`);
+  return result.data;
+}
+
+function integerFrom(variable: string, fallback: number, min: number): number {
+  const raw = process.env[variable];
+  if (raw === undefined || raw === '') return fallback;
+  const value = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min) throw new Error(`${variable} must be a whole number >= ${min} (got "${raw}")`);
+  return value;
+}
+
+function readSettings(args: string[]): Settings | 'help' {
+  const { values } = parseArgs({ args, options: { help: { type: 'boolean', short: 'h' } }, strict: true });
+  if (values.help === true) return 'help';
+  return {
+    postings: integerFrom('BENCH_POSTINGS', 2000, 1),
+    pageBytes: integerFrom('BENCH_PAGE_BYTES', 30_000, 0),
+    crawlConcurrency: concurrencyFrom('BENCH_CRAWL_CONCURRENCY', workerFragment.WORKER_CONCURRENCY_CRAWL),
+    extractConcurrency: concurrencyFrom('BENCH_EXTRACT_CONCURRENCY', workerFragment.WORKER_CONCURRENCY_EXTRACT),
+    timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, 1000),
+    workerNodeOptions: process.env.BENCH_WORKER_NODE_OPTIONS || undefined,
+    workerCpuProfileDir: process.env.BENCH_WORKER_CPU_PROFILE ? path.resolve(process.env.BENCH_WORKER_CPU_PROFILE) : undefined,
+    skipCrawlee: ['1', 'true'].includes(process.env.BENCH_SKIP_CRAWLEE ?? ''),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Teardown: LIFO, each step bounded by its own error handling, run once (also on Ctrl-C)
+
+class Teardown {
+  private readonly steps: { what: string; run: () => Promise<unknown> }[] = [];
+  private chain: Promise<void> = Promise.resolve();
+
+  add(what: string, run: () => Promise<unknown>): void {
+    this.steps.push({ what, run });
+  }
+
+  /** Runs (and forgets) every step added so far, last first; safe to call again and concurrently. */
+  run(): Promise<void> {
+    this.chain = this.chain.then(async () => {
+      for (let step = this.steps.pop(); step !== undefined; step = this.steps.pop()) {
+        try {
+          await step.run();
+        } catch (error) {
+          progress(`cleanup "${step.what}" failed: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      }
+    });
+    return this.chain;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixture site process
+
+interface FixtureSiteProcess {
+  url: string;
+  sitemapUrl: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+async function startFixtureSite(settings: Settings): Promise<FixtureSiteProcess> {
+  const entry = path.join(repoRoot, 'packages/testing/dist/bin/fixture-site.js');
+  const port = await freePort();
+  const args = ['--postings', String(settings.postings), '--page-bytes', String(settings.pageBytes), '--port', String(port), '--seed', '1'];
+  const child = spawn(process.execPath, [entry, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-10_000);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    const ready = await new Promise<{ url: string; sitemapUrl: string }>((resolve, reject) => {
+      let pending = '';
+      const timer = setTimeout(() => reject(new Error('fixture site did not report ready within 60 s')), 60_000);
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`fixture site exited with ${code} before it was ready: ${stderr.trim()}`));
+      });
+      child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+        pending += chunk;
+        const newline = pending.indexOf('\n');
+        if (newline === -1) return;
+        clearTimeout(timer);
+        try {
+          resolve(JSON.parse(pending.slice(0, newline)) as { url: string; sitemapUrl: string });
+        } catch {
+          reject(new Error(`fixture site printed an unexpected first line: ${pending.slice(0, newline)}`));
+        }
+      });
+    });
+    return { url: ready.url, sitemapUrl: ready.sitemapUrl, child, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Peak RSS of a process, from /proc
+
+/** kB value of one `/proc/<pid>/status` field, or 0 when the process is gone. */
+function procStatusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    return match ? Number(match[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+interface RssSampler {
+  /** Max of the polled VmRSS and the kernel's VmHWM, in MB; call before the process exits. */
+  peakMb(): number;
+  stop(): void;
+}
+
+function sampleRss(pid: number, intervalMs = 200): RssSampler {
+  let maxRssKb = procStatusKb(pid, 'VmRSS');
+  const timer = setInterval(() => {
+    maxRssKb = Math.max(maxRssKb, procStatusKb(pid, 'VmRSS'));
+  }, intervalMs);
+  return {
+    peakMb: () => Math.max(maxRssKb, procStatusKb(pid, 'VmRSS'), procStatusKb(pid, 'VmHWM')) / 1024,
+    stop: () => clearInterval(timer),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU time per process over a window, from /proc: where the pipeline's two cores went
+
+const CLOCK_TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+type CpuSnapshot = Map<number, { comm: string; ticks: number }>;
+
+function cpuSnapshot(): CpuSnapshot {
+  const snapshot: CpuSnapshot = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const fields = stat.slice(close + 2).split(' '); // fields[0] is field 3 (state)
+      const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
+      snapshot.set(Number(entry), { comm: stat.slice(stat.indexOf('(') + 1, close), ticks });
+    } catch {
+      // The process ended between readdir and read.
+    }
+  }
+  return snapshot;
+}
+
+/** CPU seconds per label between two snapshots; processes born in between count in full. */
+function cpuSecondsBetween(before: CpuSnapshot, after: CpuSnapshot, labels: Map<number, string>): Record<string, number> {
+  const totals: Record<string, number> = {};
+  for (const [pid, { comm, ticks }] of after) {
+    const spent = ticks - (before.get(pid)?.ticks ?? 0);
+    if (spent <= 0) continue;
+    const label = labels.get(pid) ?? (comm === 'node' || comm.startsWith('node ') ? 'other node' : comm);
+    totals[label] = (totals[label] ?? 0) + spent / CLOCK_TICKS_PER_SECOND;
+  }
+  return Object.fromEntries(
+    Object.entries(totals)
+      .filter(([, seconds]) => seconds >= 0.05)
+      .sort(([, a], [, b]) => b - a)
+      .map(([label, seconds]) => [label, round2(seconds)]),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared HTTP helpers (this process)
+
+function isJobPosting(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(isJobPosting);
+  if (typeof value !== 'object' || value === null) return false;
+  const node = value as Record<string, unknown>;
+  const type = node['@type'];
+  if (type === 'JobPosting' || (Array.isArray(type) && type.includes('JobPosting'))) return true;
+  return isJobPosting(node['@graph']);
+}
+
+async function fetchText(agent: Agent, url: string): Promise<string> {
+  const { statusCode, body } = await request(url, { dispatcher: agent });
+  if (statusCode !== 200) {
+    await body.dump();
+    throw new Error(`${url} answered ${statusCode}`);
+  }
+  return body.text();
+}
+
+async function fetchSitemapUrls(agent: Agent, sitemapUrl: string): Promise<string[]> {
+  const $ = load(await fetchText(agent, sitemapUrl), { xml: true });
+  return $('url > loc')
+    .map((_, element) => $(element).text().trim())
+    .get();
+}
+
+/** Runs `task` over `items` with `concurrency` lanes; rejects on the first failure. */
+async function forEachConcurrently<T>(items: readonly T[], concurrency: number, task: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await task(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases
+
+/** Fetches the sitemap and a few pages so the fixture server's code is compiled before timing. */
+async function warmUp(sitemapUrl: string, concurrency: number): Promise<string[]> {
+  const agent = new Agent({ connections: concurrency });
+  try {
+    const urls = await fetchSitemapUrls(agent, sitemapUrl);
+    await forEachConcurrently(urls.slice(0, WARM_UP_PAGES), concurrency, async (url) => {
+      await fetchText(agent, url);
+    });
+    return urls;
+  } finally {
+    await agent.close();
+  }
+}
+
+interface BaselineResult {
+  seconds: number;
+  pages: number;
+  postingsFound: number;
+  cpuSeconds: Record<string, number>;
+}
+
+/** The floor of the work: sitemap, then fetch + DOM + JSON-LD for every URL, nothing else. */
+async function runBaseline(site: FixtureSiteProcess, concurrency: number): Promise<BaselineResult> {
+  const agent = new Agent({ connections: concurrency, keepAliveTimeout: 10_000 });
+  try {
+    const cpuBefore = cpuSnapshot();
+    const started = performance.now();
+    const sitemapUrl = site.sitemapUrl;
+    const urls = await fetchSitemapUrls(agent, sitemapUrl);
+    let pages = 0;
+    let postingsFound = 0;
+    await forEachConcurrently(urls, concurrency, async (url) => {
+      const $ = load(await fetchText(agent, url));
+      let found = false;
+      $('script[type="application/ld+json"]').each((_, element) => {
+        if (isJobPosting(JSON.parse($(element).text()) as unknown)) found = true;
+      });
+      pages += 1;
+      if (found) postingsFound += 1;
+    });
+    const seconds = (performance.now() - started) / 1000;
+    const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), new Map([[process.pid, 'bench'], [site.child.pid ?? -1, 'fixture-site']]));
+    return { seconds, pages, postingsFound, cpuSeconds };
+  } finally {
+    await agent.close();
+  }
+}
+
+interface PipelineResult {
+  seconds: number;
+  run: RunRow;
+  peakRssMB: number;
+  workerExitCode: number | null;
+  workerWarnings: number;
+  /** CPU seconds per process kind (worker, postgres, redis-server, fixture-site…) during the run. */
+  cpuSeconds: Record<string, number>;
+}
+
+async function waitForWorkers(queues: Queues, worker: ServiceProcess, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const served = [queues.scrape, queues.crawl, queues.extract];
+  while (Date.now() < deadline) {
+    if (worker.child.exitCode !== null) throw new Error(`worker exited with ${worker.child.exitCode}: ${worker.stderr().trim()}`);
+    const counts = await Promise.all(served.map((queue) => queue.getWorkersCount()));
+    if (counts.every((count) => count > 0)) return;
+    await sleep(100);
+  }
+  throw new Error(`worker did not connect to scrape, crawl and extract within ${timeoutMs} ms: ${worker.stderr().trim()}`);
+}
+
+/** Runs the pipeline; its database, Redis keys and worker are gone when it returns or throws. */
+async function runPipeline(settings: Settings, site: FixtureSiteProcess, outer: Teardown): Promise<PipelineResult> {
+  const teardown = new Teardown();
+  outer.add('pipeline resources', () => teardown.run());
+  try {
+    return await pipelineRun(settings, site, teardown);
+  } finally {
+    await teardown.run();
+  }
+}
+
+async function pipelineRun(settings: Settings, site: FixtureSiteProcess, teardown: Teardown): Promise<PipelineResult> {
+  const database = await createTestDatabase('bench');
+  teardown.add('drop bench database', () => database.drop());
+  const redis = createTestRedisNamespace('bench');
+  teardown.add('delete bench redis keys', () => redis.cleanup());
+
+  const handle: DbHandle = createDb({ url: database.url, poolMax: 2, applicationName: 'gleaner-bench' });
+  teardown.add('close bench db pool', () => handle.close());
+  const producer = createRedisConnection(redis.url, 'producer');
+  teardown.add('disconnect bench redis', async () => producer.disconnect());
+  await waitForRedis(producer);
+  const queues = createQueues(producer, redis.prefix);
+  teardown.add('close bench queues', () => closeQueues(queues));
+
+  const env: Record<string, string> = {
+    DATABASE_URL: database.url,
+    REDIS_URL: redis.url,
+    QUEUE_PREFIX: redis.prefix,
+    HTTP_ALLOW_PRIVATE_NETWORKS: 'true',
+    LOG_LEVEL: 'warn',
+    WORKER_CONCURRENCY_CRAWL: String(settings.crawlConcurrency),
+    WORKER_CONCURRENCY_EXTRACT: String(settings.extractConcurrency),
+  };
+  const nodeOptions = [settings.workerNodeOptions ?? ''];
+  if (settings.workerCpuProfileDir) {
+    // Node 20 refuses --cpu-prof in NODE_OPTIONS; the preload starts the inspector's profiler.
+    nodeOptions.push(`--import=${pathToFileURL(fileURLToPath(new URL('./cpu-profile.mjs', import.meta.url))).href}`);
+    env.BENCH_CPU_PROFILE_DIR = settings.workerCpuProfileDir;
+  }
+  if (nodeOptions.join('').trim() !== '') env.NODE_OPTIONS = nodeOptions.join(' ').trim();
+  const worker = startService('worker', env, 'bench-worker');
+  teardown.add('stop worker', () => worker.stop());
+  const pid = worker.child.pid;
+  if (pid === undefined) throw new Error('worker process did not start');
+  const rss = sampleRss(pid);
+  teardown.add('stop RSS sampler', async () => rss.stop());
+  await waitForWorkers(queues, worker);
+  progress(`worker ${pid} ready (crawl ${settings.crawlConcurrency}, extract ${settings.extractConcurrency})`);
+
+  const siteRow = await insertSite(handle.db, {
+    siteName: 'bench-fixture-careers',
+    kind: 'career-site',
+    config: { url: site.url, sitemapUrl: site.sitemapUrl },
+  });
+  const created = await createRun(handle.db, { siteId: siteRow.id, trigger: 'manual' });
+
+  const cpuBefore = cpuSnapshot();
+  const started = performance.now();
+  await enqueue(queues, 'scrape', { runId: created.id, siteId: siteRow.id });
+  let run: RunRow | undefined;
+  let lastReport = started;
+  for (;;) {
+    await sleep(100);
+    run = await getRun(handle.db, created.id);
+    if (run && TERMINAL_RUN_STATUSES.has(run.status)) break;
+    if (worker.child.exitCode !== null) throw new Error(`worker exited with ${worker.child.exitCode} mid-run: ${worker.stderr().trim()}`);
+    const now = performance.now();
+    if (now - started > settings.timeoutMs) {
+      throw new Error(`run ${created.runId} still ${run?.status ?? 'missing'} after ${settings.timeoutMs} ms`);
+    }
+    if (now - lastReport >= 5_000) {
+      lastReport = now;
+      progress(`  … ${((now - started) / 1000).toFixed(0)} s, run ${run?.status ?? '?'}`);
+    }
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const cpuLabels = new Map([[pid, 'worker'], [process.pid, 'bench'], [site.child.pid ?? -1, 'fixture-site']]);
+  const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), cpuLabels);
+  const peakRssMB = rss.peakMb(); // before the worker exits, while /proc/<pid> still exists
+  rss.stop();
+  const workerExitCode = await worker.stop();
+  const warnings = worker.logs.filter((line) => typeof line.level === 'number' && line.level >= 40);
+  for (const line of warnings.slice(0, 5)) progress(`worker: ${JSON.stringify(line).slice(0, 500)}`);
+  return { seconds, run, peakRssMB, workerExitCode, workerWarnings: warnings.length, cpuSeconds };
+}
+
+interface CrawleeResult {
+  seconds: number;
+  pages: number;
+  failed: number;
+  postingsFound: number;
+}
+
+async function runCrawlee(urls: readonly string[]): Promise<CrawleeResult> {
+  // Nothing may land in the repository: memory storage only, and a scratch directory in case
+  // some store still decides to write.
+  const storageDir = mkdtempSync(path.join(tmpdir(), 'gleaner-bench-crawlee-'));
+  process.env.CRAWLEE_STORAGE_DIR = storageDir;
+  try {
+    const { CheerioCrawler, Configuration, log, LogLevel } = await import('@crawlee/cheerio');
+    log.setLevel(LogLevel.OFF);
+    let postingsFound = 0;
+    const crawler = new CheerioCrawler(
+      {
+        requestHandler: async ({ $ }) => {
+          let found = false;
+          $('script[type="application/ld+json"]').each((_, element) => {
+            if (isJobPosting(JSON.parse($(element).text()) as unknown)) found = true;
+          });
+          if (found) postingsFound += 1;
+        },
+      },
+      new Configuration({ persistStorage: false }),
+    );
+    const started = performance.now();
+    const stats = await crawler.run([...urls]);
+    const seconds = (performance.now() - started) / 1000;
+    return { seconds, pages: stats.requestsFinished, failed: stats.requestsFailed, postingsFound };
+  } finally {
+    rmSync(storageDir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function bench(settings: Settings, teardown: Teardown): Promise<number> {
+  progress(`fixture site: ${settings.postings} postings of ~${settings.pageBytes} bytes`);
+  const site = await startFixtureSite(settings);
+  teardown.add('stop fixture site', () => site.stop());
+  progress(`fixture site ${site.url} (pid ${site.child.pid})`);
+
+  const urls = await warmUp(site.sitemapUrl, settings.crawlConcurrency);
+  if (urls.length !== settings.postings) throw new Error(`sitemap lists ${urls.length} URLs, expected ${settings.postings}`);
+  progress(`warm-up done (${Math.min(WARM_UP_PAGES, urls.length)} pages)`);
+
+  const failures: string[] = [];
+
+  progress(`baseline: undici + cheerio/slim, ${settings.crawlConcurrency} connections`);
+  const baseline = await runBaseline(site, settings.crawlConcurrency);
+  const baselinePagesPerSec = baseline.pages / baseline.seconds;
+  progress(`baseline: ${baseline.pages} pages in ${baseline.seconds.toFixed(2)} s = ${baselinePagesPerSec.toFixed(1)} pages/s`);
+  progress(`baseline: CPU seconds: ${JSON.stringify(baseline.cpuSeconds)}`);
+  if (baseline.postingsFound !== settings.postings) failures.push(`baseline found ${baseline.postingsFound} JobPostings, expected ${settings.postings}`);
+
+  progress('pipeline: one worker process, scrape → crawl → extract');
+  let pipeline: PipelineResult | undefined;
+  try {
+    pipeline = await runPipeline(settings, site, teardown);
+  } catch (error) {
+    failures.push(`pipeline: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  let pagesPerSec: number | null = null;
+  if (pipeline) {
+    const { run } = pipeline;
+    pagesPerSec = settings.postings / pipeline.seconds;
+    progress(
+      `pipeline: run ${run.status}, ${run.readyCount} ready / ${run.errorsCount} errors in ${pipeline.seconds.toFixed(2)} s = ` +
+        `${pagesPerSec.toFixed(1)} pages/s, worker peak RSS ${pipeline.peakRssMB.toFixed(1)} MB`,
+    );
+    progress(`pipeline: CPU seconds during the run: ${JSON.stringify(pipeline.cpuSeconds)}`);
+    if (run.status !== 'succeeded' || run.readyCount !== settings.postings) {
+      failures.push(`run ended ${run.status} with ${run.readyCount}/${settings.postings} ready (${run.errorsCount} errors): ${run.message ?? ''}`);
+    }
+    if (pipeline.workerExitCode !== 0) failures.push(`worker exited with ${pipeline.workerExitCode} on SIGTERM`);
+  }
+  let crawlee: CrawleeResult | undefined;
+  if (!settings.skipCrawlee) {
+    progress('crawlee: CheerioCrawler with its defaults');
+    crawlee = await runCrawlee(urls);
+    progress(`crawlee: ${crawlee.pages} pages (${crawlee.failed} failed) in ${crawlee.seconds.toFixed(2)} s = ${(crawlee.pages / crawlee.seconds).toFixed(1)} pages/s`);
+    if (crawlee.postingsFound !== settings.postings) failures.push(`crawlee found ${crawlee.postingsFound} JobPostings, expected ${settings.postings}`);
+  }
+
+  const ratio = pagesPerSec === null ? null : pagesPerSec / baselinePagesPerSec;
+  const peakRssMB = pipeline?.peakRssMB ?? null;
+  if (ratio !== null && ratio < TARGET_RATIO) failures.push(`target missed: ratio ${ratio.toFixed(2)} < ${TARGET_RATIO}`);
+  if (peakRssMB !== null && peakRssMB > TARGET_PEAK_RSS_MB) failures.push(`target missed: peak RSS ${peakRssMB.toFixed(1)} MB > ${TARGET_PEAK_RSS_MB}`);
+
+  const result = {
+    pagesPerSec: pagesPerSec === null ? null : round2(pagesPerSec),
+    baselinePagesPerSec: round2(baselinePagesPerSec),
+    ratio: ratio === null ? null : round2(ratio),
+    crawleePagesPerSec: crawlee ? round2(crawlee.pages / crawlee.seconds) : null,
+    peakRssMB: peakRssMB === null ? null : round2(peakRssMB),
+    postings: settings.postings,
+    pageBytes: settings.pageBytes,
+    crawlConcurrency: settings.crawlConcurrency,
+    extractConcurrency: settings.extractConcurrency,
+    pipelineSeconds: pipeline ? round2(pipeline.seconds) : null,
+    baselineSeconds: round2(baseline.seconds),
+    crawleeSeconds: crawlee ? round2(crawlee.seconds) : null,
+    runStatus: pipeline?.run.status ?? null,
+    readyCount: pipeline?.run.readyCount ?? null,
+    workerWarnings: pipeline?.workerWarnings ?? null,
+    pipelineCpuSeconds: pipeline?.cpuSeconds ?? null,
+    baselineCpuSeconds: baseline.cpuSeconds,
+  };
+  for (const failure of failures) progress(`FAIL ${failure}`);
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+  return failures.length === 0 ? 0 : 1;
+}
+
+export const run: BenchModule['run'] = async (args) => {
+  const settings = readSettings(args);
+  if (settings === 'help') {
+    process.stderr.write(USAGE);
+    return 0;
+  }
+  const teardown = new Teardown();
+  const onSignal = (signal: NodeJS.Signals): void => {
+    progress(`${signal}: cleaning up`);
+    void teardown.run().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    return await bench(settings, teardown);
+  } finally {
+    await teardown.run();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+};
