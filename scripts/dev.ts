@@ -80,25 +80,34 @@ function run(name: string, args: string[], extraEnv: Record<string, string> = {}
 }
 
 async function shutdown(code: number): Promise<never> {
+  let exitCode = code;
   if (!stopping) {
     stopping = true;
     say('stopping…');
-    await Promise.all(
+    const outcomes = await Promise.all(
       children.map(
         (child) =>
-          new Promise<void>((resolve) => {
-            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          new Promise<{ name: string; ok: boolean }>((resolve) => {
+            const name = child.spawnargs[1] ?? 'child';
+            if (child.exitCode !== null || child.signalCode !== null) return resolve({ name, ok: child.exitCode === 0 });
             const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-            child.once('exit', () => {
+            child.once('exit', (exit) => {
               clearTimeout(timer);
-              resolve();
+              resolve({ name, ok: exit === 0 });
             });
             child.kill('SIGTERM');
           }),
       ),
     );
+    const unclean = outcomes.filter((outcome) => !outcome.ok).map((outcome) => outcome.name);
+    if (unclean.length > 0) {
+      say(`did not stop cleanly: ${unclean.join(', ')}`);
+      exitCode = exitCode || 1;
+    } else {
+      say('stopped');
+    }
   }
-  process.exit(code);
+  process.exit(exitCode);
 }
 
 process.on('SIGINT', () => void shutdown(0));

@@ -53,6 +53,10 @@ environment: BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY (worker defaults
 const TARGET_RATIO = 0.8;
 const TARGET_PEAK_RSS_MB = 250;
 const WARM_UP_PAGES = 50;
+/** CPU seconds of unrelated processes in a timed window above which the numbers are suspect. */
+const NOISE_WARNING_CPU_SECONDS = 1;
+/** Process kinds that belong to what a window measures; the rest is someone else's work. */
+const MEASURED_PROCESSES = new Set(['bench', 'fixture-site', 'worker', 'postgres', 'redis-server']);
 const TERMINAL_RUN_STATUSES = new Set(['succeeded', 'partial', 'failed', 'cancelled']);
 
 interface Settings {
@@ -242,6 +246,18 @@ function cpuSnapshot(): CpuSnapshot {
 }
 
 /** CPU seconds per label between two snapshots; processes born in between count in full. */
+/** CPU seconds used by processes outside the bench in a window: another build or test run. */
+function noiseSeconds(cpuSeconds: Record<string, number>): number {
+  return round2(Object.entries(cpuSeconds).reduce((sum, [label, seconds]) => (MEASURED_PROCESSES.has(label) ? sum : sum + seconds), 0));
+}
+
+function warnIfNoisy(phase: string, cpuSeconds: Record<string, number>): void {
+  const noise = noiseSeconds(cpuSeconds);
+  if (noise > NOISE_WARNING_CPU_SECONDS) {
+    progress(`WARNING: other processes used ${noise} CPU s during the ${phase}; its numbers are pessimistic (machine not idle)`);
+  }
+}
+
 function cpuSecondsBetween(before: CpuSnapshot, after: CpuSnapshot, labels: Map<number, string>): Record<string, number> {
   const totals: Record<string, number> = {};
   for (const [pid, { comm, ticks }] of after) {
@@ -351,6 +367,8 @@ async function runBaseline(site: FixtureSiteProcess, concurrency: number): Promi
 
 interface PipelineResult {
   seconds: number;
+  /** From the rows' own timestamps: enqueue → run started, started → first page fetched, → finished. */
+  phases: { pickup: number; listing: number; pages: number } | null;
   run: RunRow;
   peakRssMB: number;
   workerExitCode: number | null;
@@ -430,6 +448,7 @@ async function pipelineRun(settings: Settings, site: FixtureSiteProcess, teardow
 
   const cpuBefore = cpuSnapshot();
   const started = performance.now();
+  const enqueuedAt = new Date();
   await enqueue(queues, 'scrape', { runId: created.id, siteId: siteRow.id });
   let run: RunRow | undefined;
   let lastReport = started;
@@ -452,20 +471,39 @@ async function pipelineRun(settings: Settings, site: FixtureSiteProcess, teardow
   const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), cpuLabels);
   const peakRssMB = rss.peakMb(); // before the worker exits, while /proc/<pid> still exists
   rss.stop();
+  const phases = await runPhases(handle, created.id, enqueuedAt);
   const workerExitCode = await worker.stop();
   const warnings = worker.logs.filter((line) => typeof line.level === 'number' && line.level >= 40);
   for (const line of warnings.slice(0, 5)) progress(`worker: ${JSON.stringify(line).slice(0, 500)}`);
-  return { seconds, run, peakRssMB, workerExitCode, workerWarnings: warnings.length, cpuSeconds };
+  return { seconds, phases, run, peakRssMB, workerExitCode, workerWarnings: warnings.length, cpuSeconds };
+}
+
+/** Where the run's wall time went, from Postgres timestamps (same clock as this process). */
+async function runPhases(handle: DbHandle, runId: string, enqueuedAt: Date): Promise<PipelineResult['phases']> {
+  const { rows } = await handle.pool.query<{ started_at: Date | null; first_fetch: Date | null; finished_at: Date | null }>(
+    `SELECT r.started_at, r.finished_at, (SELECT min(p.fetched_at) FROM postings p WHERE p.run_id = r.id) AS first_fetch
+     FROM scrape_runs r WHERE r.id = $1`,
+    [runId],
+  );
+  const row = rows[0];
+  if (!row?.started_at || !row.first_fetch || !row.finished_at) return null;
+  const seconds = (from: Date, to: Date): number => round2((to.getTime() - from.getTime()) / 1000);
+  return {
+    pickup: seconds(enqueuedAt, row.started_at),
+    listing: seconds(row.started_at, row.first_fetch),
+    pages: seconds(row.first_fetch, row.finished_at),
+  };
 }
 
 interface CrawleeResult {
+  cpuSeconds: Record<string, number>;
   seconds: number;
   pages: number;
   failed: number;
   postingsFound: number;
 }
 
-async function runCrawlee(urls: readonly string[]): Promise<CrawleeResult> {
+async function runCrawlee(urls: readonly string[], site: FixtureSiteProcess): Promise<CrawleeResult> {
   // Nothing may land in the repository: memory storage only, and a scratch directory in case
   // some store still decides to write.
   const storageDir = mkdtempSync(path.join(tmpdir(), 'gleaner-bench-crawlee-'));
@@ -486,10 +524,12 @@ async function runCrawlee(urls: readonly string[]): Promise<CrawleeResult> {
       },
       new Configuration({ persistStorage: false }),
     );
+    const cpuBefore = cpuSnapshot();
     const started = performance.now();
     const stats = await crawler.run([...urls]);
     const seconds = (performance.now() - started) / 1000;
-    return { seconds, pages: stats.requestsFinished, failed: stats.requestsFailed, postingsFound };
+    const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), new Map([[process.pid, 'bench'], [site.child.pid ?? -1, 'fixture-site']]));
+    return { seconds, pages: stats.requestsFinished, failed: stats.requestsFailed, postingsFound, cpuSeconds };
   } finally {
     rmSync(storageDir, { recursive: true, force: true });
   }
@@ -514,6 +554,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
   const baselinePagesPerSec = baseline.pages / baseline.seconds;
   progress(`baseline: ${baseline.pages} pages in ${baseline.seconds.toFixed(2)} s = ${baselinePagesPerSec.toFixed(1)} pages/s`);
   progress(`baseline: CPU seconds: ${JSON.stringify(baseline.cpuSeconds)}`);
+  warnIfNoisy('baseline', baseline.cpuSeconds);
   if (baseline.postingsFound !== settings.postings) failures.push(`baseline found ${baseline.postingsFound} JobPostings, expected ${settings.postings}`);
 
   progress('pipeline: one worker process, scrape → crawl → extract');
@@ -532,6 +573,11 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
         `${pagesPerSec.toFixed(1)} pages/s, worker peak RSS ${pipeline.peakRssMB.toFixed(1)} MB`,
     );
     progress(`pipeline: CPU seconds during the run: ${JSON.stringify(pipeline.cpuSeconds)}`);
+    warnIfNoisy('pipeline run', pipeline.cpuSeconds);
+    if (pipeline.phases) {
+      const { pickup, listing, pages } = pipeline.phases;
+      progress(`pipeline: phases: pickup ${pickup} s, listing until the first page fetch ${listing} s, pages ${pages} s`);
+    }
     if (run.status !== 'succeeded' || run.readyCount !== settings.postings) {
       failures.push(`run ended ${run.status} with ${run.readyCount}/${settings.postings} ready (${run.errorsCount} errors): ${run.message ?? ''}`);
     }
@@ -540,8 +586,9 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
   let crawlee: CrawleeResult | undefined;
   if (!settings.skipCrawlee) {
     progress('crawlee: CheerioCrawler with its defaults');
-    crawlee = await runCrawlee(urls);
+    crawlee = await runCrawlee(urls, site);
     progress(`crawlee: ${crawlee.pages} pages (${crawlee.failed} failed) in ${crawlee.seconds.toFixed(2)} s = ${(crawlee.pages / crawlee.seconds).toFixed(1)} pages/s`);
+    warnIfNoisy('crawlee run', crawlee.cpuSeconds);
     if (crawlee.postingsFound !== settings.postings) failures.push(`crawlee found ${crawlee.postingsFound} JobPostings, expected ${settings.postings}`);
   }
 
@@ -566,6 +613,12 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
     runStatus: pipeline?.run.status ?? null,
     readyCount: pipeline?.run.readyCount ?? null,
     workerWarnings: pipeline?.workerWarnings ?? null,
+    otherCpuSeconds: {
+      baseline: noiseSeconds(baseline.cpuSeconds),
+      pipeline: pipeline ? noiseSeconds(pipeline.cpuSeconds) : null,
+      crawlee: crawlee ? noiseSeconds(crawlee.cpuSeconds) : null,
+    },
+    pipelinePhases: pipeline?.phases ?? null,
     pipelineCpuSeconds: pipeline?.cpuSeconds ?? null,
     baselineCpuSeconds: baseline.cpuSeconds,
   };

@@ -1,3 +1,5 @@
+import { pipeline, type Readable } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { Agent, buildConnector, interceptors, errors as undiciErrors, type Dispatcher } from 'undici';
 import { isBlockedAddress } from './address-policy.js';
 import {
@@ -62,8 +64,9 @@ function headerValue(headers: Record<string, string | string[] | undefined>, nam
 
 /**
  * One composed undici Agent for every fetch of a process: the connector refuses blocked peer
- * addresses on every connection (so each redirect hop is checked too), the redirect interceptor
- * follows hops, and the decompress interceptor inflates gzip/br/deflate under a size cap.
+ * addresses on every connection (so each redirect hop is checked too) and the redirect
+ * interceptor follows hops. Bodies are inflated here rather than by undici's (experimental)
+ * decompress interceptor, so that both the raw and the decoded size are capped.
  */
 export function createFetcher(options: FetcherOptions): Fetcher {
   const connect = buildConnector({ timeout: Math.min(options.timeoutMs, 10_000) });
@@ -89,10 +92,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     headersTimeout: options.timeoutMs,
     bodyTimeout: options.timeoutMs,
   });
-  const dispatcher: Dispatcher = agent.compose(
-    interceptors.decompress({ maxSize: options.maxBodyBytes }),
-    interceptors.redirect({ maxRedirections: options.maxRedirects }),
-  );
+  const dispatcher: Dispatcher = agent.compose(interceptors.redirect({ maxRedirections: options.maxRedirects }));
 
   async function fetchOnce(request: FetchRequest): Promise<FetchResult> {
     let target: URL;
@@ -145,16 +145,19 @@ export function createFetcher(options: FetcherOptions): Fetcher {
         response.body.destroy();
         throw new HttpBodyTooLargeError(request.url, options.maxBodyBytes);
       }
+      const decoded = decode(response.body, headerValue(responseHeaders, 'content-encoding'));
       const chunks: Buffer[] = [];
       let size = 0;
-      for await (const chunk of response.body) {
-        const buffer = chunk as Buffer;
-        size += buffer.byteLength;
-        if (size > options.maxBodyBytes) {
-          response.body.destroy();
-          throw new HttpBodyTooLargeError(request.url, options.maxBodyBytes);
+      try {
+        for await (const chunk of decoded) {
+          const buffer = chunk as Buffer;
+          size += buffer.byteLength;
+          if (size > options.maxBodyBytes) throw new HttpBodyTooLargeError(request.url, options.maxBodyBytes);
+          chunks.push(buffer);
         }
-        chunks.push(buffer);
+      } finally {
+        decoded.destroy();
+        response.body.destroy();
       }
       return {
         status: response.statusCode,
@@ -176,6 +179,29 @@ export function createFetcher(options: FetcherOptions): Fetcher {
   };
 }
 
+/** Inflates gzip, deflate and br bodies; anything else passes through unchanged. */
+function decode(body: Readable, encoding: string | null): Readable {
+  const inflater = (() => {
+    switch (encoding?.trim().toLowerCase()) {
+      case 'gzip':
+      case 'x-gzip':
+        return createGunzip();
+      case 'deflate':
+        return createInflate();
+      case 'br':
+        return createBrotliDecompress();
+      default:
+        return undefined;
+    }
+  })();
+  if (!inflater) return body;
+  // pipeline destroys both streams on failure; the reader of `inflater` sees the error.
+  pipeline(body, inflater, (error) => {
+    if (error) inflater.destroy(error);
+  });
+  return inflater;
+}
+
 function classify(error: unknown, url: string, timeoutMs: number, signal: AbortSignal): HttpError {
   if (error instanceof HttpError) return error;
   const cause = (error as { cause?: unknown }).cause;
@@ -183,7 +209,9 @@ function classify(error: unknown, url: string, timeoutMs: number, signal: AbortS
   if (signal.aborted || error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError) {
     return new HttpTimeoutError(url, timeoutMs, error);
   }
-  if (error instanceof undiciErrors.ResponseExceededMaxSizeError) return new HttpBodyTooLargeError(url, 0);
+  if ((error as NodeJS.ErrnoException).code?.startsWith('Z_')) {
+    return new HttpError(`corrupt compressed body from ${url}`, 'HTTP_BODY_CORRUPT', 'permanent', url, { cause: error });
+  }
   if (/redirect/i.test((error as Error).message ?? '')) {
     return new HttpUrlRejectedError(url, (error as Error).message);
   }

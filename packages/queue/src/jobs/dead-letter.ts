@@ -7,7 +7,7 @@ import { defineJob } from '../define-job.js';
  */
 export const deadLetterJob = defineJob({
   queue: 'dead-letter',
-  name: 'dead-letter.parked',
+  name: 'dead-letter.park-job',
   payload: z.object({
     queue: z.string(),
     jobName: z.string(),
