@@ -27,7 +27,7 @@ describe('job catalogue', () => {
   });
 
   it('rejects invalid payloads and ids', () => {
-    expect(() => prepareJob('crawl', { runId: 'x', siteId, postingId } as never)).toThrow();
+    expect(() => prepareJob('crawl', { runId: 'x', siteId, postingId })).toThrow();
     expect(() => assertValidJobId('a:b')).toThrow(/no ':'/);
     expect(() => assertValidJobId('12345')).toThrow(/not all digits/);
   });
