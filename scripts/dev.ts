@@ -42,7 +42,9 @@ function loadEnv(): Record<string, string> {
 const env = loadEnv();
 const demoPort = Number(env.DEMO_SITE_PORT ?? '8100');
 const demoPostings = Number(env.DEMO_SITE_POSTINGS ?? '50');
-const apiUrl = env.API_PUBLIC_URL ?? `http://${env.API_HOST === '0.0.0.0' ? '127.0.0.1' : env.API_HOST}:${env.API_PORT}`;
+const apiUrl =
+  env.API_PUBLIC_URL ??
+  `http://${env.API_HOST === '0.0.0.0' ? '127.0.0.1' : env.API_HOST}:${env.API_PORT}`;
 const children: ChildProcess[] = [];
 let stopping = false;
 
@@ -89,7 +91,8 @@ async function shutdown(code: number): Promise<never> {
         (child) =>
           new Promise<{ name: string; ok: boolean }>((resolve) => {
             const name = child.spawnargs[1] ?? 'child';
-            if (child.exitCode !== null || child.signalCode !== null) return resolve({ name, ok: child.exitCode === 0 });
+            if (child.exitCode !== null || child.signalCode !== null)
+              return resolve({ name, ok: child.exitCode === 0 });
             const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
             child.once('exit', (exit) => {
               clearTimeout(timer);
@@ -131,7 +134,11 @@ async function ensureDatabase(): Promise<void> {
   }
 }
 
-async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+async function waitUntil(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check().catch(() => false)) return;
@@ -140,7 +147,11 @@ async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs 
   throw new Error(`${what} did not come up within ${timeoutMs / 1000} s`);
 }
 
-async function api(method: string, pathname: string, body?: unknown): Promise<{ status: number; json: any }> {
+async function api(
+  method: string,
+  pathname: string,
+  body?: unknown,
+): Promise<{ status: number; json: any }> {
   const response = await fetch(`${apiUrl}${pathname}`, {
     method,
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
@@ -151,7 +162,11 @@ async function api(method: string, pathname: string, body?: unknown): Promise<{ 
 
 async function main(): Promise<void> {
   await ensureDatabase();
-  const migrate = spawn(process.execPath, ['services/api/dist/migrate.js'], { cwd: root, env, stdio: 'inherit' });
+  const migrate = spawn(process.execPath, ['services/api/dist/migrate.js'], {
+    cwd: root,
+    env,
+    stdio: 'inherit',
+  });
   const migrated = await new Promise<number | null>((resolve) => migrate.once('exit', resolve));
   if (migrated !== 0) throw new Error('migrations failed');
 
@@ -164,7 +179,11 @@ async function main(): Promise<void> {
   ]);
   void demo;
   const demoUrl = `http://127.0.0.1:${demoPort}`;
-  await waitUntil('the demo career site', async () => (await fetch(`${demoUrl}/robots.txt`)).ok, 15_000);
+  await waitUntil(
+    'the demo career site',
+    async () => (await fetch(`${demoUrl}/robots.txt`)).ok,
+    15_000,
+  );
 
   run('api', ['services/api/dist/main.js']);
   run('worker', ['services/worker/dist/main.js']);
@@ -208,7 +227,9 @@ async function main(): Promise<void> {
     const { json } = await fetch(statusUrl).then(async (r) => ({ json: (await r.json()) as any }));
     const status = json?.data?.status;
     if (status && status !== 'queued' && status !== 'running') {
-      say(`demo run ${json.data.run_id} ${status}: ${json.data.ready_count} ready, ${json.data.skipped_count} skipped, ${json.data.errors_count} errors`);
+      say(
+        `demo run ${json.data.run_id} ${status}: ${json.data.ready_count} ready, ${json.data.skipped_count} skipped, ${json.data.errors_count} errors`,
+      );
       break;
     }
   }

@@ -1,8 +1,14 @@
-import type { Reporter, TestModule } from 'vitest/node';
+import type { Reporter, SerializedError, TestModule } from 'vitest/node';
 
-/** Prints one plain closing line, `tests: N passed, N failed, N skipped`, that CI reads. */
+/**
+ * Prints one plain closing line, `tests: N passed, N failed, N skipped`, that CI reads.
+ * Unhandled errors count as failures: Vitest fails the run for them, and so does this line.
+ */
 export default class SummaryReporter implements Reporter {
-  onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
+  onTestRunEnd(
+    testModules: ReadonlyArray<TestModule>,
+    unhandledErrors: ReadonlyArray<SerializedError>,
+  ): void {
     let passed = 0;
     let failed = 0;
     let skipped = 0;
@@ -15,6 +21,7 @@ export default class SummaryReporter implements Reporter {
         else skipped += 1;
       }
     }
+    failed += unhandledErrors.length;
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   }
 }

@@ -5,8 +5,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, createRun, getRun, insertSite, type DbHandle } from '@gleaner/db';
 import { createFetcher } from '@gleaner/http';
 import { createLogger } from '@gleaner/logger';
-import { closeQueues, createQueues, createRedisConnection, enqueue, type Queues } from '@gleaner/queue';
-import { createTestDatabase, createTestRedisNamespace, waitFor, type TestDatabase, type TestRedisNamespace } from '@gleaner/testing';
+import {
+  closeQueues,
+  createQueues,
+  createRedisConnection,
+  enqueue,
+  type Queues,
+} from '@gleaner/queue';
+import {
+  createTestDatabase,
+  createTestRedisNamespace,
+  waitFor,
+  type TestDatabase,
+  type TestRedisNamespace,
+} from '@gleaner/testing';
 import { startWorkers, type WorkerRuntime } from '@gleaner/worker';
 import type { Redis } from 'ioredis';
 
@@ -33,25 +45,41 @@ let producer: Redis;
 let workerConnection: Redis;
 let queues: Queues;
 let runtime: WorkerRuntime;
-const fetcher = createFetcher({ userAgent: 'GleanerTest', timeoutMs: 5000, maxBodyBytes: 1 << 20, maxRedirects: 3, allowPrivateNetworks: true });
+const fetcher = createFetcher({
+  userAgent: 'GleanerTest',
+  timeoutMs: 5000,
+  maxBodyBytes: 1 << 20,
+  maxRedirects: 3,
+  allowPrivateNetworks: true,
+});
 
 beforeAll(async () => {
   server = createServer((request, response) => {
     switch (request.url) {
       case '/sitemap.xml':
-        response.writeHead(200, { 'content-type': 'application/xml' }).end(
-          `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${['/jobs/good', '/jobs/gone', '/jobs/about']
-            .map((p) => `<url><loc>${origin}${p}</loc></url>`)
-            .join('')}</urlset>`,
-        );
+        response
+          .writeHead(200, { 'content-type': 'application/xml' })
+          .end(
+            `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${[
+              '/jobs/good',
+              '/jobs/gone',
+              '/jobs/about',
+            ]
+              .map((p) => `<url><loc>${origin}${p}</loc></url>`)
+              .join('')}</urlset>`,
+          );
         return;
       case '/jobs/good':
         response
           .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-          .end(`<html><head><script type="application/ld+json">${JSON.stringify(posting)}</script></head><body></body></html>`);
+          .end(
+            `<html><head><script type="application/ld+json">${JSON.stringify(posting)}</script></head><body></body></html>`,
+          );
         return;
       case '/jobs/about':
-        response.writeHead(200, { 'content-type': 'text/html' }).end('<html><head><title>About us</title></head><body>Hi</body></html>');
+        response
+          .writeHead(200, { 'content-type': 'text/html' })
+          .end('<html><head><title>About us</title></head><body>Hi</body></html>');
         return;
       default:
         response.writeHead(404).end('not found');
@@ -67,8 +95,18 @@ beforeAll(async () => {
   workerConnection = createRedisConnection(namespace.url, 'worker');
   queues = createQueues(producer, namespace.prefix);
   runtime = startWorkers(
-    { db: handle.db, queues, fetcher, logger: createLogger({ service: 'worker', level: 'silent', destination: new PassThrough() }) },
-    { connection: workerConnection, prefix: namespace.prefix, queues: ['scrape', 'crawl', 'extract'], concurrency: { scrape: 1, crawl: 2, extract: 2 } },
+    {
+      db: handle.db,
+      queues,
+      fetcher,
+      logger: createLogger({ service: 'worker', level: 'silent', destination: new PassThrough() }),
+    },
+    {
+      connection: workerConnection,
+      prefix: namespace.prefix,
+      queues: ['scrape', 'crawl', 'extract'],
+      concurrency: { scrape: 1, crawl: 2, extract: 2 },
+    },
   );
 });
 
@@ -97,11 +135,18 @@ describe('failing postings', () => {
     const finished = await waitFor(
       async () => {
         const current = await getRun(handle.db, run.id);
-        return current && current.status !== 'queued' && current.status !== 'running' ? current : undefined;
+        return current && current.status !== 'queued' && current.status !== 'running'
+          ? current
+          : undefined;
       },
       { timeoutMs: 30_000, what: 'the run to finalize' },
     );
-    expect(finished).toMatchObject({ status: 'failed', requestedPages: 3, readyCount: 1, errorsCount: 2 });
+    expect(finished).toMatchObject({
+      status: 'failed',
+      requestedPages: 3,
+      readyCount: 1,
+      errorsCount: 2,
+    });
 
     const { rows } = await handle.pool.query<{ url: string; status: string; error: string | null }>(
       'SELECT url, status, error FROM postings WHERE run_id = $1 ORDER BY url',
@@ -122,10 +167,24 @@ describe('failing postings', () => {
       },
       { what: 'two dead letters' },
     );
-    const letters = parked.map((job) => job.data as Record<string, unknown>).sort((a, b) => String(a.queue).localeCompare(String(b.queue)));
+    const letters = parked
+      .map((job) => job.data as Record<string, unknown>)
+      .sort((a, b) => String(a.queue).localeCompare(String(b.queue)));
     expect(letters).toEqual([
-      expect.objectContaining({ queue: 'crawl', jobName: 'crawl.fetch-posting', errorClass: 'permanent', errorCode: 'HTTP_STATUS_404', attemptsMade: 1 }),
-      expect.objectContaining({ queue: 'extract', jobName: 'extract.parse-posting', errorClass: 'permanent', errorCode: 'EXTRACT_NOT_A_POSTING', attemptsMade: 1 }),
+      expect.objectContaining({
+        queue: 'crawl',
+        jobName: 'crawl.fetch-posting',
+        errorClass: 'permanent',
+        errorCode: 'HTTP_STATUS_404',
+        attemptsMade: 1,
+      }),
+      expect.objectContaining({
+        queue: 'extract',
+        jobName: 'extract.parse-posting',
+        errorClass: 'permanent',
+        errorCode: 'EXTRACT_NOT_A_POSTING',
+        attemptsMade: 1,
+      }),
     ]);
     expect(letters[0]!.payload).toMatchObject({ runId: run.id, siteId: site.id });
   });

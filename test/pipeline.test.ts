@@ -65,16 +65,24 @@ async function scrapeToEnd(siteName: string): Promise<RunView> {
 }
 
 function finalizeLogCount(runUuid: string): number {
-  return workers.flatMap((w) => w.logs).filter((line) => line.msg === 'run finalized' && line.runId === runUuid).length;
+  return workers
+    .flatMap((w) => w.logs)
+    .filter((line) => line.msg === 'run finalized' && line.runId === runUuid).length;
 }
 
 async function runUuid(publicId: string): Promise<string> {
-  const { rows } = await pool.query<{ id: string }>('SELECT id FROM scrape_runs WHERE run_id = $1', [publicId]);
+  const { rows } = await pool.query<{ id: string }>(
+    'SELECT id FROM scrape_runs WHERE run_id = $1',
+    [publicId],
+  );
   return rows[0]!.id;
 }
 
 beforeAll(async () => {
-  [database, site] = await Promise.all([createTestDatabase('pipeline'), createFixtureCareerSite({ postings: POSTINGS, seed: 7 })]);
+  [database, site] = await Promise.all([
+    createTestDatabase('pipeline'),
+    createFixtureCareerSite({ postings: POSTINGS, seed: 7 }),
+  ]);
   redis = createTestRedisNamespace('pipeline');
   pool = new pg.Pool({ connectionString: database.url, max: 2 });
   const port = await freePort();
@@ -88,9 +96,18 @@ beforeAll(async () => {
     SHUTDOWN_GRACE_MS: '5000',
   };
   api = startService('api', { ...env, API_PORT: String(port), API_HOST: '127.0.0.1' });
-  workers = [1, 2].map((n) => startService('worker', { ...env, WORKER_CONCURRENCY_CRAWL: '8', WORKER_CONCURRENCY_EXTRACT: '4' }, `worker-${n}`));
+  workers = [1, 2].map((n) =>
+    startService(
+      'worker',
+      { ...env, WORKER_CONCURRENCY_CRAWL: '8', WORKER_CONCURRENCY_EXTRACT: '4' },
+      `worker-${n}`,
+    ),
+  );
   await Promise.all([
-    waitFor(async () => ((await fetch(`${apiUrl}/health`)).ok ? true : undefined), { what: 'api health', timeoutMs: 30_000 }),
+    waitFor(async () => ((await fetch(`${apiUrl}/health`)).ok ? true : undefined), {
+      what: 'api health',
+      timeoutMs: 30_000,
+    }),
     ...workers.map((w) => waitForLog(w, 'worker started')),
   ]);
   const created = await call('POST', '/sites', {
@@ -114,7 +131,12 @@ afterAll(async () => {
 describe('API → scrape → crawl → extract → Postgres, as separate processes', () => {
   it('finalizes a first run once with every posting ready and its fields equal to the JSON-LD', async () => {
     const run = await scrapeToEnd('fixture-careers');
-    expect(run).toMatchObject({ status: 'succeeded', requested_pages: POSTINGS, ready_count: POSTINGS, errors_count: 0 });
+    expect(run).toMatchObject({
+      status: 'succeeded',
+      requested_pages: POSTINGS,
+      ready_count: POSTINGS,
+      errors_count: 0,
+    });
     expect(run.postings).toHaveLength(POSTINGS);
     const byUrl = new Map(run.postings.map((p) => [p.url as string, p]));
     for (const fixture of site.postings()) {
@@ -151,19 +173,35 @@ describe('API → scrape → crawl → extract → Postgres, as separate process
 
   it('skips every posting of an unchanged site on the next run', async () => {
     const run = await scrapeToEnd('fixture-careers');
-    expect(run).toMatchObject({ status: 'succeeded', skipped_count: POSTINGS, ready_count: 0, errors_count: 0, expired_count: 0 });
+    expect(run).toMatchObject({
+      status: 'succeeded',
+      skipped_count: POSTINGS,
+      ready_count: 0,
+      errors_count: 0,
+      expired_count: 0,
+    });
     expect(run.postings.every((p) => p.status === 'skipped')).toBe(true);
     expect(finalizeLogCount(await runUuid(run.run_id))).toBe(1);
   });
 
   it('expires exactly the postings removed from the site', async () => {
-    const removed = site.postings().filter((_, i) => i % 10 === 3).map((p) => p.id);
+    const removed = site
+      .postings()
+      .filter((_, i) => i % 10 === 3)
+      .map((p) => p.id);
     expect(removed).toHaveLength(20);
     const removedUrls = removed.map((id) => site.get(id)!.url).sort();
     site.remove(removed);
     const run = await scrapeToEnd('fixture-careers');
-    expect(run).toMatchObject({ status: 'succeeded', requested_pages: POSTINGS - 20, skipped_count: POSTINGS - 20, expired_count: 20 });
-    const { rows } = await pool.query<{ url: string }>("SELECT url FROM postings WHERE status = 'expired' ORDER BY url");
+    expect(run).toMatchObject({
+      status: 'succeeded',
+      requested_pages: POSTINGS - 20,
+      skipped_count: POSTINGS - 20,
+      expired_count: 20,
+    });
+    const { rows } = await pool.query<{ url: string }>(
+      "SELECT url FROM postings WHERE status = 'expired' ORDER BY url",
+    );
     expect(rows.map((r) => r.url)).toEqual(removedUrls);
   });
 });

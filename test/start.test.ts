@@ -32,19 +32,23 @@ afterAll(async () => {
 describe('npm start', () => {
   it('brings the system up and the printed demo run succeeds within a minute, then stops cleanly', async () => {
     const [apiPort, demoPort] = [await freePort(), await freePort()];
-    const child = spawn(process.execPath, [path.join(repoRoot, 'node_modules/tsx/dist/cli.mjs'), 'scripts/dev.ts'], {
-      cwd: repoRoot,
-      env: {
-        PATH: process.env.PATH ?? '',
-        DATABASE_URL: database.url,
-        REDIS_URL: namespace.url,
-        QUEUE_PREFIX: namespace.prefix,
-        API_PORT: String(apiPort),
-        DEMO_SITE_PORT: String(demoPort),
-        LOG_LEVEL: 'warn',
+    const child = spawn(
+      process.execPath,
+      [path.join(repoRoot, 'node_modules/tsx/dist/cli.mjs'), 'scripts/dev.ts'],
+      {
+        cwd: repoRoot,
+        env: {
+          PATH: process.env.PATH ?? '',
+          DATABASE_URL: database.url,
+          REDIS_URL: namespace.url,
+          QUEUE_PREFIX: namespace.prefix,
+          API_PORT: String(apiPort),
+          DEMO_SITE_PORT: String(demoPort),
+          LOG_LEVEL: 'warn',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    );
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
@@ -56,13 +60,21 @@ describe('npm start', () => {
         what: `the status URL in:\n${output}`,
       });
       expect(output).toContain(`API:               http://127.0.0.1:${apiPort}`);
-      expect(output).toMatch(new RegExp(`Bull Board: +http://admin:[^@]+@127\\.0\\.0\\.1:${apiPort}/admin/queues`));
+      expect(output).toMatch(
+        new RegExp(`Bull Board: +http://admin:[^@]+@127\\.0\\.0\\.1:${apiPort}/admin/queues`),
+      );
       const run = await waitFor(
         async () => {
-          const body = (await (await fetch(statusUrl)).json()) as { data: { status: string; ready_count: number; postings: unknown[] } };
+          const body = (await (await fetch(statusUrl)).json()) as {
+            data: { status: string; ready_count: number; postings: unknown[] };
+          };
           return body.data.status === 'succeeded' ? body.data : undefined;
         },
-        { timeoutMs: 60_000 - (Date.now() - started), intervalMs: 250, what: 'the demo run to succeed' },
+        {
+          timeoutMs: 60_000 - (Date.now() - started),
+          intervalMs: 250,
+          what: 'the demo run to succeed',
+        },
       );
       expect(run.ready_count).toBe(50);
       expect(run.postings).toHaveLength(50);

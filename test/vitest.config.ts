@@ -5,5 +5,11 @@ const shared = sharedProjectConfig(import.meta.dirname);
 // Cross-service tests: they spawn the built services as OS processes.
 export default defineProject({
   ...shared,
-  test: { ...shared.test, name: 'system', include: ['**/*.test.ts'], testTimeout: 180_000, hookTimeout: 180_000 },
+  test: {
+    ...shared.test,
+    name: 'system',
+    include: ['**/*.test.ts'],
+    testTimeout: 180_000,
+    hookTimeout: 180_000,
+  },
 });

@@ -8,7 +8,10 @@ export function booleanFromEnv(defaultValue: boolean) {
     .transform((value) => value === 'true' || value === '1');
 }
 
-export function integerFromEnv(defaultValue: number, { min = 0, max = Number.MAX_SAFE_INTEGER } = {}) {
+export function integerFromEnv(
+  defaultValue: number,
+  { min = 0, max = Number.MAX_SAFE_INTEGER } = {},
+) {
   return z
     .string()
     .default(String(defaultValue))
@@ -38,7 +41,10 @@ export function numberFromEnv(defaultValue: number, { min = -Infinity, max = Inf
 }
 
 /** Comma-separated list; blanks dropped. Each entry must be one of `allowed`. */
-export function listFromEnv<const T extends string>(allowed: readonly T[], defaultValue: readonly T[]) {
+export function listFromEnv<const T extends string>(
+  allowed: readonly T[],
+  defaultValue: readonly T[],
+) {
   return z
     .string()
     .default(defaultValue.join(','))

@@ -3,7 +3,12 @@ import { z } from 'zod';
 import { ConfigError, parseConfig } from './parse.js';
 import { apiFragment, databaseFragment, fetchFragment, workerFragment } from './fragments.js';
 
-const schema = z.object({ ...apiFragment, ...databaseFragment, ...workerFragment, ...fetchFragment });
+const schema = z.object({
+  ...apiFragment,
+  ...databaseFragment,
+  ...workerFragment,
+  ...fetchFragment,
+});
 
 describe('parseConfig', () => {
   it('applies defaults', () => {
@@ -16,7 +21,11 @@ describe('parseConfig', () => {
   it('names every bad variable in one line', () => {
     let caught: unknown;
     try {
-      parseConfig(schema, { API_PORT: '80a', HTTP_ALLOW_PRIVATE_NETWORKS: 'yes', DATABASE_URL: 'mysql://x' });
+      parseConfig(schema, {
+        API_PORT: '80a',
+        HTTP_ALLOW_PRIVATE_NETWORKS: 'yes',
+        DATABASE_URL: 'mysql://x',
+      });
     } catch (error) {
       caught = error;
     }
@@ -29,8 +38,13 @@ describe('parseConfig', () => {
   });
 
   it('parses lists and rejects unknown queue names', () => {
-    expect(parseConfig(schema, { WORKER_QUEUES: 'crawl, extract,crawl' }).WORKER_QUEUES).toEqual(['crawl', 'extract']);
-    expect(() => parseConfig(schema, { WORKER_QUEUES: 'crawl,bogus' })).toThrow(/WORKER_QUEUES .*unknown: bogus/);
+    expect(parseConfig(schema, { WORKER_QUEUES: 'crawl, extract,crawl' }).WORKER_QUEUES).toEqual([
+      'crawl',
+      'extract',
+    ]);
+    expect(() => parseConfig(schema, { WORKER_QUEUES: 'crawl,bogus' })).toThrow(
+      /WORKER_QUEUES .*unknown: bogus/,
+    );
   });
 
   it('treats empty strings as unset', () => {

@@ -8,10 +8,11 @@ import { booleanFromEnv, integerFromEnv, listFromEnv } from './coerce.js';
  */
 
 const url = (protocols: string[]) =>
-  z.url({ message: `must be a ${protocols.join(' or ')} URL` }).refine(
-    (value) => protocols.some((p) => value.startsWith(`${p}://`)),
-    { message: `must be a ${protocols.join(' or ')} URL` },
-  );
+  z
+    .url({ message: `must be a ${protocols.join(' or ')} URL` })
+    .refine((value) => protocols.some((p) => value.startsWith(`${p}://`)), {
+      message: `must be a ${protocols.join(' or ')} URL`,
+    });
 
 export const loggingFragment = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -20,7 +21,9 @@ export const loggingFragment = {
 };
 
 export const databaseFragment = {
-  DATABASE_URL: url(['postgres', 'postgresql']).default('postgres://postgres@127.0.0.1:5432/gleaner'),
+  DATABASE_URL: url(['postgres', 'postgresql']).default(
+    'postgres://postgres@127.0.0.1:5432/gleaner',
+  ),
   DATABASE_POOL_MAX: integerFromEnv(10, { min: 1, max: 200 }),
 };
 

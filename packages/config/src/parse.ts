@@ -26,7 +26,8 @@ export function parseConfig<S extends z.ZodObject>(
   throw new ConfigError(
     result.error.issues.map((issue) => ({
       variable: issue.path.map(String).join('.') || '(environment)',
-      message: issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : issue.message,
+      message:
+        issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : issue.message,
     })),
   );
 }

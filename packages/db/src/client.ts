@@ -18,6 +18,12 @@ export interface CreateDbOptions {
   poolMax?: number;
   /** Shows in pg_stat_activity, so an operator can tell the services' connections apart. */
   applicationName?: string;
+  /**
+   * Errors of idle pooled connections (Postgres restarted, an admin terminated the backend).
+   * The pool drops such a client and opens a new one on demand; without a listener Node would
+   * treat the event as an uncaught error and end the process.
+   */
+  onIdleError?: (error: Error) => void;
 }
 
 export function createDb(options: CreateDbOptions): DbHandle {
@@ -29,6 +35,7 @@ export function createDb(options: CreateDbOptions): DbHandle {
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
   });
+  pool.on('error', (error) => options.onIdleError?.(error));
   let closed: Promise<void> | undefined;
   return {
     db: drizzle(pool, { schema }),
@@ -51,7 +58,10 @@ const MIGRATION_LOCK_KEY = 7_301_955_431;
  * migrators (a `migrate` container racing `pnpm db:migrate`, parallel test files) are
  * serialised with a session advisory lock held on one connection.
  */
-export async function runMigrations(pool: pg.Pool, migrationsFolder = defaultMigrationsFolder): Promise<void> {
+export async function runMigrations(
+  pool: pg.Pool,
+  migrationsFolder = defaultMigrationsFolder,
+): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);

@@ -18,7 +18,9 @@ export class SiteExistsError extends Error {
 
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
   const pgError = findPgError(error);
-  return pgError?.code === '23505' && (constraint === undefined || pgError.constraint === constraint);
+  return (
+    pgError?.code === '23505' && (constraint === undefined || pgError.constraint === constraint)
+  );
 }
 
 /** drizzle wraps driver errors; the pg error with `code` sits on `cause`. */

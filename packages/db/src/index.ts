@@ -1,6 +1,13 @@
 export * from './schema.js';
 export * from './errors.js';
-export { createDb, defaultMigrationsFolder, pingDb, runMigrations, type Database, type DbHandle } from './client.js';
+export {
+  createDb,
+  defaultMigrationsFolder,
+  pingDb,
+  runMigrations,
+  type Database,
+  type DbHandle,
+} from './client.js';
 export * from './repositories/sites.js';
 export * from './repositories/runs.js';
 export * from './repositories/postings.js';

@@ -51,13 +51,25 @@ export const siteSchedules = pgTable(
     ...timestamps,
   },
   (t) => [
-    check('site_schedules_pause_order', sql`${t.minPauseSeconds} >= 0 AND ${t.maxPauseSeconds} >= ${t.minPauseSeconds}`),
+    check(
+      'site_schedules_pause_order',
+      sql`${t.minPauseSeconds} >= 0 AND ${t.maxPauseSeconds} >= ${t.minPauseSeconds}`,
+    ),
     check('site_schedules_interval_positive', sql`${t.intervalMinutes} > 0`),
-    index('site_schedules_due_idx').on(t.nextRunAt).where(sql`${t.enabled}`),
+    index('site_schedules_due_idx')
+      .on(t.nextRunAt)
+      .where(sql`${t.enabled}`),
   ],
 );
 
-export const runStatuses = ['queued', 'running', 'succeeded', 'partial', 'failed', 'cancelled'] as const;
+export const runStatuses = [
+  'queued',
+  'running',
+  'succeeded',
+  'partial',
+  'failed',
+  'cancelled',
+] as const;
 export type RunStatus = (typeof runStatuses)[number];
 export const activeRunStatuses = ['queued', 'running'] as const satisfies readonly RunStatus[];
 export const runTriggers = ['schedule', 'manual'] as const;
@@ -95,7 +107,10 @@ export const scrapeRuns = pgTable(
     ...timestamps,
   },
   (t) => [
-    check('scrape_runs_status_valid', sql`${t.status} IN ('queued','running','succeeded','partial','failed','cancelled')`),
+    check(
+      'scrape_runs_status_valid',
+      sql`${t.status} IN ('queued','running','succeeded','partial','failed','cancelled')`,
+    ),
     check('scrape_runs_trigger_valid', sql`${t.trigger} IN ('schedule','manual')`),
     // At most one active run per site, whatever the number of schedulers or API replicas.
     uniqueIndex('scrape_runs_one_active_per_site')
@@ -154,7 +169,10 @@ export const postings = pgTable(
     uniqueIndex('postings_site_external_id').on(t.siteId, t.externalId),
     index('postings_run_status_idx').on(t.runId, t.status),
     index('postings_site_status_idx').on(t.siteId, t.status),
-    check('postings_status_valid', sql`${t.status} IN ('pending','ready','skipped','error','expired')`),
+    check(
+      'postings_status_valid',
+      sql`${t.status} IN ('pending','ready','skipped','error','expired')`,
+    ),
   ],
 );
 

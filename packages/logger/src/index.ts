@@ -27,7 +27,10 @@ export const redactPaths = [
 
 /** One logger per process; call `child()` per request and per job. */
 export function createLogger(options: CreateLoggerOptions): Logger {
-  const pretty = options.pretty === 'auto' || options.pretty === undefined ? Boolean(process.stdout.isTTY) : options.pretty;
+  const pretty =
+    options.pretty === 'auto' || options.pretty === undefined
+      ? Boolean(process.stdout.isTTY)
+      : options.pretty;
   const base: LoggerOptions = {
     level: options.level ?? 'info',
     base: { service: options.service, pid: process.pid },
@@ -37,7 +40,13 @@ export function createLogger(options: CreateLoggerOptions): Logger {
   };
   if (options.destination) return pino(base, options.destination);
   if (pretty) {
-    return pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' } } });
+    return pino({
+      ...base,
+      transport: {
+        target: 'pino-pretty',
+        options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l' },
+      },
+    });
   }
   return pino(base);
 }
@@ -48,7 +57,11 @@ export function jobLogger(
   job: { queueName: string; id?: string | undefined; attemptsMade: number; data: unknown },
 ): Logger {
   const data = (job.data ?? {}) as Record<string, unknown>;
-  const bindings: Record<string, unknown> = { queue: job.queueName, jobId: job.id, attempt: job.attemptsMade + 1 };
+  const bindings: Record<string, unknown> = {
+    queue: job.queueName,
+    jobId: job.id,
+    attempt: job.attemptsMade + 1,
+  };
   for (const key of ['runId', 'postingId', 'siteId', 'correlationId'] as const) {
     if (typeof data[key] === 'string') bindings[key] = data[key];
   }

@@ -21,7 +21,11 @@ describe('job catalogue', () => {
     const crawl = prepareJob('crawl', { runId, siteId, postingId });
     expect(crawl.opts.jobId).toBe(`crawl-${runId}-${postingId}`);
     expect(prepareJob('crawl', { runId, siteId, postingId }).opts.jobId).toBe(crawl.opts.jobId);
-    const llm = prepareJob('llm-extract', { nodeKind: 'posting', nodeId: postingId, extractionVersion: '2026.11.1' });
+    const llm = prepareJob('llm-extract', {
+      nodeKind: 'posting',
+      nodeId: postingId,
+      extractionVersion: '2026.11.1',
+    });
     expect(llm.opts.jobId).toBe(`llm-posting-${postingId}-2026_11_1`);
     expect(llm.opts.jobId).not.toContain(':');
   });

@@ -8,7 +8,11 @@ export type RedisRole = 'producer' | 'worker';
  *   request answers 503 while Redis is down instead of hanging;
  * - workers retry forever (`maxRetriesPerRequest: null`), as blocking commands require.
  */
-export function createRedisConnection(url: string, role: RedisRole, extra: RedisOptions = {}): Redis {
+export function createRedisConnection(
+  url: string,
+  role: RedisRole,
+  extra: RedisOptions = {},
+): Redis {
   const common: RedisOptions = {
     connectionName: `gleaner-${role}`,
     // Back off up to 2 s between reconnects; never give up.

@@ -13,7 +13,9 @@ export interface JobDefinition<Q extends string, S extends z.ZodType> {
   jobId(payload: z.output<S>): string;
 }
 
-export function defineJob<Q extends string, S extends z.ZodType>(definition: JobDefinition<Q, S>): JobDefinition<Q, S> {
+export function defineJob<Q extends string, S extends z.ZodType>(
+  definition: JobDefinition<Q, S>,
+): JobDefinition<Q, S> {
   return definition;
 }
 

@@ -7,7 +7,9 @@ export type Queues = { readonly [Q in QueueName]: Queue };
 
 /** One Queue per catalogue entry, sharing one producer connection. */
 export function createQueues(connection: Redis, prefix: string): Queues {
-  const entries = queueNames.map((name) => [name, new Queue(name, { connection, prefix })] as const);
+  const entries = queueNames.map(
+    (name) => [name, new Queue(name, { connection, prefix })] as const,
+  );
   return Object.fromEntries(entries) as unknown as Queues;
 }
 
@@ -48,7 +50,9 @@ export async function enqueueBulk<Q extends QueueName>(
 ): Promise<number> {
   let added = 0;
   for (let start = 0; start < payloads.length; start += batchSize) {
-    const batch = payloads.slice(start, start + batchSize).map((payload) => prepareJob(queue, payload));
+    const batch = payloads
+      .slice(start, start + batchSize)
+      .map((payload) => prepareJob(queue, payload));
     await queues[queue].addBulk(batch);
     added += batch.length;
   }
@@ -56,11 +60,21 @@ export async function enqueueBulk<Q extends QueueName>(
 }
 
 /** Job counts and connected workers per queue, for `/jobs/queue/status` and health. */
-export async function queueCounts(queues: Queues): Promise<Record<QueueName, Record<string, number>>> {
+export async function queueCounts(
+  queues: Queues,
+): Promise<Record<QueueName, Record<string, number>>> {
   const entries = await Promise.all(
     queueNames.map(async (name) => {
       const [counts, workers] = await Promise.all([
-        queues[name].getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children'),
+        queues[name].getJobCounts(
+          'waiting',
+          'active',
+          'delayed',
+          'completed',
+          'failed',
+          'prioritized',
+          'waiting-children',
+        ),
         queues[name].getWorkersCount(),
       ]);
       return [name, { ...counts, workers }] as const;

@@ -3,7 +3,12 @@ import type { FastifyInstance } from 'fastify';
 import { createDb, type DbHandle } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
 import { closeQueues, createQueues, createRedisConnection, type Queues } from '@gleaner/queue';
-import { createTestDatabase, createTestRedisNamespace, type TestDatabase, type TestRedisNamespace } from '@gleaner/testing';
+import {
+  createTestDatabase,
+  createTestRedisNamespace,
+  type TestDatabase,
+  type TestRedisNamespace,
+} from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { PassThrough } from 'node:stream';
 import { buildApp } from './app.js';
@@ -38,7 +43,11 @@ beforeAll(async () => {
   const site = await app.inject({
     method: 'POST',
     url: '/sites',
-    payload: { site_name: 'acme', kind: 'career-site', config: { url: 'https://acme.example', sitemapUrl: 'https://acme.example/sitemap.xml' } },
+    payload: {
+      site_name: 'acme',
+      kind: 'career-site',
+      config: { url: 'https://acme.example', sitemapUrl: 'https://acme.example/sitemap.xml' },
+    },
   });
   expect(site.statusCode).toBe(201);
 });
@@ -52,11 +61,20 @@ afterAll(async () => {
   await database?.drop();
 });
 
-function expectProblem(response: { statusCode: number; headers: Record<string, unknown>; json(): any }, status: number, field?: string) {
+function expectProblem(
+  response: { statusCode: number; headers: Record<string, unknown>; json(): any },
+  status: number,
+  field?: string,
+) {
   expect(response.statusCode).toBe(status);
   expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
   const body = response.json();
-  expect(body).toMatchObject({ status, title: expect.any(String), detail: expect.any(String), type: expect.any(String) });
+  expect(body).toMatchObject({
+    status,
+    title: expect.any(String),
+    detail: expect.any(String),
+    type: expect.any(String),
+  });
   if (field) expect(body.errors.map((e: { field: string }) => e.field)).toContain(field);
   return body;
 }
@@ -68,12 +86,21 @@ describe('POST /jobs/scrape rejects bad input with problem bodies', () => {
     ['missing site', {}, 400, 'body.site_name'],
     ['wrong type', { site_name: 42 }, 400, 'body.site_name'],
     ['bad results_wanted', { site_name: 'acme', results_wanted: -3 }, 400, 'body.results_wanted'],
-    ['fractional results_wanted', { site_name: 'acme', results_wanted: 2.5 }, 400, 'body.results_wanted'],
+    [
+      'fractional results_wanted',
+      { site_name: 'acme', results_wanted: 2.5 },
+      400,
+      'body.results_wanted',
+    ],
     ['unknown field', { site_name: 'acme', surprise: true }, 400, 'body'],
     ['array body', [1, 2], 400, undefined],
     ['bad site_id', { site_id: 'not-a-uuid' }, 400, 'body.site_id'],
   ])('%s', async (_name, payload, status, field) => {
-    const response = await app.inject({ method: 'POST', url: '/jobs/scrape', payload: payload as object });
+    const response = await app.inject({
+      method: 'POST',
+      url: '/jobs/scrape',
+      payload: payload as object,
+    });
     expectProblem(response, status, field);
   });
 
@@ -98,40 +125,78 @@ describe('POST /jobs/scrape rejects bad input with problem bodies', () => {
   });
 
   it('unsupported media type', async () => {
-    const response = await app.inject({ method: 'POST', url: '/jobs/scrape', headers: { 'content-type': 'application/xml' }, payload: '<a/>' });
+    const response = await app.inject({
+      method: 'POST',
+      url: '/jobs/scrape',
+      headers: { 'content-type': 'application/xml' },
+      payload: '<a/>',
+    });
     expectProblem(response, 415);
   });
 
   it('bad mode and too many sync results', async () => {
-    expectProblem(await app.inject({ method: 'POST', url: '/jobs/scrape?mode=fast', payload: { site_name: 'acme' } }), 400, 'querystring.mode');
     expectProblem(
-      await app.inject({ method: 'POST', url: '/jobs/scrape?mode=sync', payload: { site_name: 'acme', results_wanted: 26 } }),
+      await app.inject({
+        method: 'POST',
+        url: '/jobs/scrape?mode=fast',
+        payload: { site_name: 'acme' },
+      }),
+      400,
+      'querystring.mode',
+    );
+    expectProblem(
+      await app.inject({
+        method: 'POST',
+        url: '/jobs/scrape?mode=sync',
+        payload: { site_name: 'acme', results_wanted: 26 },
+      }),
       400,
       'body.results_wanted',
     );
   });
 
   it('unknown run and malformed run id', async () => {
-    expectProblem(await app.inject({ method: 'GET', url: '/jobs/scrape/manual_000000000000' }), 404, 'params.runId');
+    expectProblem(
+      await app.inject({ method: 'GET', url: '/jobs/scrape/manual_000000000000' }),
+      404,
+      'params.runId',
+    );
     expectProblem(await app.inject({ method: 'GET', url: '/jobs/scrape/bad%20id' }), 400);
   });
 });
 
 describe('the rest of the API', () => {
   it('queues a run, refuses a second active one, and reports it', async () => {
-    const first = await app.inject({ method: 'POST', url: '/jobs/scrape', payload: { site_name: 'acme' } });
+    const first = await app.inject({
+      method: 'POST',
+      url: '/jobs/scrape',
+      payload: { site_name: 'acme' },
+    });
     expect(first.statusCode).toBe(202);
     const data = first.json().data;
-    expect(data).toMatchObject({ status: 'queued', execution_mode: 'async', run_id: expect.stringMatching(/^manual_/) });
+    expect(data).toMatchObject({
+      status: 'queued',
+      execution_mode: 'async',
+      run_id: expect.stringMatching(/^manual_/),
+    });
     expect(data.status_url).toMatch(new RegExp(`/jobs/scrape/${data.run_id}$`));
     const job = await queues.scrape.getJob(data.task_id);
     expect(job?.name).toBe('scrape.list-postings');
 
-    const second = await app.inject({ method: 'POST', url: '/jobs/scrape', payload: { site_name: 'acme' } });
+    const second = await app.inject({
+      method: 'POST',
+      url: '/jobs/scrape',
+      payload: { site_name: 'acme' },
+    });
     expect(expectProblem(second, 409).run_id).toBe(data.run_id);
 
     const status = await app.inject({ method: 'GET', url: `/jobs/scrape/${data.run_id}` });
-    expect(status.json().data).toMatchObject({ run_id: data.run_id, status: 'queued', site_name: 'acme', postings: [] });
+    expect(status.json().data).toMatchObject({
+      run_id: data.run_id,
+      status: 'queued',
+      site_name: 'acme',
+      postings: [],
+    });
   });
 
   it('lists site kinds with their config schema, and sites', async () => {
@@ -150,7 +215,15 @@ describe('the rest of the API', () => {
     });
     expectProblem(response, 400, 'body.config.url');
     expectProblem(
-      await app.inject({ method: 'POST', url: '/sites', payload: { site_name: 'acme', kind: 'career-site', config: { url: 'https://a.example', listingUrl: 'https://a.example/jobs' } } }),
+      await app.inject({
+        method: 'POST',
+        url: '/sites',
+        payload: {
+          site_name: 'acme',
+          kind: 'career-site',
+          config: { url: 'https://a.example', listingUrl: 'https://a.example/jobs' },
+        },
+      }),
       409,
       'body.site_name',
     );
@@ -158,22 +231,44 @@ describe('the rest of the API', () => {
 
   it('reports health and queue status', async () => {
     const health = await app.inject({ method: 'GET', url: '/health' });
-    expect(health.json()).toMatchObject({ status: 'healthy', checks: { redis: { ok: true }, postgres: { ok: true } } });
+    expect(health.json()).toMatchObject({
+      status: 'healthy',
+      checks: { redis: { ok: true }, postgres: { ok: true } },
+    });
     const jobsHealth = await app.inject({ method: 'GET', url: '/jobs/health' });
     expect(jobsHealth.statusCode).toBe(200);
     const queueStatus = await app.inject({ method: 'GET', url: '/jobs/queue/status' });
-    expect(Object.keys(queueStatus.json().data).sort()).toEqual(['crawl', 'dead-letter', 'extract', 'llm-extract', 'scrape']);
+    expect(Object.keys(queueStatus.json().data).sort()).toEqual([
+      'crawl',
+      'dead-letter',
+      'extract',
+      'llm-extract',
+      'scrape',
+    ]);
   });
 
   it('guards Bull Board with admin credentials and shows every queue', async () => {
     expectProblem(await app.inject({ method: 'GET', url: '/admin/queues' }), 401);
     const auth = `Basic ${Buffer.from('admin:correct-horse').toString('base64')}`;
-    const page = await app.inject({ method: 'GET', url: '/admin/queues', headers: { authorization: auth } });
+    const page = await app.inject({
+      method: 'GET',
+      url: '/admin/queues',
+      headers: { authorization: auth },
+    });
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('<html');
-    const api = await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { authorization: auth } });
+    const api = await app.inject({
+      method: 'GET',
+      url: '/admin/queues/api/queues',
+      headers: { authorization: auth },
+    });
     expect(api.statusCode).toBe(200);
-    expect(api.json().queues.map((q: { name: string }) => q.name).sort()).toEqual(['crawl', 'dead-letter', 'extract', 'llm-extract', 'scrape']);
+    expect(
+      api
+        .json()
+        .queues.map((q: { name: string }) => q.name)
+        .sort(),
+    ).toEqual(['crawl', 'dead-letter', 'extract', 'llm-extract', 'scrape']);
   });
 
   it('answers unknown routes with a problem', async () => {

@@ -14,7 +14,9 @@ import { problemPlugin } from './plugins/problem.js';
 import { healthRoutes } from './routes/health.js';
 import { queueRoutes } from './routes/jobs/queue.js';
 import { scrapeRoutes } from './routes/jobs/scrape.js';
-import { siteRoutes } from './routes/jobs/sites.js';
+import { jobSiteRoutes } from './routes/jobs/sites.js';
+import { postingRoutes } from './routes/postings.js';
+import { siteRoutes } from './routes/sites.js';
 
 /** Accept a caller's request id only when it is short and harmless; it becomes the correlation id. */
 function requestIdFrom(header: string | string[] | undefined): string {
@@ -41,14 +43,20 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(problemPlugin);
   await app.register(swagger, {
     openapi: {
-      info: { title: 'Gleaner API', description: 'Job postings and documents, kept fresh and structured.', version: '0.1.0' },
+      info: {
+        title: 'Gleaner API',
+        description: 'Job postings and documents, kept fresh and structured.',
+        version: '0.1.0',
+      },
     },
     transform: jsonSchemaTransform,
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   await app.register(healthRoutes, { deps });
+  await app.register(jobSiteRoutes, { deps });
   await app.register(siteRoutes, { deps });
+  await app.register(postingRoutes, { deps });
   await app.register(scrapeRoutes, { deps });
   await app.register(queueRoutes, { deps });
   await app.register(bullBoardPlugin, { deps });

@@ -9,7 +9,11 @@ import type pg from 'pg';
 export interface ApiDeps {
   config: Pick<
     ApiConfig,
-    'API_BODY_LIMIT_BYTES' | 'API_PUBLIC_URL' | 'ADMIN_USERNAME' | 'ADMIN_PASSWORD' | 'SYNC_SCRAPE_TIMEOUT_MS'
+    | 'API_BODY_LIMIT_BYTES'
+    | 'API_PUBLIC_URL'
+    | 'ADMIN_USERNAME'
+    | 'ADMIN_PASSWORD'
+    | 'SYNC_SCRAPE_TIMEOUT_MS'
   >;
   logger: Logger;
   db: Database;

@@ -31,8 +31,18 @@ try {
   process.exit(1);
 }
 
-const logger = createLogger({ service: 'api', level: config.LOG_LEVEL, pretty: prettyFromSetting(config.LOG_PRETTY) });
-const database = createDb({ url: config.DATABASE_URL, poolMax: config.DATABASE_POOL_MAX, applicationName: 'gleaner-api' });
+const logger = createLogger({
+  service: 'api',
+  level: config.LOG_LEVEL,
+  pretty: prettyFromSetting(config.LOG_PRETTY),
+});
+const database = createDb({
+  url: config.DATABASE_URL,
+  poolMax: config.DATABASE_POOL_MAX,
+  applicationName: 'gleaner-api',
+  onIdleError: (err) =>
+    logger.warn({ err }, 'idle Postgres connection failed; it will be replaced'),
+});
 const redis = createRedisConnection(config.REDIS_URL, 'producer');
 redis.on('error', (err) => logger.warn({ err }, 'redis connection error'));
 const queues = createQueues(redis, config.QUEUE_PREFIX);

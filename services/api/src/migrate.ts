@@ -13,8 +13,16 @@ try {
   process.exit(1);
 }
 
-const logger = createLogger({ service: 'migrate', level: config.LOG_LEVEL, pretty: prettyFromSetting(config.LOG_PRETTY) });
-const database = createDb({ url: config.DATABASE_URL, poolMax: 1, applicationName: 'gleaner-migrate' });
+const logger = createLogger({
+  service: 'migrate',
+  level: config.LOG_LEVEL,
+  pretty: prettyFromSetting(config.LOG_PRETTY),
+});
+const database = createDb({
+  url: config.DATABASE_URL,
+  poolMax: 1,
+  applicationName: 'gleaner-migrate',
+});
 try {
   await runMigrations(database.pool);
   logger.info('migrations applied');

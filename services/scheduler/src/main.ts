@@ -32,8 +32,18 @@ try {
   process.exit(1);
 }
 
-const logger = createLogger({ service: 'scheduler', level: config.LOG_LEVEL, pretty: prettyFromSetting(config.LOG_PRETTY) });
-const database = createDb({ url: config.DATABASE_URL, poolMax: 2, applicationName: 'gleaner-scheduler' });
+const logger = createLogger({
+  service: 'scheduler',
+  level: config.LOG_LEVEL,
+  pretty: prettyFromSetting(config.LOG_PRETTY),
+});
+const database = createDb({
+  url: config.DATABASE_URL,
+  poolMax: 2,
+  applicationName: 'gleaner-scheduler',
+  onIdleError: (err) =>
+    logger.warn({ err }, 'idle Postgres connection failed; it will be replaced'),
+});
 const redis = createRedisConnection(config.REDIS_URL, 'producer');
 redis.on('error', (err) => logger.warn({ err }, 'redis connection error'));
 const queues = createQueues(redis, config.QUEUE_PREFIX);
@@ -41,7 +51,12 @@ const queues = createQueues(redis, config.QUEUE_PREFIX);
 await waitForRedis(redis, 30_000);
 await pingDb(database.pool);
 
-const loop = createSchedulerLoop({ intervalMs: config.SCHEDULER_POLL_INTERVAL_MS, logger, pool: database.pool, redis });
+const loop = createSchedulerLoop({
+  intervalMs: config.SCHEDULER_POLL_INTERVAL_MS,
+  logger,
+  pool: database.pool,
+  redis,
+});
 loop.start();
 
 let health: Server | undefined;
@@ -54,7 +69,13 @@ if (config.SCHEDULER_HEALTH_PORT > 0) {
     const status = loop.status();
     response
       .writeHead(status.healthy ? 200 : 503, { 'content-type': 'application/json' })
-      .end(JSON.stringify({ status: status.healthy ? 'healthy' : 'unhealthy', service: 'scheduler', ...status }));
+      .end(
+        JSON.stringify({
+          status: status.healthy ? 'healthy' : 'unhealthy',
+          service: 'scheduler',
+          ...status,
+        }),
+      );
   });
   health.listen(config.SCHEDULER_HEALTH_PORT, '0.0.0.0');
 }

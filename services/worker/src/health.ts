@@ -5,7 +5,11 @@ export interface HealthCheck {
 }
 
 /** A tiny /health endpoint for container healthchecks (200 when healthy, 503 otherwise). */
-export async function startHealthServer(port: number, service: string, check: HealthCheck): Promise<Server> {
+export async function startHealthServer(
+  port: number,
+  service: string,
+  check: HealthCheck,
+): Promise<Server> {
   const server = createServer((request, response) => {
     if (request.url !== '/health') {
       response.writeHead(404).end();

@@ -36,13 +36,21 @@ try {
   process.exit(1);
 }
 
-const logger = createLogger({ service: 'worker', level: config.LOG_LEVEL, pretty: prettyFromSetting(config.LOG_PRETTY) });
+const logger = createLogger({
+  service: 'worker',
+  level: config.LOG_LEVEL,
+  pretty: prettyFromSetting(config.LOG_PRETTY),
+});
 const totalConcurrency =
-  config.WORKER_CONCURRENCY_SCRAPE + config.WORKER_CONCURRENCY_CRAWL + config.WORKER_CONCURRENCY_EXTRACT;
+  config.WORKER_CONCURRENCY_SCRAPE +
+  config.WORKER_CONCURRENCY_CRAWL +
+  config.WORKER_CONCURRENCY_EXTRACT;
 const database = createDb({
   url: config.DATABASE_URL,
   poolMax: Math.min(config.DATABASE_POOL_MAX, totalConcurrency),
   applicationName: 'gleaner-worker',
+  onIdleError: (err) =>
+    logger.warn({ err }, 'idle Postgres connection failed; it will be replaced'),
 });
 const workerConnection = createRedisConnection(config.REDIS_URL, 'worker');
 const producerConnection = createRedisConnection(config.REDIS_URL, 'producer');
@@ -77,7 +85,10 @@ if (config.WORKER_HEALTH_PORT > 0) {
       () => true,
       () => false,
     );
-    return { ok: redisOk && dbOk, details: { redis: redisOk, postgres: dbOk, queues: config.WORKER_QUEUES } };
+    return {
+      ok: redisOk && dbOk,
+      details: { redis: redisOk, postgres: dbOk, queues: config.WORKER_QUEUES },
+    };
   });
 }
 

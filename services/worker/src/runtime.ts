@@ -20,7 +20,10 @@ export interface WorkerRuntime {
 }
 
 function isPermanent(error: unknown): boolean {
-  return error instanceof UnrecoverableError || (isClassifiedError(error) && error.retryClass === 'permanent');
+  return (
+    error instanceof UnrecoverableError ||
+    (isClassifiedError(error) && error.retryClass === 'permanent')
+  );
 }
 
 function createProcessor<Q extends ServedQueue>(queue: Q, deps: WorkerDeps) {
@@ -31,7 +34,9 @@ function createProcessor<Q extends ServedQueue>(queue: Q, deps: WorkerDeps) {
     const parsed = definition.payload.safeParse(job.data);
     if (!parsed.success) {
       // Re-validated on dequeue: a malformed payload can never succeed, so it fails for good.
-      throw new UnrecoverableError(`QUEUE_PAYLOAD_INVALID: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`);
+      throw new UnrecoverableError(
+        `QUEUE_PAYLOAD_INVALID: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`,
+      );
     }
     const payload = parsed.data as JobPayload<Q>;
     const context: HandlerContext = { ...deps, job, log, signal };
@@ -86,7 +91,10 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     worker.on('failed', (job, error) => {
       if (!job) return;
       parkDeadLetter(deps, job, error).catch((parkError: unknown) => {
-        deps.logger.error({ err: parkError, queue, jobId: job.id }, 'could not park job in dead-letter queue');
+        deps.logger.error(
+          { err: parkError, queue, jobId: job.id },
+          'could not park job in dead-letter queue',
+        );
       });
     });
     worker.on('error', (error) => deps.logger.error({ err: error, queue }, 'worker error'));
@@ -99,14 +107,19 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     close(graceMs) {
       closing ??= (async () => {
         let timer: NodeJS.Timeout | undefined;
-        const graceful = Promise.all(workers.map((worker) => worker.close())).then(() => 'done' as const);
+        const graceful = Promise.all(workers.map((worker) => worker.close())).then(
+          () => 'done' as const,
+        );
         const timeout = new Promise<'timeout'>((resolve) => {
           timer = setTimeout(() => resolve('timeout'), graceMs);
         });
         const outcome = await Promise.race([graceful, timeout]);
         clearTimeout(timer);
         if (outcome === 'timeout') {
-          deps.logger.warn({ graceMs }, 'in-flight jobs did not finish in time; releasing them to other workers');
+          deps.logger.warn(
+            { graceMs },
+            'in-flight jobs did not finish in time; releasing them to other workers',
+          );
           await Promise.all(workers.map((worker) => worker.close(true)));
         }
       })();

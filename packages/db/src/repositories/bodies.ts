@@ -26,12 +26,21 @@ export async function storeBody(
   const compressed = await gzipAsync(body, { level: 4, strategy: constants.Z_DEFAULT_STRATEGY });
   await db
     .insert(pageBodies)
-    .values({ sha256, content: compressed, contentEncoding: 'gzip', contentType, byteLength: body.byteLength })
+    .values({
+      sha256,
+      content: compressed,
+      contentEncoding: 'gzip',
+      contentType,
+      byteLength: body.byteLength,
+    })
     .onConflictDoNothing();
   return sha256;
 }
 
-export async function loadBody(db: Database, sha256: string): Promise<{ body: Buffer; contentType: string | null } | undefined> {
+export async function loadBody(
+  db: Database,
+  sha256: string,
+): Promise<{ body: Buffer; contentType: string | null } | undefined> {
   const [row] = await db.select().from(pageBodies).where(eq(pageBodies.sha256, sha256)).limit(1);
   if (!row) return undefined;
   const body = row.contentEncoding === 'gzip' ? await gunzipAsync(row.content) : row.content;

@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../client.js';
 import { postings, scrapeRuns, type PostingRow, type PostingStatus } from '../schema.js';
 
@@ -25,7 +25,15 @@ export async function upsertListedPostings(
     const batch = listed.slice(start, start + UPSERT_BATCH);
     const rows = await db
       .insert(postings)
-      .values(batch.map((item) => ({ siteId, runId, externalId: item.externalId, url: item.url, status: 'pending' as const })))
+      .values(
+        batch.map((item) => ({
+          siteId,
+          runId,
+          externalId: item.externalId,
+          url: item.url,
+          status: 'pending' as const,
+        })),
+      )
       .onConflictDoUpdate({
         target: [postings.siteId, postings.externalId],
         set: {
@@ -48,23 +56,46 @@ export async function getPosting(db: Database, id: string): Promise<PostingRow |
 }
 
 /** Postings of one run, oldest first. */
-export async function listRunPostings(db: Database, runId: string, limit = 100): Promise<PostingRow[]> {
-  return db.select().from(postings).where(eq(postings.runId, runId)).orderBy(asc(postings.externalId)).limit(limit);
+export async function listRunPostings(
+  db: Database,
+  runId: string,
+  limit = 100,
+): Promise<PostingRow[]> {
+  return db
+    .select()
+    .from(postings)
+    .where(eq(postings.runId, runId))
+    .orderBy(asc(postings.externalId))
+    .limit(limit);
 }
 
-export async function countRunPostingsByStatus(db: Database, runId: string): Promise<Record<PostingStatus, number>> {
+export async function countRunPostingsByStatus(
+  db: Database,
+  runId: string,
+): Promise<Record<PostingStatus, number>> {
   const rows = await db
     .select({ status: postings.status, count: sql<number>`count(*)::int` })
     .from(postings)
     .where(eq(postings.runId, runId))
     .groupBy(postings.status);
-  const counts: Record<PostingStatus, number> = { pending: 0, ready: 0, skipped: 0, error: 0, expired: 0 };
+  const counts: Record<PostingStatus, number> = {
+    pending: 0,
+    ready: 0,
+    skipped: 0,
+    error: 0,
+    expired: 0,
+  };
   for (const row of rows) counts[row.status] = row.count;
   return counts;
 }
 
 /** Records a fetched body on a posting still pending in `runId`. */
-export async function recordFetchedBody(db: Database, id: string, runId: string, bodySha256: string): Promise<boolean> {
+export async function recordFetchedBody(
+  db: Database,
+  id: string,
+  runId: string,
+  bodySha256: string,
+): Promise<boolean> {
   const rows = await db
     .update(postings)
     .set({ bodySha256, fetchedAt: new Date(), updatedAt: new Date() })
@@ -137,4 +168,68 @@ export async function getPostingForWork(
     .where(eq(postings.id, id))
     .limit(1);
   return row;
+}
+
+export interface PostingSearch {
+  siteId?: string;
+  status?: PostingStatus;
+  /** Words matched against title, company and description (Postgres full-text search). */
+  query?: string;
+  isRemote?: boolean;
+  updatedSince?: Date;
+  limit: number;
+  /** Opaque cursor from a previous page. */
+  cursor?: string;
+}
+
+export class CursorInvalidError extends Error {
+  readonly code = 'DB_CURSOR_INVALID';
+  constructor() {
+    super('cursor is not one this API issued');
+    this.name = 'CursorInvalidError';
+  }
+}
+
+/** Cursor = the last row's (updated_at in microseconds, id): stable under concurrent inserts. */
+function decodeCursor(cursor: string): { micros: string; id: string } {
+  const raw = Buffer.from(cursor, 'base64url').toString('utf8');
+  const match = /^(\d{1,20})_([0-9a-f-]{36})$/.exec(raw);
+  if (!match) throw new CursorInvalidError();
+  return { micros: match[1]!, id: match[2]! };
+}
+
+const updatedMicros = sql<string>`floor(extract(epoch from ${postings.updatedAt}) * 1000000)::bigint`;
+
+/** Postings newest-updated first, filtered, one page at a time. */
+export async function searchPostings(
+  db: Database,
+  search: PostingSearch,
+): Promise<{ postings: PostingRow[]; nextCursor: string | null }> {
+  const conditions: SQL[] = [];
+  if (search.siteId) conditions.push(eq(postings.siteId, search.siteId));
+  if (search.status) conditions.push(eq(postings.status, search.status));
+  if (search.isRemote !== undefined) conditions.push(eq(postings.isRemote, search.isRemote));
+  if (search.updatedSince) conditions.push(gte(postings.updatedAt, search.updatedSince));
+  if (search.query) {
+    conditions.push(
+      sql`to_tsvector('simple', coalesce(${postings.title}, '') || ' ' || coalesce(${postings.company}, '') || ' ' || coalesce(${postings.description}, '')) @@ websearch_to_tsquery('simple', ${search.query})`,
+    );
+  }
+  if (search.cursor) {
+    const { micros, id } = decodeCursor(search.cursor);
+    conditions.push(sql`(${updatedMicros}, ${postings.id}) < (${micros}::bigint, ${id}::uuid)`);
+  }
+  const rows = await db
+    .select({ posting: postings, micros: updatedMicros })
+    .from(postings)
+    .where(conditions.length > 0 ? and(...conditions) : undefined)
+    .orderBy(desc(updatedMicros), desc(postings.id))
+    .limit(search.limit + 1);
+  const page = rows.slice(0, search.limit);
+  const last = page.at(-1);
+  const nextCursor =
+    rows.length > search.limit && last
+      ? Buffer.from(`${last.micros}_${last.posting.id}`).toString('base64url')
+      : null;
+  return { postings: page.map((row) => row.posting), nextCursor };
 }

@@ -34,7 +34,8 @@ export async function createRun(db: Database, input: CreateRunInput): Promise<Ru
       .returning();
     return row!;
   } catch (error) {
-    if (isUniqueViolation(error, 'scrape_runs_one_active_per_site')) throw new ActiveRunExistsError(input.siteId);
+    if (isUniqueViolation(error, 'scrape_runs_one_active_per_site'))
+      throw new ActiveRunExistsError(input.siteId);
     throw error;
   }
 }
@@ -51,9 +52,15 @@ export async function getRunByPublicId(db: Database, runId: string): Promise<Run
   return db.query.scrapeRuns.findFirst({ where: eq(scrapeRuns.runId, runId) });
 }
 
-export async function getActiveRunForSite(db: Database, siteId: string): Promise<RunRow | undefined> {
+export async function getActiveRunForSite(
+  db: Database,
+  siteId: string,
+): Promise<RunRow | undefined> {
   return db.query.scrapeRuns.findFirst({
-    where: and(eq(scrapeRuns.siteScheduleId, siteId), inArray(scrapeRuns.status, [...activeRunStatuses])),
+    where: and(
+      eq(scrapeRuns.siteScheduleId, siteId),
+      inArray(scrapeRuns.status, [...activeRunStatuses]),
+    ),
   });
 }
 
@@ -70,7 +77,11 @@ export async function listRunsForSite(db: Database, siteId: string, limit = 20):
 export async function startRun(db: Database, id: string): Promise<RunRow | undefined> {
   const [started] = await db
     .update(scrapeRuns)
-    .set({ status: 'running', startedAt: sql`coalesce(${scrapeRuns.startedAt}, now())`, updatedAt: new Date() })
+    .set({
+      status: 'running',
+      startedAt: sql`coalesce(${scrapeRuns.startedAt}, now())`,
+      updatedAt: new Date(),
+    })
     .where(and(eq(scrapeRuns.id, id), inArray(scrapeRuns.status, ['queued', 'running'])))
     .returning();
   return started;
@@ -92,7 +103,12 @@ export async function completeListing(
 export async function failRun(db: Database, id: string, message: string): Promise<boolean> {
   const rows = await db
     .update(scrapeRuns)
-    .set({ status: 'failed', message: message.slice(0, 2000), finishedAt: new Date(), updatedAt: new Date() })
+    .set({
+      status: 'failed',
+      message: message.slice(0, 2000),
+      finishedAt: new Date(),
+      updatedAt: new Date(),
+    })
     .where(and(eq(scrapeRuns.id, id), inArray(scrapeRuns.status, [...activeRunStatuses])))
     .returning({ id: scrapeRuns.id });
   return rows.length > 0;
@@ -109,7 +125,10 @@ export async function failRun(db: Database, id: string, message: string): Promis
  * at least one posting) expires the site's postings it did not list.
  * Returns the closed run, or undefined when this call did not close it.
  */
-export async function finalizeRun(db: Database, id: string): Promise<(RunRow & { expired: number }) | undefined> {
+export async function finalizeRun(
+  db: Database,
+  id: string,
+): Promise<(RunRow & { expired: number }) | undefined> {
   const result = await db.execute<Record<string, unknown>>(sql`
     WITH closed AS (
       UPDATE scrape_runs r

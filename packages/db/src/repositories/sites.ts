@@ -19,7 +19,10 @@ export async function upsertSiteByName(db: Database, site: NewSiteRow): Promise<
   const [row] = await db
     .insert(siteSchedules)
     .values(site)
-    .onConflictDoUpdate({ target: siteSchedules.siteName, set: { ...changes, updatedAt: new Date() } })
+    .onConflictDoUpdate({
+      target: siteSchedules.siteName,
+      set: { ...changes, updatedAt: new Date() },
+    })
     .returning();
   return row!;
 }
@@ -34,4 +37,32 @@ export async function getSiteByName(db: Database, siteName: string): Promise<Sit
 
 export async function listSites(db: Database): Promise<SiteRow[]> {
   return db.select().from(siteSchedules).orderBy(asc(siteSchedules.siteName));
+}
+
+/** Applies a partial update; returns the updated row, or undefined when the site does not exist. */
+export async function updateSite(
+  db: Database,
+  id: string,
+  changes: Partial<Omit<NewSiteRow, 'id' | 'createdAt' | 'updatedAt'>>,
+): Promise<SiteRow | undefined> {
+  try {
+    const [row] = await db
+      .update(siteSchedules)
+      .set({ ...changes, updatedAt: new Date() })
+      .where(eq(siteSchedules.id, id))
+      .returning();
+    return row;
+  } catch (error) {
+    if (isUniqueViolation(error) && changes.siteName) throw new SiteExistsError(changes.siteName);
+    throw error;
+  }
+}
+
+/** Deletes a site with its runs, postings and their history (foreign keys cascade). */
+export async function deleteSite(db: Database, id: string): Promise<boolean> {
+  const rows = await db
+    .delete(siteSchedules)
+    .where(eq(siteSchedules.id, id))
+    .returning({ id: siteSchedules.id });
+  return rows.length > 0;
 }

@@ -3,7 +3,10 @@ import { queueCounts } from '@gleaner/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ApiDeps } from '../deps.js';
 
-async function probe(check: () => Promise<unknown>, timeoutMs = 2_000): Promise<{ ok: boolean; error?: string }> {
+async function probe(
+  check: () => Promise<unknown>,
+  timeoutMs = 2_000,
+): Promise<{ ok: boolean; error?: string }> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
@@ -22,19 +25,37 @@ async function probe(check: () => Promise<unknown>, timeoutMs = 2_000): Promise<
 
 export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
   const checks = async () => {
-    const [redis, postgres] = await Promise.all([probe(() => deps.redis.ping()), probe(() => pingDb(deps.pool))]);
+    const [redis, postgres] = await Promise.all([
+      probe(() => deps.redis.ping()),
+      probe(() => pingDb(deps.pool)),
+    ]);
     return { redis, postgres };
   };
 
-  app.get('/health', { logLevel: 'warn', schema: { tags: ['health'], summary: 'Overall health: Redis and Postgres reachable' } }, async (_request, reply) => {
-    const result = await checks();
-    const ok = result.redis.ok && result.postgres.ok;
-    return reply.code(ok ? 200 : 503).send({ status: ok ? 'healthy' : 'unhealthy', service: 'api', checks: result });
-  });
+  app.get(
+    '/health',
+    {
+      logLevel: 'warn',
+      schema: { tags: ['health'], summary: 'Overall health: Redis and Postgres reachable' },
+    },
+    async (_request, reply) => {
+      const result = await checks();
+      const ok = result.redis.ok && result.postgres.ok;
+      return reply
+        .code(ok ? 200 : 503)
+        .send({ status: ok ? 'healthy' : 'unhealthy', service: 'api', checks: result });
+    },
+  );
 
   app.get(
     '/jobs/health',
-    { logLevel: 'warn', schema: { tags: ['health'], summary: 'Scraping health: Redis, Postgres, queues and their workers' } },
+    {
+      logLevel: 'warn',
+      schema: {
+        tags: ['health'],
+        summary: 'Scraping health: Redis, Postgres, queues and their workers',
+      },
+    },
     async (_request, reply) => {
       const result = await checks();
       let queues: Record<string, unknown> | undefined;
@@ -50,7 +71,12 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       return reply.code(ok ? 200 : 503).send({
         status: ok ? 'healthy' : 'unhealthy',
         service: 'jobs',
-        checks: { ...result, queues: queues ? { ok: true, counts: queues } : { ok: false, error: queueError ?? 'redis unavailable' } },
+        checks: {
+          ...result,
+          queues: queues
+            ? { ok: true, counts: queues }
+            : { ok: false, error: queueError ?? 'redis unavailable' },
+        },
       });
     },
   );

@@ -7,8 +7,16 @@ export const crawlHandler: JobHandler<'crawl'> = {
   async run(payload, deps) {
     const { db, queues, fetcher, log } = deps;
     const found = await getPostingForWork(db, payload.postingId);
-    if (!found || found.posting.runId !== payload.runId || found.posting.status !== 'pending' || found.runStatus !== 'running') {
-      log.debug({ status: found?.posting.status, runStatus: found?.runStatus }, 'posting not pending in a running run; skipping');
+    if (
+      !found ||
+      found.posting.runId !== payload.runId ||
+      found.posting.status !== 'pending' ||
+      found.runStatus !== 'running'
+    ) {
+      log.debug(
+        { status: found?.posting.status, runStatus: found?.runStatus },
+        'posting not pending in a running run; skipping',
+      );
       return { skipped: true };
     }
     const { posting } = found;
@@ -20,11 +28,18 @@ export const crawlHandler: JobHandler<'crawl'> = {
     }
     await storeBody(db, response.body, response.contentType, sha256);
     if (!(await recordFetchedBody(db, posting.id, payload.runId, sha256))) return { skipped: true };
-    await enqueue(queues, 'extract', { runId: payload.runId, postingId: posting.id, correlationId: payload.correlationId });
+    await enqueue(queues, 'extract', {
+      runId: payload.runId,
+      postingId: posting.id,
+      correlationId: payload.correlationId,
+    });
     return { bytes: response.body.byteLength };
   },
 
   async giveUp(payload, error, deps) {
-    await settleAndFinalize(deps, deps.log, payload, { status: 'error', error: `crawl: ${error.message}` });
+    await settleAndFinalize(deps, deps.log, payload, {
+      status: 'error',
+      error: `crawl: ${error.message}`,
+    });
   },
 };

@@ -20,24 +20,44 @@ export const scrapeHandler: JobHandler<'scrape'> = {
       return { skipped: true };
     }
     const site = await getSiteById(db, payload.siteId);
-    if (!site) throw new SourceError(`site ${payload.siteId} no longer exists`, 'SOURCE_SITE_MISSING');
+    if (!site)
+      throw new SourceError(`site ${payload.siteId} no longer exists`, 'SOURCE_SITE_MISSING');
     const adapter = getAdapter(site.kind);
-    if (!adapter) throw new SourceError(`no adapter for site kind "${site.kind}"`, 'SOURCE_KIND_UNKNOWN');
+    if (!adapter)
+      throw new SourceError(`no adapter for site kind "${site.kind}"`, 'SOURCE_KIND_UNKNOWN');
     const config = adapter.configSchema.safeParse(site.config);
     if (!config.success) {
-      throw new SourceError(`site config is invalid: ${config.error.issues[0]?.message ?? 'unknown'}`, 'SOURCE_CONFIG_INVALID');
+      throw new SourceError(
+        `site config is invalid: ${config.error.issues[0]?.message ?? 'unknown'}`,
+        'SOURCE_CONFIG_INVALID',
+      );
     }
 
-    const listing = await adapter.list(config.data, { fetcher }, { limit: run.resultsWanted, signal });
+    const listing = await adapter.list(
+      config.data,
+      { fetcher },
+      { limit: run.resultsWanted, signal },
+    );
     const rows = await upsertListedPostings(db, site.id, run.id, listing.postings);
     const pending = rows.filter((row) => row.status === 'pending');
     await enqueueBulk(
       queues,
       'crawl',
-      pending.map((row) => ({ runId: run.id, siteId: site.id, postingId: row.id, correlationId: payload.correlationId })),
+      pending.map((row) => ({
+        runId: run.id,
+        siteId: site.id,
+        postingId: row.id,
+        correlationId: payload.correlationId,
+      })),
     );
-    await completeListing(db, run.id, { requestedPages: rows.length, listingComplete: listing.complete });
-    log.info({ listed: rows.length, enqueued: pending.length, complete: listing.complete }, 'listing done');
+    await completeListing(db, run.id, {
+      requestedPages: rows.length,
+      listingComplete: listing.complete,
+    });
+    log.info(
+      { listed: rows.length, enqueued: pending.length, complete: listing.complete },
+      'listing done',
+    );
     // Covers a site with no postings, and a retried scrape whose postings all settled already.
     const closed = await finalizeRun(db, run.id);
     if (closed) log.info({ status: closed.status }, 'run finalized');

@@ -10,13 +10,22 @@ export async function settleAndFinalize(
   deps: Pick<WorkerDeps, 'db'>,
   log: Logger,
   target: { runId: string; postingId: string },
-  outcome: { status: 'ready'; fields: ExtractedFields } | { status: 'skipped' } | { status: 'error'; error: string },
+  outcome:
+    | { status: 'ready'; fields: ExtractedFields }
+    | { status: 'skipped' }
+    | { status: 'error'; error: string },
 ): Promise<boolean> {
   const settled = await settlePosting(deps.db, target.postingId, target.runId, outcome);
   const closed = await finalizeRun(deps.db, target.runId);
   if (closed) {
     log.info(
-      { status: closed.status, ready: closed.readyCount, skipped: closed.skippedCount, errors: closed.errorsCount, expired: closed.expired },
+      {
+        status: closed.status,
+        ready: closed.readyCount,
+        skipped: closed.skippedCount,
+        errors: closed.errorsCount,
+        expired: closed.expired,
+      },
       'run finalized',
     );
   }

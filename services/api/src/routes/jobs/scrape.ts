@@ -25,7 +25,12 @@ const scrapeBody = z
   .object({
     site_name: z.string().trim().min(1).max(200).optional().describe('Name of a registered site'),
     site_id: z.uuid().optional().describe('Id of a registered site (instead of site_name)'),
-    results_wanted: z.int().min(1).max(100_000).optional().describe('Stop after this many postings'),
+    results_wanted: z
+      .int()
+      .min(1)
+      .max(100_000)
+      .optional()
+      .describe('Stop after this many postings'),
   })
   .strict()
   .refine((body) => body.site_name !== undefined || body.site_id !== undefined, {
@@ -45,44 +50,77 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
     {
       schema: {
         tags: ['jobs'],
-        summary: 'Start a scrape of a registered site (async by default; ?mode=sync for small diagnostic runs)',
+        summary:
+          'Start a scrape of a registered site (async by default; ?mode=sync for small diagnostic runs)',
         body: scrapeBody,
         querystring: scrapeQuery,
       },
     },
     async (request, reply) => {
       const { body, query } = request;
-      const site = body.site_id ? await getSiteById(db, body.site_id) : await getSiteByName(db, body.site_name!);
+      const site = body.site_id
+        ? await getSiteById(db, body.site_id)
+        : await getSiteByName(db, body.site_name!);
       if (!site) {
         const field = body.site_id ? 'site_id' : 'site_name';
-        throw new ProblemError(404, 'Unknown Site', `no site is registered as ${JSON.stringify(body.site_id ?? body.site_name)}`, {
-          errors: [{ field: `body.${field}`, message: 'no such site' }],
-        });
+        throw new ProblemError(
+          404,
+          'Unknown Site',
+          `no site is registered as ${JSON.stringify(body.site_id ?? body.site_name)}`,
+          {
+            errors: [{ field: `body.${field}`, message: 'no such site' }],
+          },
+        );
       }
       if (query.mode === 'sync' && (body.results_wanted ?? SYNC_MAX_RESULTS) > SYNC_MAX_RESULTS) {
-        throw new ProblemError(400, 'Validation Failed', `sync mode allows at most ${SYNC_MAX_RESULTS} results`, {
-          errors: [{ field: 'body.results_wanted', message: `must be at most ${SYNC_MAX_RESULTS} in sync mode` }],
-        });
+        throw new ProblemError(
+          400,
+          'Validation Failed',
+          `sync mode allows at most ${SYNC_MAX_RESULTS} results`,
+          {
+            errors: [
+              {
+                field: 'body.results_wanted',
+                message: `must be at most ${SYNC_MAX_RESULTS} in sync mode`,
+              },
+            ],
+          },
+        );
       }
-      const resultsWanted = query.mode === 'sync' ? (body.results_wanted ?? SYNC_MAX_RESULTS) : body.results_wanted;
+      const resultsWanted =
+        query.mode === 'sync' ? (body.results_wanted ?? SYNC_MAX_RESULTS) : body.results_wanted;
 
       let run;
       try {
-        run = await createRun(db, { siteId: site.id, trigger: 'manual', resultsWanted, correlationId: request.id });
+        run = await createRun(db, {
+          siteId: site.id,
+          trigger: 'manual',
+          resultsWanted,
+          correlationId: request.id,
+        });
       } catch (error) {
         if (error instanceof ActiveRunExistsError) {
           const active = await getActiveRunForSite(db, site.id);
-          throw new ProblemError(409, 'Run Already Active', `site "${site.siteName}" already has an active run`, {
-            run_id: active?.runId,
-            errors: [{ field: 'body.site_name', message: 'site has an active run' }],
-          });
+          throw new ProblemError(
+            409,
+            'Run Already Active',
+            `site "${site.siteName}" already has an active run`,
+            {
+              run_id: active?.runId,
+              errors: [{ field: 'body.site_name', message: 'site has an active run' }],
+            },
+          );
         }
         throw error;
       }
 
       let taskId: string;
       try {
-        taskId = await enqueue(queues, 'scrape', { runId: run.id, siteId: site.id, correlationId: request.id });
+        taskId = await enqueue(queues, 'scrape', {
+          runId: run.id,
+          siteId: site.id,
+          correlationId: request.id,
+        });
       } catch (error) {
         // Nothing was queued: close the run so the site is not blocked by a run no worker will see.
         await failRun(db, run.id, 'could not enqueue the scrape job');
@@ -90,7 +128,10 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       }
       await setRunTaskId(db, run.id, taskId);
       const origin = `${request.protocol}://${request.host}`;
-      request.log.info({ runId: run.runId, site: site.siteName, mode: query.mode }, 'scrape queued');
+      request.log.info(
+        { runId: run.runId, site: site.siteName, mode: query.mode },
+        'scrape queued',
+      );
 
       if (query.mode === 'async') {
         return reply.code(202).send({
@@ -134,8 +175,12 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       schema: {
         tags: ['jobs'],
         summary: 'Status, counters and postings of a run',
-        params: z.object({ runId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'is not a run id' }) }),
-        querystring: z.object({ limit: z.coerce.number().int().min(0).max(1000).default(100) }).strict(),
+        params: z.object({
+          runId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'is not a run id' }),
+        }),
+        querystring: z
+          .object({ limit: z.coerce.number().int().min(0).max(1000).default(100) })
+          .strict(),
       },
     },
     async (request) => {
@@ -147,9 +192,14 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       }
       const [site, postings] = await Promise.all([
         getSiteById(db, run.siteScheduleId),
-        request.query.limit > 0 ? listRunPostings(db, run.id, request.query.limit) : Promise.resolve([]),
+        request.query.limit > 0
+          ? listRunPostings(db, run.id, request.query.limit)
+          : Promise.resolve([]),
       ]);
-      return { status: 'success', data: { ...presentRun(run, site), postings: postings.map(presentPosting) } };
+      return {
+        status: 'success',
+        data: { ...presentRun(run, site), postings: postings.map(presentPosting) },
+      };
     },
   );
 };

@@ -1,0 +1,231 @@
+import {
+  deleteSite,
+  getActiveRunForSite,
+  getSiteById,
+  getSiteByName,
+  insertSite,
+  listSites,
+  SiteExistsError,
+  updateSite,
+  type NewSiteRow,
+  type SiteRow,
+} from '@gleaner/db';
+import { getAdapter, siteKinds } from '@gleaner/sources';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ApiDeps } from '../deps.js';
+import { ProblemError } from '../plugins/problem.js';
+import { presentSite } from './jobs/presenters.js';
+
+const siteFields = {
+  site_name: z
+    .string()
+    .trim()
+    .regex(/^[a-z0-9][a-z0-9._-]{0,99}$/, {
+      message: 'must be 1-100 lower-case letters, digits, . _ or -',
+    }),
+  kind: z.enum(siteKinds as [string, ...string[]]),
+  config: z.record(z.string(), z.unknown()),
+  enabled: z.boolean(),
+  interval_minutes: z
+    .int()
+    .min(1)
+    .max(7 * 24 * 60),
+  min_pause_seconds: z.int().min(0).max(3600),
+  max_pause_seconds: z.int().min(0).max(3600),
+  max_retries: z.int().min(0).max(20),
+  rate_limit_rps: z.number().positive().max(1000).nullable(),
+  max_concurrency: z.int().min(1).max(256),
+};
+
+const createSiteBody = z
+  .object({
+    ...siteFields,
+    enabled: siteFields.enabled.default(true),
+    interval_minutes: siteFields.interval_minutes.default(60),
+    min_pause_seconds: siteFields.min_pause_seconds.default(2),
+    max_pause_seconds: siteFields.max_pause_seconds.default(8),
+    max_retries: siteFields.max_retries.default(3),
+    rate_limit_rps: siteFields.rate_limit_rps.default(null),
+    max_concurrency: siteFields.max_concurrency.default(4),
+  })
+  .strict()
+  .refine((body) => body.max_pause_seconds >= body.min_pause_seconds, {
+    message: 'must be at least min_pause_seconds',
+    path: ['max_pause_seconds'],
+  });
+
+const updateSiteBody = z
+  .object(siteFields)
+  .partial()
+  .strict()
+  .refine((body) => Object.keys(body).length > 0, { message: 'must change at least one field' });
+
+const siteParams = z.object({
+  site: z.string().min(1).max(200).describe('Site id or site_name'),
+});
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Validates an adapter config by the site's kind, naming each bad field under `body.config`. */
+function validatedConfig(kind: string, config: Record<string, unknown>): Record<string, unknown> {
+  const adapter = getAdapter(kind)!;
+  const parsed = adapter.configSchema.safeParse(config);
+  if (parsed.success) return parsed.data as Record<string, unknown>;
+  const errors = parsed.error.issues.map((issue) => ({
+    field: ['body', 'config', ...issue.path.map(String)].join('.'),
+    message: issue.message,
+  }));
+  throw new ProblemError(
+    400,
+    'Validation Failed',
+    errors.map((e) => `${e.field}: ${e.message}`).join('; '),
+    { errors },
+  );
+}
+
+function siteExists(error: unknown): never {
+  if (error instanceof SiteExistsError) {
+    throw new ProblemError(409, 'Site Exists', error.message, {
+      errors: [{ field: 'body.site_name', message: 'already registered' }],
+    });
+  }
+  throw error;
+}
+
+type SiteBody = Partial<z.output<typeof updateSiteBody>>;
+
+function toRow(body: SiteBody): Partial<NewSiteRow> {
+  const row: Partial<NewSiteRow> = {};
+  if (body.site_name !== undefined) row.siteName = body.site_name;
+  if (body.kind !== undefined) row.kind = body.kind;
+  if (body.config !== undefined) row.config = body.config;
+  if (body.enabled !== undefined) row.enabled = body.enabled;
+  if (body.interval_minutes !== undefined) row.intervalMinutes = body.interval_minutes;
+  if (body.min_pause_seconds !== undefined) row.minPauseSeconds = body.min_pause_seconds;
+  if (body.max_pause_seconds !== undefined) row.maxPauseSeconds = body.max_pause_seconds;
+  if (body.max_retries !== undefined) row.maxRetries = body.max_retries;
+  if (body.rate_limit_rps !== undefined) row.rateLimitRps = body.rate_limit_rps;
+  if (body.max_concurrency !== undefined) row.maxConcurrency = body.max_concurrency;
+  return row;
+}
+
+export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
+  const { db } = deps;
+
+  async function findSite(key: string): Promise<SiteRow> {
+    const site = UUID.test(key) ? await getSiteById(db, key) : await getSiteByName(db, key);
+    if (!site) {
+      throw new ProblemError(
+        404,
+        'Unknown Site',
+        `no site is registered as ${JSON.stringify(key)}`,
+        {
+          errors: [{ field: 'params.site', message: 'no such site' }],
+        },
+      );
+    }
+    return site;
+  }
+
+  app.get('/sites', { schema: { tags: ['sites'], summary: 'Registered sites' } }, async () => {
+    const sites = await listSites(db);
+    return { status: 'success', data: sites.map(presentSite) };
+  });
+
+  app.post(
+    '/sites',
+    {
+      schema: {
+        tags: ['sites'],
+        summary: 'Register a site; its config is validated by its kind',
+        body: createSiteBody,
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      const config = validatedConfig(body.kind, body.config);
+      const site = await insertSite(db, {
+        ...(toRow(body) as NewSiteRow),
+        siteName: body.site_name,
+        kind: body.kind,
+        config,
+        nextRunAt: new Date(),
+      }).catch(siteExists);
+      return reply.code(201).send({ status: 'success', data: presentSite(site) });
+    },
+  );
+
+  app.get(
+    '/sites/:site',
+    { schema: { tags: ['sites'], summary: 'One site, by id or name', params: siteParams } },
+    async (request) => ({
+      status: 'success',
+      data: presentSite(await findSite(request.params.site)),
+    }),
+  );
+
+  app.patch(
+    '/sites/:site',
+    {
+      schema: {
+        tags: ['sites'],
+        summary:
+          'Change a site: schedule, politeness, config (re-validated by its kind), or `enabled: false` to disable it',
+        params: siteParams,
+        body: updateSiteBody,
+      },
+    },
+    async (request) => {
+      const site = await findSite(request.params.site);
+      const body = request.body;
+      const kind = body.kind ?? site.kind;
+      const changes = toRow(body);
+      if (body.config !== undefined || body.kind !== undefined)
+        changes.config = validatedConfig(kind, body.config ?? site.config);
+      const minPause = body.min_pause_seconds ?? site.minPauseSeconds;
+      const maxPause = body.max_pause_seconds ?? site.maxPauseSeconds;
+      if (maxPause < minPause) {
+        throw new ProblemError(
+          400,
+          'Validation Failed',
+          'max_pause_seconds must be at least min_pause_seconds',
+          {
+            errors: [
+              { field: 'body.max_pause_seconds', message: 'must be at least min_pause_seconds' },
+            ],
+          },
+        );
+      }
+      const updated = await updateSite(db, site.id, changes).catch(siteExists);
+      return { status: 'success', data: presentSite(updated ?? site) };
+    },
+  );
+
+  app.delete(
+    '/sites/:site',
+    {
+      schema: {
+        tags: ['sites'],
+        summary: 'Delete a site with its runs and postings (refused while a run is active)',
+        params: siteParams,
+      },
+    },
+    async (request, reply) => {
+      const site = await findSite(request.params.site);
+      const active = await getActiveRunForSite(db, site.id);
+      if (active) {
+        throw new ProblemError(
+          409,
+          'Run Already Active',
+          `site "${site.siteName}" has an active run; wait for it or disable the site`,
+          {
+            run_id: active.runId,
+          },
+        );
+      }
+      await deleteSite(db, site.id);
+      return reply.code(204).send();
+    },
+  );
+};

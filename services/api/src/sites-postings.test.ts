@@ -1,0 +1,222 @@
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import {
+  createDb,
+  createRun,
+  settlePosting,
+  startRun,
+  upsertListedPostings,
+  type DbHandle,
+} from '@gleaner/db';
+import { createLogger } from '@gleaner/logger';
+import { closeQueues, createQueues, createRedisConnection, type Queues } from '@gleaner/queue';
+import {
+  createTestDatabase,
+  createTestRedisNamespace,
+  type TestDatabase,
+  type TestRedisNamespace,
+} from '@gleaner/testing';
+import type { Redis } from 'ioredis';
+import { buildApp } from './app.js';
+
+let database: TestDatabase;
+let namespace: TestRedisNamespace;
+let handle: DbHandle;
+let redis: Redis;
+let queues: Queues;
+let app: FastifyInstance;
+
+const config = {
+  url: 'https://careers.acme.example',
+  sitemapUrl: 'https://careers.acme.example/sitemap.xml',
+};
+
+beforeAll(async () => {
+  database = await createTestDatabase('sites');
+  namespace = createTestRedisNamespace('sites');
+  handle = createDb({ url: database.url, poolMax: 4 });
+  redis = createRedisConnection(namespace.url, 'producer');
+  queues = createQueues(redis, namespace.prefix);
+  app = await buildApp({
+    config: {
+      API_BODY_LIMIT_BYTES: 65536,
+      API_PUBLIC_URL: undefined,
+      ADMIN_USERNAME: 'admin',
+      ADMIN_PASSWORD: undefined,
+      SYNC_SCRAPE_TIMEOUT_MS: 1000,
+    },
+    logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
+    db: handle.db,
+    pool: handle.pool,
+    redis,
+    queues,
+  });
+});
+
+afterAll(async () => {
+  await app?.close();
+  await closeQueues(queues);
+  redis?.disconnect();
+  await handle?.close();
+  await namespace?.cleanup();
+  await database?.drop();
+});
+
+describe('/sites', () => {
+  it('creates, reads, updates, disables and deletes a site', async () => {
+    const created = await app.inject({
+      method: 'POST',
+      url: '/sites',
+      payload: { site_name: 'acme', kind: 'career-site', config },
+    });
+    expect(created.statusCode).toBe(201);
+    const id = created.json().data.id as string;
+    expect(created.json().data).toMatchObject({
+      site_name: 'acme',
+      enabled: true,
+      interval_minutes: 60,
+      min_pause_seconds: 2,
+      max_pause_seconds: 8,
+    });
+
+    expect((await app.inject({ method: 'GET', url: `/sites/${id}` })).json().data.site_name).toBe(
+      'acme',
+    );
+    expect((await app.inject({ method: 'GET', url: '/sites/acme' })).json().data.id).toBe(id);
+
+    const patched = await app.inject({
+      method: 'PATCH',
+      url: '/sites/acme',
+      payload: { interval_minutes: 15, enabled: false },
+    });
+    expect(patched.statusCode).toBe(200);
+    expect(patched.json().data).toMatchObject({ interval_minutes: 15, enabled: false });
+
+    const badConfig = await app.inject({
+      method: 'PATCH',
+      url: '/sites/acme',
+      payload: { config: { url: 'https://a.example' } },
+    });
+    expect(badConfig.statusCode).toBe(400);
+    expect(badConfig.json().errors[0].field).toBe('body.config.sitemapUrl');
+
+    const badPause = await app.inject({
+      method: 'PATCH',
+      url: '/sites/acme',
+      payload: { min_pause_seconds: 30 },
+    });
+    expect(badPause.json().errors[0].field).toBe('body.max_pause_seconds');
+
+    expect(
+      (await app.inject({ method: 'PATCH', url: '/sites/acme', payload: {} })).statusCode,
+    ).toBe(400);
+    expect((await app.inject({ method: 'DELETE', url: '/sites/acme' })).statusCode).toBe(204);
+    const gone = await app.inject({ method: 'GET', url: `/sites/${id}` });
+    expect(gone.statusCode).toBe(404);
+    expect(gone.headers['content-type']).toMatch(/problem\+json/);
+  });
+
+  it('refuses deleting a site while a run is active', async () => {
+    const created = await app.inject({
+      method: 'POST',
+      url: '/sites',
+      payload: { site_name: 'busy', kind: 'career-site', config },
+    });
+    await app.inject({ method: 'POST', url: '/jobs/scrape', payload: { site_name: 'busy' } });
+    const response = await app.inject({
+      method: 'DELETE',
+      url: `/sites/${created.json().data.id}`,
+    });
+    expect(response.statusCode).toBe(409);
+    expect(response.json().run_id).toMatch(/^manual_/);
+  });
+});
+
+describe('GET /postings', () => {
+  beforeAll(async () => {
+    const site = await app.inject({
+      method: 'POST',
+      url: '/sites',
+      payload: { site_name: 'listings', kind: 'career-site', config },
+    });
+    const siteId = site.json().data.id as string;
+    const run = await createRun(handle.db, { siteId, trigger: 'manual' });
+    await startRun(handle.db, run.id);
+    const rows = await upsertListedPostings(
+      handle.db,
+      siteId,
+      run.id,
+      Array.from({ length: 7 }, (_, i) => ({
+        externalId: `p${i}`,
+        url: `https://careers.acme.example/jobs/${i}`,
+      })),
+    );
+    for (const [i, row] of rows.entries()) {
+      await settlePosting(handle.db, row.id, run.id, {
+        status: 'ready',
+        fields: {
+          title: i % 2 === 0 ? `Rust Engineer ${i}` : `Designer ${i}`,
+          company: 'Acme',
+          isRemote: i < 3,
+          description: `<p>Role ${i}</p>`,
+        },
+      });
+    }
+  });
+
+  it('pages with a cursor, newest first, without gaps or repeats', async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const url: string = `/postings?site_name=listings&limit=3${cursor ? `&cursor=${cursor}` : ''}`;
+      const page = (await app.inject({ method: 'GET', url })).json();
+      seen.push(...page.data.map((p: { external_id: string }) => p.external_id));
+      cursor = page.next_cursor;
+    } while (cursor);
+    expect(seen).toHaveLength(7);
+    expect(new Set(seen).size).toBe(7);
+  });
+
+  it('filters by text, remote, status and updated_since', async () => {
+    const text = (
+      await app.inject({ method: 'GET', url: '/postings?site_name=listings&q=rust' })
+    ).json();
+    expect(text.data.map((p: { title: string }) => p.title).sort()).toEqual([
+      'Rust Engineer 0',
+      'Rust Engineer 2',
+      'Rust Engineer 4',
+      'Rust Engineer 6',
+    ]);
+    const remote = (
+      await app.inject({ method: 'GET', url: '/postings?site_name=listings&remote=true' })
+    ).json();
+    expect(remote.data).toHaveLength(3);
+    expect(
+      (await app.inject({ method: 'GET', url: '/postings?status=error' })).json().data,
+    ).toHaveLength(0);
+    const future = new Date(Date.now() + 60_000).toISOString();
+    expect(
+      (await app.inject({ method: 'GET', url: `/postings?updated_since=${future}` })).json().data,
+    ).toHaveLength(0);
+  });
+
+  it('rejects bad filters with problems naming the field', async () => {
+    for (const [query, field] of [
+      ['status=bogus', 'querystring.status'],
+      ['remote=yes', 'querystring.remote'],
+      ['updated_since=yesterday', 'querystring.updated_since'],
+      ['limit=0', 'querystring.limit'],
+      ['cursor=garbage', 'querystring.cursor'],
+      ['site_name=nope', 'querystring.site_name'],
+    ] as const) {
+      const response = await app.inject({ method: 'GET', url: `/postings?${query}` });
+      expect(response.statusCode, query).toBeGreaterThanOrEqual(400);
+      expect(response.statusCode, query).toBeLessThan(500);
+      expect(
+        response.json().errors.map((e: { field: string }) => e.field),
+        query,
+      ).toContain(field);
+    }
+  });
+});
