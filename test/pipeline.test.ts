@@ -70,6 +70,15 @@ function finalizeLogCount(runUuid: string): number {
     .filter((line) => line.msg === 'run finalized' && line.runId === runUuid).length;
 }
 
+async function completedJobs(queue: 'crawl' | 'extract'): Promise<number> {
+  const handle = new Queue(queue, { connection: { url: redis.url }, prefix: redis.prefix });
+  try {
+    return await handle.getCompletedCount();
+  } finally {
+    await handle.close();
+  }
+}
+
 async function runUuid(publicId: string): Promise<string> {
   const { rows } = await pool.query<{ id: string }>(
     'SELECT id FROM scrape_runs WHERE run_id = $1',
@@ -166,13 +175,16 @@ describe('API → scrape → crawl → extract → Postgres, as separate process
     const crawl = new Queue('crawl', { connection: { url: redis.url }, prefix: redis.prefix });
     const done = await crawl.getJobs(['completed'], 0, -1);
     await crawl.close();
+    expect(await completedJobs('extract')).toBe(POSTINGS);
     expect(done).toHaveLength(POSTINGS);
     expect(new Set(done.map((job) => job.processedBy)).size).toBe(2);
     expect(finalizeLogCount(await runUuid(run.run_id))).toBe(1);
   });
 
-  it('skips every posting of an unchanged site on the next run', async () => {
+  it('skips every posting of an unchanged site on the next run, with no extract work', async () => {
+    const extractJobsBefore = await completedJobs('extract');
     const run = await scrapeToEnd('fixture-careers');
+    expect(await completedJobs('extract')).toBe(extractJobsBefore);
     expect(run).toMatchObject({
       status: 'succeeded',
       skipped_count: POSTINGS,
@@ -182,6 +194,24 @@ describe('API → scrape → crawl → extract → Postgres, as separate process
     });
     expect(run.postings.every((p) => p.status === 'skipped')).toBe(true);
     expect(finalizeLogCount(await runUuid(run.run_id))).toBe(1);
+  });
+
+  it('re-extracts exactly the one posting that changed and keeps its previous version', async () => {
+    const target = site.postings()[5]!;
+    const oldTitle = target.expected.title;
+    site.update(target.id, { title: `${oldTitle} (Senior)` });
+    const extractJobsBefore = await completedJobs('extract');
+    const run = await scrapeToEnd('fixture-careers');
+    expect(run).toMatchObject({ status: 'succeeded', ready_count: 1, skipped_count: POSTINGS - 1 });
+    expect(await completedJobs('extract')).toBe(extractJobsBefore + 1);
+    const changed = run.postings.find((p) => p.url === target.url)!;
+    expect(changed).toMatchObject({ status: 'ready', title: `${oldTitle} (Senior)` });
+    const { rows } = await pool.query<{ version: number; title: string }>(
+      "SELECT version, fields->>'title' AS title FROM posting_versions WHERE posting_id = $1",
+      [changed.id],
+    );
+    expect(rows).toEqual([{ version: 1, title: oldTitle }]);
+    expect((await pool.query('SELECT count(*)::int AS n FROM posting_versions')).rows[0].n).toBe(1);
   });
 
   it('expires exactly the postings removed from the site', async () => {

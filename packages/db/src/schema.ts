@@ -22,9 +22,6 @@ const timestamps = {
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 };
 
-export const siteKinds = ['career-site'] as const;
-export type SiteKind = (typeof siteKinds)[number];
-
 /**
  * A registered site and its schedule in one row: seed 003's `site_schedules` columns plus the
  * adapter `kind`, its validated `config`, and per-site politeness limits. The API calls these
@@ -141,6 +138,13 @@ export const postings = pgTable(
     status: text('status', { enum: postingStatuses }).notNull().default('pending'),
     /** sha256 of the raw body last fetched (`page_bodies.sha256`). */
     bodySha256: text('body_sha256'),
+    /**
+     * The posting as the site's listing delivered it (ATS APIs): crawl hands it on instead of
+     * fetching the page, and extract maps it with the site's adapter.
+     */
+    listingPayload: jsonb('listing_payload'),
+    /** 64-bit SimHash of the page's normalised text, as 16 hex digits: near-duplicate check. */
+    contentSimhash: text('content_simhash'),
     title: text('title'),
     company: text('company'),
     location: text('location'),
@@ -154,7 +158,10 @@ export const postings = pgTable(
     salaryCurrency: text('salary_currency'),
     salaryPeriod: text('salary_period'),
     datePosted: text('date_posted'),
+    /** Sanitised HTML. */
     description: text('description'),
+    /** The description as plain text (search, LLM input, change detection). */
+    descriptionText: text('description_text'),
     requirements: text('requirements'),
     provenance: jsonb('provenance').$type<FieldProvenance>(),
     extractionVersion: text('extraction_version'),
@@ -176,6 +183,27 @@ export const postings = pgTable(
   ],
 );
 
+/**
+ * Earlier versions of a posting: before a changed page is re-extracted over a posting, the
+ * fields it had are kept here, so a posting's history survives edits on the site.
+ */
+export const postingVersions = pgTable(
+  'posting_versions',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    postingId: uuid('posting_id')
+      .notNull()
+      .references(() => postings.id, { onDelete: 'cascade' }),
+    version: integer('version').notNull(),
+    fields: jsonb('fields').$type<Record<string, unknown>>().notNull(),
+    bodySha256: text('body_sha256'),
+    contentSimhash: text('content_simhash'),
+    extractedAt: timestamp('extracted_at', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('posting_versions_posting_version').on(t.postingId, t.version)],
+);
+
 /** Raw fetched bodies, content-addressed and gzip-compressed, so later stages never refetch. */
 export const pageBodies = pgTable('page_bodies', {
   sha256: text('sha256').primaryKey(),
@@ -190,3 +218,4 @@ export type SiteRow = typeof siteSchedules.$inferSelect;
 export type NewSiteRow = typeof siteSchedules.$inferInsert;
 export type RunRow = typeof scrapeRuns.$inferSelect;
 export type PostingRow = typeof postings.$inferSelect;
+export type PostingVersionRow = typeof postingVersions.$inferSelect;

@@ -21,14 +21,28 @@ export class HttpUrlRejectedError extends HttpError {
 }
 
 export class HttpAddressBlockedError extends HttpError {
-  constructor(url: string, readonly address: string) {
-    super(`refused to connect to ${address} for ${url}: private, loopback or reserved address`, 'HTTP_ADDRESS_BLOCKED', 'permanent', url);
+  constructor(
+    url: string,
+    readonly address: string,
+  ) {
+    super(
+      `refused to connect to ${address} for ${url}: private, loopback or reserved address`,
+      'HTTP_ADDRESS_BLOCKED',
+      'permanent',
+      url,
+    );
   }
 }
 
 export class HttpTimeoutError extends HttpError {
   constructor(url: string, timeoutMs: number, cause?: unknown) {
-    super(`fetching ${url} took longer than ${timeoutMs} ms`, 'HTTP_FETCH_TIMEOUT', 'transient', url, { cause });
+    super(
+      `fetching ${url} took longer than ${timeoutMs} ms`,
+      'HTTP_FETCH_TIMEOUT',
+      'transient',
+      url,
+      { cause },
+    );
   }
 }
 
@@ -46,7 +60,12 @@ export class HttpStatusError extends HttpError {
     readonly retryAfterMs: number | undefined,
   ) {
     const transient = status === 408 || status === 429 || status >= 500;
-    super(`${url} answered ${status}`, `HTTP_STATUS_${status}`, transient ? 'transient' : 'permanent', url);
+    super(
+      `${url} answered ${status}`,
+      `HTTP_STATUS_${status}`,
+      transient ? 'transient' : 'permanent',
+      url,
+    );
   }
 }
 
@@ -54,5 +73,73 @@ export class HttpNetworkError extends HttpError {
   constructor(url: string, cause: unknown) {
     const detail = cause instanceof Error ? cause.message : String(cause);
     super(`network error fetching ${url}: ${detail}`, 'HTTP_NETWORK', 'transient', url, { cause });
+  }
+}
+
+/** More redirect hops than `maxRedirects`, or a redirect loop. */
+export class HttpTooManyRedirectsError extends HttpError {
+  constructor(url: string, maxRedirects: number, cause?: unknown) {
+    super(
+      `${url} redirected more than ${maxRedirects} times or in a loop`,
+      'HTTP_TOO_MANY_REDIRECTS',
+      'permanent',
+      url,
+      { cause },
+    );
+  }
+}
+
+/** A compressed body that does not inflate. */
+export class HttpBodyCorruptError extends HttpError {
+  constructor(url: string, cause?: unknown) {
+    super(`corrupt compressed body from ${url}`, 'HTTP_BODY_CORRUPT', 'permanent', url, { cause });
+  }
+}
+
+/** A `Content-Encoding` we neither asked for nor can decode: storing it raw would store garbage. */
+export class HttpEncodingUnsupportedError extends HttpError {
+  constructor(
+    url: string,
+    readonly encoding: string,
+  ) {
+    super(
+      `${url} answered with unsupported content-encoding "${encoding}"`,
+      'HTTP_ENCODING_UNSUPPORTED',
+      'permanent',
+      url,
+    );
+  }
+}
+
+/** The caller's signal (a job being cancelled or a worker shutting down) ended the fetch. */
+export class HttpFetchAbortedError extends HttpError {
+  constructor(url: string, cause?: unknown) {
+    super(`fetching ${url} was aborted`, 'HTTP_FETCH_ABORTED', 'transient', url, { cause });
+  }
+}
+
+/**
+ * The origin's robots.txt could not be fetched (unreachable, 5xx or 429): RFC 9309 §2.3.1.3 says
+ * to assume complete disallow until it answers. `retryAt` (epoch ms) is when it is asked again.
+ */
+export class HttpRobotsUnavailableError extends HttpError {
+  constructor(
+    url: string,
+    readonly retryAt: number,
+    readonly reason: string,
+  ) {
+    super(
+      `robots.txt for ${url} is unavailable (${reason}); retry after ${new Date(retryAt).toISOString()}`,
+      'HTTP_ROBOTS_UNAVAILABLE',
+      'transient',
+      url,
+    );
+  }
+}
+
+/** robots.txt disallows the URL for our user agent. Thrown by callers that decide not to fetch. */
+export class HttpRobotsDisallowedError extends HttpError {
+  constructor(url: string) {
+    super(`robots.txt disallows ${url}`, 'HTTP_ROBOTS_DISALLOWED', 'permanent', url);
   }
 }

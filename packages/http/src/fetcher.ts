@@ -1,26 +1,64 @@
-import { pipeline, type Readable } from 'node:stream';
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { pipeline, Transform, type Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { Agent, buildConnector, interceptors, errors as undiciErrors, type Dispatcher } from 'undici';
-import { isBlockedAddress } from './address-policy.js';
+import {
+  Agent,
+  buildConnector,
+  interceptors,
+  errors as undiciErrors,
+  type Dispatcher,
+} from 'undici';
+import { isBadPort, isBlockedAddress, isBlockedHostname } from './address-policy.js';
+import { decodeBody, detectCharset } from './charset.js';
 import {
   HttpAddressBlockedError,
+  HttpBodyCorruptError,
   HttpBodyTooLargeError,
+  HttpEncodingUnsupportedError,
   HttpError,
+  HttpFetchAbortedError,
   HttpNetworkError,
   HttpStatusError,
   HttpTimeoutError,
+  HttpTooManyRedirectsError,
   HttpUrlRejectedError,
 } from './errors.js';
 
+/** The peer a connection would go to (IPv4-mapped IPv6 addresses are given in IPv4 form). */
+export interface PeerAddress {
+  address: string;
+  port: number;
+}
+
+export interface ResolvedAddress {
+  address: string;
+  family: number;
+}
+
+/** Resolves a hostname to every address it has. Injectable so tests can map names to loopback. */
+export type LookupFunction = (hostname: string) => Promise<readonly ResolvedAddress[]>;
+
 export interface FetcherOptions {
   userAgent: string;
-  /** Total deadline of one fetch, redirects and body included. */
+  /** Total deadline of one fetch: DNS, connect, redirects and the whole body (a trickle included). */
   timeoutMs: number;
-  /** Cap on the decoded body. */
+  /** Cap on the decoded body (what a gzip bomb inflates to). */
   maxBodyBytes: number;
+  /** Cap on the bytes on the wire; defaults to `maxBodyBytes`. */
+  maxRawBodyBytes?: number;
+  /** Redirect hops followed; one more is `HTTP_TOO_MANY_REDIRECTS`. */
   maxRedirects: number;
   /** Loopback and private addresses are refused unless this is set (tests, the local demo). */
   allowPrivateNetworks: boolean;
+  /**
+   * Exceptions to the address block list, checked with the exact address and port. For tests that
+   * need one loopback fixture origin while every other loopback port (a canary) stays refused.
+   * Never wire this to user input.
+   */
+  allowPeer?: (peer: PeerAddress) => boolean;
+  /** DNS resolution; defaults to `dns.lookup` with `all: true` (the OS resolver, /etc/hosts included). */
+  lookup?: LookupFunction;
   /** Concurrent connections per origin held by the shared agent. */
   connectionsPerOrigin?: number;
 }
@@ -30,17 +68,34 @@ export interface FetchRequest {
   etag?: string | null;
   lastModified?: string | null;
   accept?: string;
+  /** Ends the fetch early, e.g. the worker's processor signal on shutdown (`HTTP_FETCH_ABORTED`). */
+  signal?: AbortSignal;
+  /** A lower cap than the fetcher's for this request (robots.txt: 512 KiB). */
+  maxBodyBytes?: number;
+  /** Stop at the cap and return what was read (`truncated: true`) instead of failing. */
+  truncateBody?: boolean;
 }
 
 export interface FetchResult {
   status: number;
   /** 304 Not Modified answered a conditional request. */
   notModified: boolean;
+  /** The requested URL. */
   url: string;
+  /** The URL that answered, after redirects. */
+  finalUrl: string;
+  redirects: number;
   contentType: string | null;
   etag: string | null;
   lastModified: string | null;
+  /** The decoded (inflated) body bytes. */
   body: Buffer;
+  /** The body hit the cap of a `truncateBody` request. */
+  truncated: boolean;
+  /** The WHATWG encoding `text()` uses: BOM, then Content-Type, then `<meta>`, then UTF-8. */
+  charset: string;
+  /** The body as text in `charset`. */
+  text(): string;
 }
 
 export interface Fetcher {
@@ -49,7 +104,10 @@ export interface Fetcher {
 }
 
 /** Parses `Retry-After` (seconds or an HTTP date) into milliseconds. */
-export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+export function parseRetryAfter(
+  value: string | string[] | undefined,
+  now = Date.now(),
+): number | undefined {
   const raw = Array.isArray(value) ? value[0] : value;
   if (!raw) return undefined;
   if (/^\d+$/.test(raw.trim())) return Number(raw.trim()) * 1000;
@@ -57,34 +115,232 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-function headerValue(headers: Record<string, string | string[] | undefined>, name: string): string | null {
+function headerValue(
+  headers: Record<string, string | string[] | undefined>,
+  name: string,
+): string | null {
   const value = headers[name];
   return (Array.isArray(value) ? value[0] : value) ?? null;
 }
 
+const redirectStatuses = new Set([300, 301, 302, 303, 307, 308]);
+
+/** `::ffff:1.2.3.4` → `1.2.3.4`, so policies and exemptions see one spelling of an IPv4 peer. */
+function unmapIPv4(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  return mapped ? mapped[1]! : address;
+}
+
+function stripBrackets(hostname: string): string {
+  return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+}
+
+export type AddressPolicyOptions = Pick<FetcherOptions, 'allowPrivateNetworks' | 'allowPeer'>;
+
+/** Whether a connection to this peer is allowed under the options. */
+export function isAllowedPeer(
+  options: AddressPolicyOptions,
+  address: string,
+  port: number,
+): boolean {
+  if (options.allowPrivateNetworks) return true;
+  const normalised = unmapIPv4(stripBrackets(address));
+  if (!isBlockedAddress(normalised)) return true;
+  return options.allowPeer?.({ address: normalised, port }) ?? false;
+}
+
 /**
- * One composed undici Agent for every fetch of a process: the connector refuses blocked peer
- * addresses on every connection (so each redirect hop is checked too) and the redirect
- * interceptor follows hops. Bodies are inflated here rather than by undici's (experimental)
- * decompress interceptor, so that both the raw and the decoded size are capped.
+ * Checks what can be checked from the URL alone, before any DNS or socket: scheme, credentials,
+ * port, a literal IP host (every encoding of it: the WHATWG parser has already turned
+ * `http://2130706433/`, `0177.0.0.1`, `0x7f.1` and `127.1` into `127.0.0.1`), and `localhost`
+ * names. Runs for the first URL and for every redirect hop. Returns the parsed URL.
+ */
+export function assertFetchableUrl(input: string | URL, options: AddressPolicyOptions): URL {
+  let url: URL;
+  try {
+    url = typeof input === 'string' ? new URL(input) : input;
+  } catch {
+    throw new HttpUrlRejectedError(String(input), 'not a valid URL');
+  }
+  const href = url.href;
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new HttpUrlRejectedError(href, `scheme ${url.protocol} is not allowed`);
+  }
+  // `http://example.com@127.0.0.1/` reads as example.com to a human and goes to 127.0.0.1; we
+  // never send credentials in URLs, so any userinfo is a mistake or a trick.
+  if (url.username || url.password) throw new HttpUrlRejectedError(href, 'credentials in URL');
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  if (isBadPort(port)) throw new HttpUrlRejectedError(href, `port ${port} is not allowed`);
+  const host = stripBrackets(url.hostname);
+  if (host === '') throw new HttpUrlRejectedError(href, 'no host');
+  if (isIP(host) !== 0) {
+    if (!isAllowedPeer(options, host, port)) throw new HttpAddressBlockedError(href, host);
+  } else if (!options.allowPrivateNetworks && isBlockedHostname(host)) {
+    throw new HttpAddressBlockedError(href, host);
+  }
+  return url;
+}
+
+const defaultLookup: LookupFunction = (hostname) => dnsLookup(hostname, { all: true });
+
+/** Compression tokens we know but cannot decode; any other unknown token is a server mislabel. */
+const undecodableEncodings = new Set(['compress', 'x-compress', 'zstd', 'dcb', 'dcz']);
+/** gzip-in-gzip is a classic bomb amplifier; nobody legitimately stacks more than two. */
+const MAX_ENCODING_LAYERS = 2;
+
+function decoderFor(token: string): Transform | undefined {
+  switch (token) {
+    case 'gzip':
+    case 'x-gzip':
+      return createGunzip();
+    case 'deflate':
+      return createInflate();
+    case 'br':
+      return createBrotliDecompress();
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Decoders for a Content-Encoding list, in decoding order (the header lists them in the order
+ * they were applied). Unknown tokens such as `utf-8` or `none` are a common server mislabel and
+ * are ignored, as browsers do; known compressions we cannot decode are refused.
+ */
+function decodersFor(url: string, header: string | null): Transform[] {
+  const tokens = (header ?? '')
+    .split(',')
+    .map((token) => token.trim().toLowerCase())
+    .filter((token) => token !== '' && token !== 'identity');
+  const decoders: Transform[] = [];
+  for (const token of tokens.reverse()) {
+    if (undecodableEncodings.has(token)) throw new HttpEncodingUnsupportedError(url, token);
+    const decoder = decoderFor(token);
+    if (decoder) decoders.push(decoder);
+  }
+  if (decoders.length > MAX_ENCODING_LAYERS) {
+    decoders.forEach((decoder) => decoder.destroy());
+    throw new HttpEncodingUnsupportedError(url, tokens.join(', '));
+  }
+  return decoders;
+}
+
+/** Counts bytes on the wire and fails the pipeline past `limit`. */
+function rawByteCounter(url: string, limit: number): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      seen += chunk.byteLength;
+      if (seen > limit) callback(new HttpBodyTooLargeError(url, limit));
+      else callback(null, chunk);
+    },
+  });
+}
+
+/**
+ * One composed undici Agent for every fetch of a process.
+ *
+ * Address checks happen at three points, each covering what the previous cannot:
+ * 1. `assertFetchableUrl` on the first URL and, through an interceptor inside the redirect
+ *    interceptor, on every hop: scheme, credentials, port, literal IPs, `localhost`;
+ * 2. the connector resolves names itself and refuses when ANY answer is blocked (a name that
+ *    also resolves to 127.0.0.1 is a rebinding attempt, not a mirror), then connects to a
+ *    checked address — no second lookup, so DNS cannot change the answer in between;
+ * 3. the connected socket's `remoteAddress` is checked again before a byte is sent.
+ * Bodies are inflated here rather than by undici's decompress interceptor, so that both the raw
+ * and the decoded size are capped while streaming.
  */
 export function createFetcher(options: FetcherOptions): Fetcher {
-  const connect = buildConnector({ timeout: Math.min(options.timeoutMs, 10_000) });
-  const guardedConnect: buildConnector.connector = (connectOptions, callback) => {
-    connect(connectOptions, (error, socket) => {
-      if (error || !socket) {
-        callback(error ?? new Error('connection failed'), null);
-        return;
-      }
-      const address = socket.remoteAddress ?? '';
-      if (!options.allowPrivateNetworks && isBlockedAddress(address)) {
-        socket.destroy();
-        callback(new HttpAddressBlockedError(`${connectOptions.protocol}//${connectOptions.hostname}`, address), null);
-        return;
-      }
-      callback(null, socket);
-    });
+  const policy: AddressPolicyOptions = {
+    allowPrivateNetworks: options.allowPrivateNetworks,
+    allowPeer: options.allowPeer,
   };
+  const lookup = options.lookup ?? defaultLookup;
+  const connectTimeoutMs = Math.min(options.timeoutMs, 10_000);
+  const connect = buildConnector({ timeout: connectTimeoutMs });
+
+  async function resolvePeers(hostname: string): Promise<readonly ResolvedAddress[]> {
+    const family = isIP(hostname);
+    if (family !== 0) return [{ address: hostname, family }];
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(new Error(`DNS lookup of ${hostname} took longer than ${connectTimeoutMs} ms`)),
+        connectTimeoutMs,
+      );
+    });
+    try {
+      const addresses = await Promise.race([lookup(hostname), timeout]);
+      if (addresses.length === 0) throw new Error(`DNS lookup of ${hostname} returned no address`);
+      return addresses;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  const guardedConnect: buildConnector.connector = (connectOptions, callback) => {
+    const { hostname, protocol } = connectOptions;
+    const port = Number(connectOptions.port) || (protocol === 'https:' ? 443 : 80);
+    const target = `${protocol}//${connectOptions.host ?? hostname}`;
+    // TLS must still verify the certificate against the name, not the IP we connect to.
+    const servername = connectOptions.servername ?? (isIP(hostname) === 0 ? hostname : undefined);
+
+    const attempt = (addresses: readonly ResolvedAddress[], index: number): void => {
+      const address = addresses[index]!.address;
+      connect(
+        { ...connectOptions, hostname: address, ...(servername ? { servername } : {}) },
+        (error, socket) => {
+          if (error || !socket) {
+            // Another address of the same name may answer (a dead IPv6 route, one host down).
+            if (index + 1 < Math.min(addresses.length, 4)) attempt(addresses, index + 1);
+            else callback(error ?? new Error('connection failed'), null);
+            return;
+          }
+          const peer = socket.remoteAddress ?? '';
+          if (!isAllowedPeer(policy, peer, port)) {
+            socket.destroy();
+            callback(new HttpAddressBlockedError(target, peer), null);
+            return;
+          }
+          callback(null, socket);
+        },
+      );
+    };
+
+    resolvePeers(hostname).then(
+      (addresses) => {
+        const refused = addresses.find(
+          (candidate) => !isAllowedPeer(policy, candidate.address, port),
+        );
+        if (refused) {
+          callback(new HttpAddressBlockedError(target, refused.address), null);
+          return;
+        }
+        attempt(addresses, 0);
+      },
+      (error: unknown) => callback(error instanceof Error ? error : new Error(String(error)), null),
+    );
+  };
+
+  /** Runs `assertFetchableUrl` on every dispatch, which with redirects means every hop. */
+  const hopGuard: Dispatcher.DispatcherComposeInterceptor =
+    (dispatch) => (dispatchOptions, handler) => {
+      try {
+        assertFetchableUrl(new URL(dispatchOptions.path, dispatchOptions.origin), policy);
+      } catch (error) {
+        // Deliver asynchronously: this may run inside the previous hop's response callbacks.
+        queueMicrotask(() =>
+          handler.onResponseError?.(
+            null as unknown as Dispatcher.DispatchController,
+            error as Error,
+          ),
+        );
+        return true;
+      }
+      return dispatch(dispatchOptions, handler);
+    };
+
   const agent = new Agent({
     connect: guardedConnect,
     connections: options.connectionsPerOrigin ?? 16,
@@ -92,19 +348,22 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     headersTimeout: options.timeoutMs,
     bodyTimeout: options.timeoutMs,
   });
-  const dispatcher: Dispatcher = agent.compose(interceptors.redirect({ maxRedirections: options.maxRedirects }));
+  // The redirect interceptor comes last so that it is outermost: each hop it follows is
+  // dispatched through `hopGuard` and the guarded connector (TOOLCHAIN.md, item 12).
+  const dispatcher: Dispatcher = agent.compose(
+    hopGuard,
+    interceptors.redirect({ maxRedirections: options.maxRedirects }),
+  );
 
   async function fetchOnce(request: FetchRequest): Promise<FetchResult> {
-    let target: URL;
-    try {
-      target = new URL(request.url);
-    } catch {
-      throw new HttpUrlRejectedError(request.url, 'not a valid URL');
-    }
-    if (target.protocol !== 'http:' && target.protocol !== 'https:') {
-      throw new HttpUrlRejectedError(request.url, `scheme ${target.protocol} is not allowed`);
-    }
-    if (target.username || target.password) throw new HttpUrlRejectedError(request.url, 'credentials in URL');
+    const target = assertFetchableUrl(request.url, policy);
+    const maxBody = Math.min(
+      options.maxBodyBytes,
+      request.maxBodyBytes ?? Number.POSITIVE_INFINITY,
+    );
+    // The raw cap stays the fetcher's: a request's lower cap is about what it keeps once decoded.
+    const maxRaw = options.maxRawBodyBytes ?? options.maxBodyBytes;
+    const truncate = request.truncateBody === true;
 
     const headers: Record<string, string> = {
       'user-agent': options.userAgent,
@@ -114,7 +373,8 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     if (request.etag) headers['if-none-match'] = request.etag;
     if (request.lastModified) headers['if-modified-since'] = request.lastModified;
 
-    const signal = AbortSignal.timeout(options.timeoutMs);
+    const deadline = AbortSignal.timeout(options.timeoutMs);
+    const signal = request.signal ? AbortSignal.any([deadline, request.signal]) : deadline;
     try {
       const response = await dispatcher.request({
         origin: target.origin,
@@ -124,52 +384,74 @@ export function createFetcher(options: FetcherOptions): Fetcher {
         signal,
       });
       const responseHeaders = response.headers as Record<string, string | string[] | undefined>;
+      const history = (response.context as { history?: readonly URL[] } | undefined)?.history ?? [];
+      const finalUrl = history.length > 0 ? history[history.length - 1]!.href : target.href;
+      const redirects = Math.max(0, history.length - 1);
+      const base = {
+        url: request.url,
+        finalUrl,
+        redirects,
+        etag: headerValue(responseHeaders, 'etag'),
+        lastModified: headerValue(responseHeaders, 'last-modified'),
+      };
+
       if (response.statusCode === 304) {
         await response.body.dump();
         return {
+          ...base,
           status: 304,
           notModified: true,
-          url: request.url,
           contentType: null,
-          etag: headerValue(responseHeaders, 'etag'),
-          lastModified: headerValue(responseHeaders, 'last-modified'),
           body: Buffer.alloc(0),
+          truncated: false,
+          charset: 'utf-8',
+          text: () => '',
         };
+      }
+      if (redirectStatuses.has(response.statusCode) && headerValue(responseHeaders, 'location')) {
+        // The redirect interceptor hands a 3xx through only once the hop budget is spent.
+        await response.body.dump();
+        throw new HttpTooManyRedirectsError(request.url, options.maxRedirects);
       }
       if (response.statusCode < 200 || response.statusCode >= 300) {
         await response.body.dump();
-        throw new HttpStatusError(request.url, response.statusCode, parseRetryAfter(responseHeaders['retry-after']));
+        throw new HttpStatusError(
+          request.url,
+          response.statusCode,
+          parseRetryAfter(responseHeaders['retry-after']),
+        );
       }
       const declared = Number(headerValue(responseHeaders, 'content-length') ?? Number.NaN);
-      if (Number.isFinite(declared) && declared > options.maxBodyBytes) {
-        response.body.destroy();
-        throw new HttpBodyTooLargeError(request.url, options.maxBodyBytes);
+      if (!truncate && Number.isFinite(declared) && declared > maxRaw) {
+        discard(response.body);
+        throw new HttpBodyTooLargeError(request.url, maxRaw);
       }
-      const decoded = decode(response.body, headerValue(responseHeaders, 'content-encoding'));
-      const chunks: Buffer[] = [];
-      let size = 0;
-      try {
-        for await (const chunk of decoded) {
-          const buffer = chunk as Buffer;
-          size += buffer.byteLength;
-          if (size > options.maxBodyBytes) throw new HttpBodyTooLargeError(request.url, options.maxBodyBytes);
-          chunks.push(buffer);
-        }
-      } finally {
-        decoded.destroy();
-        response.body.destroy();
-      }
+
+      const { body, truncated } = await readBody(
+        request.url,
+        response.body,
+        headerValue(responseHeaders, 'content-encoding'),
+        {
+          maxRaw,
+          maxBody,
+          truncate,
+          signal,
+        },
+      );
+      const contentType = headerValue(responseHeaders, 'content-type');
+      const charset = detectCharset(body, contentType).encoding;
       return {
+        ...base,
         status: response.statusCode,
         notModified: false,
-        url: request.url,
-        contentType: headerValue(responseHeaders, 'content-type'),
-        etag: headerValue(responseHeaders, 'etag'),
-        lastModified: headerValue(responseHeaders, 'last-modified'),
-        body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size),
+        contentType,
+        body,
+        truncated,
+        charset,
+        text: () => decodeBody(body, contentType),
       };
     } catch (error) {
-      throw classify(error, request.url, options.timeoutMs, signal);
+      throw classify(error, request.url, options, deadline, request.signal);
     }
   }
 
@@ -179,41 +461,108 @@ export function createFetcher(options: FetcherOptions): Fetcher {
   };
 }
 
-/** Inflates gzip, deflate and br bodies; anything else passes through unchanged. */
-function decode(body: Readable, encoding: string | null): Readable {
-  const inflater = (() => {
-    switch (encoding?.trim().toLowerCase()) {
-      case 'gzip':
-      case 'x-gzip':
-        return createGunzip();
-      case 'deflate':
-        return createInflate();
-      case 'br':
-        return createBrotliDecompress();
-      default:
-        return undefined;
-    }
-  })();
-  if (!inflater) return body;
-  // pipeline destroys both streams on failure; the reader of `inflater` sees the error.
-  pipeline(body, inflater, (error) => {
-    if (error) inflater.destroy(error);
-  });
-  return inflater;
+/**
+ * Destroys a stream nobody will read. undici's body turns a destroy without an error into a
+ * RequestAbortedError, which would be an uncaught exception without a listener.
+ */
+function discard(stream: Readable | Transform): void {
+  stream.on('error', () => undefined);
+  stream.destroy();
 }
 
-function classify(error: unknown, url: string, timeoutMs: number, signal: AbortSignal): HttpError {
+interface ReadLimits {
+  maxRaw: number;
+  maxBody: number;
+  truncate: boolean;
+  signal: AbortSignal;
+}
+
+/**
+ * Streams the body through a raw-byte counter and the decoders, keeping at most `maxBody`
+ * decoded bytes. Memory stays near `maxBody` plus a few zlib windows however large the body
+ * inflates, because the read loop applies backpressure all the way to the socket.
+ */
+async function readBody(
+  url: string,
+  raw: Readable,
+  encoding: string | null,
+  limits: ReadLimits,
+): Promise<{ body: Buffer; truncated: boolean }> {
+  let decoders: Transform[];
+  try {
+    decoders = decodersFor(url, encoding);
+  } catch (error) {
+    discard(raw);
+    throw error;
+  }
+  const streams: (Readable | Transform)[] = [raw, rawByteCounter(url, limits.maxRaw), ...decoders];
+  // pipeline destroys every stream on failure; the reader of the last one sees the error.
+  const output = pipeline(streams, () => undefined) as unknown as Readable;
+  // The deadline must also end a body that trickles one byte a second: undici's bodyTimeout
+  // only measures the gap between chunks.
+  const onAbort = () =>
+    output.destroy(
+      limits.signal.reason instanceof Error ? limits.signal.reason : new Error('aborted'),
+    );
+  limits.signal.addEventListener('abort', onAbort, { once: true });
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let truncated = false;
+  try {
+    if (limits.signal.aborted) onAbort();
+    for await (const chunk of output) {
+      const buffer = chunk as Buffer;
+      if (size + buffer.byteLength > limits.maxBody) {
+        if (!limits.truncate) throw new HttpBodyTooLargeError(url, limits.maxBody);
+        chunks.push(buffer.subarray(0, limits.maxBody - size));
+        size = limits.maxBody;
+        truncated = true;
+        break;
+      }
+      size += buffer.byteLength;
+      chunks.push(buffer);
+    }
+  } catch (error) {
+    if (!(limits.truncate && error instanceof HttpBodyTooLargeError)) throw error;
+    truncated = true; // the raw cap of a truncating read: keep what was decoded so far
+  } finally {
+    limits.signal.removeEventListener('abort', onAbort);
+    for (const stream of streams) discard(stream);
+  }
+  return { body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), truncated };
+}
+
+function classify(
+  error: unknown,
+  url: string,
+  options: FetcherOptions,
+  deadline: AbortSignal,
+  external: AbortSignal | undefined,
+): HttpError {
   if (error instanceof HttpError) return error;
   const cause = (error as { cause?: unknown }).cause;
   if (cause instanceof HttpError) return cause;
-  if (signal.aborted || error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError) {
-    return new HttpTimeoutError(url, timeoutMs, error);
+  if (external?.aborted && !deadline.aborted) return new HttpFetchAbortedError(url, error);
+  if (
+    deadline.aborted ||
+    error instanceof undiciErrors.HeadersTimeoutError ||
+    error instanceof undiciErrors.BodyTimeoutError ||
+    error instanceof undiciErrors.ConnectTimeoutError
+  ) {
+    return new HttpTimeoutError(url, options.timeoutMs, error);
   }
-  if ((error as NodeJS.ErrnoException).code?.startsWith('Z_')) {
-    return new HttpError(`corrupt compressed body from ${url}`, 'HTTP_BODY_CORRUPT', 'permanent', url, { cause: error });
+  const code = (error as NodeJS.ErrnoException).code;
+  if (typeof code === 'string' && code.startsWith('Z_'))
+    return new HttpBodyCorruptError(url, error);
+  const message = error instanceof Error ? error.message : String(error);
+  if (/redirect loop/i.test(message))
+    return new HttpTooManyRedirectsError(url, options.maxRedirects, error);
+  // Thrown by the redirect interceptor while parsing a Location header, before our hop guard
+  // sees the hop: `Location: file:///etc/passwd` or an unparsable URL.
+  if (error instanceof undiciErrors.InvalidArgumentError && /protocol/i.test(message)) {
+    return new HttpUrlRejectedError(url, `redirect to a non-http(s) URL: ${message}`);
   }
-  if (/redirect/i.test((error as Error).message ?? '')) {
-    return new HttpUrlRejectedError(url, (error as Error).message);
-  }
+  if (code === 'ERR_INVALID_URL')
+    return new HttpUrlRejectedError(url, `invalid redirect location: ${message}`);
   return new HttpNetworkError(url, error);
 }

@@ -1,10 +1,20 @@
 import { z } from 'zod';
+import { ashbyAdapter } from './adapters/ashby.js';
 import { careerSiteAdapter } from './adapters/career-site.js';
+import { greenhouseAdapter } from './adapters/greenhouse.js';
+import { leverAdapter } from './adapters/lever.js';
+import { recruiteeAdapter } from './adapters/recruitee.js';
+import { smartRecruitersAdapter } from './adapters/smartrecruiters.js';
 import type { SiteAdapter } from './types.js';
 
 /** Every adapter by kind. */
 export const adapters = {
   'career-site': careerSiteAdapter,
+  greenhouse: greenhouseAdapter,
+  lever: leverAdapter,
+  ashby: ashbyAdapter,
+  smartrecruiters: smartRecruitersAdapter,
+  recruitee: recruiteeAdapter,
 } as const satisfies Record<string, SiteAdapter>;
 
 export type SiteKind = keyof typeof adapters;

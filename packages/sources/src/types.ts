@@ -1,3 +1,4 @@
+import type { ExtractedPosting } from '@gleaner/extraction';
 import type { Fetcher } from '@gleaner/http';
 import type { z } from 'zod';
 
@@ -5,6 +6,23 @@ export interface ListedPosting {
   /** Stable id within the site: the natural key with the site id. */
   externalId: string;
   url: string;
+  /**
+   * The vendor's JSON for this posting as received (after any per-posting detail call), when the
+   * listing already carries the whole posting (ATS APIs). Untrusted: `mapPosting` validates it.
+   */
+  payload?: unknown;
+}
+
+/**
+ * Provenance of a field mapped from an ATS payload. Kept here rather than added to
+ * @gleaner/extraction's `FieldSource`, which does not list it (yet).
+ */
+export type AtsFieldSource = 'ats';
+
+/** A posting mapped from an ATS payload, with one provenance entry per non-null field. */
+export interface AtsMappedPosting {
+  posting: ExtractedPosting;
+  provenance: Partial<Record<keyof ExtractedPosting, AtsFieldSource>>;
 }
 
 export interface ListingResult {
@@ -29,6 +47,11 @@ export interface SiteAdapter<S extends z.ZodType = z.ZodType> {
   description: string;
   configSchema: S;
   list(config: z.output<S>, context: SourceContext, options?: ListOptions): Promise<ListingResult>;
+  /**
+   * Maps a `ListedPosting.payload` of this adapter to Gleaner's fields (the conventions of
+   * @gleaner/extraction's `ExtractedPosting`). Validates the payload; null when it is unusable.
+   */
+  mapPosting?(payload: unknown): AtsMappedPosting | null;
 }
 
 /** Permanent problems with a site's configuration or content (retrying cannot help). */

@@ -1,10 +1,20 @@
 import { and, asc, desc, eq, gte, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../client.js';
-import { postings, scrapeRuns, type PostingRow, type PostingStatus } from '../schema.js';
+import {
+  postings,
+  postingVersions,
+  scrapeRuns,
+  siteSchedules,
+  type PostingRow,
+  type PostingStatus,
+  type PostingVersionRow,
+} from '../schema.js';
 
 export interface ListedPosting {
   externalId: string;
   url: string;
+  /** The full posting when the listing carries it (ATS APIs). */
+  payload?: unknown;
 }
 
 const UPSERT_BATCH = 500;
@@ -31,6 +41,7 @@ export async function upsertListedPostings(
           runId,
           externalId: item.externalId,
           url: item.url,
+          listingPayload: item.payload ?? null,
           status: 'pending' as const,
         })),
       )
@@ -38,6 +49,7 @@ export async function upsertListedPostings(
         target: [postings.siteId, postings.externalId],
         set: {
           url: sql`excluded.url`,
+          listingPayload: sql`excluded.listing_payload`,
           status: sql`CASE WHEN ${postings.runId} = excluded.run_id THEN ${postings.status} ELSE 'pending' END`,
           error: sql`CASE WHEN ${postings.runId} = excluded.run_id THEN ${postings.error} ELSE NULL END`,
           runId: sql`excluded.run_id`,
@@ -89,19 +101,60 @@ export async function countRunPostingsByStatus(
   return counts;
 }
 
-/** Records a fetched body on a posting still pending in `runId`. */
+/**
+ * Records a newly fetched (changed) body on a posting still pending in `runId`. When the
+ * posting had been extracted before, the same statement first keeps what it was — fields,
+ * body and SimHash — as its next `posting_versions` row, so a page edited on the site leaves
+ * its history behind. (No FOR UPDATE in the CTE: the main UPDATE writes the same row in the
+ * same command, and a locking read of a row the command itself updated silently skips it.)
+ */
 export async function recordFetchedBody(
   db: Database,
   id: string,
   runId: string,
-  bodySha256: string,
+  body: { sha256: string; simhash: string | null },
 ): Promise<boolean> {
-  const rows = await db
-    .update(postings)
-    .set({ bodySha256, fetchedAt: new Date(), updatedAt: new Date() })
-    .where(and(eq(postings.id, id), eq(postings.runId, runId), eq(postings.status, 'pending')))
-    .returning({ id: postings.id });
-  return rows.length > 0;
+  const result = await db.execute<{ id: string }>(sql`
+    WITH previous AS (
+      SELECT * FROM postings
+      WHERE id = ${id} AND run_id = ${runId} AND status = 'pending' AND extracted_at IS NOT NULL
+        AND body_sha256 IS DISTINCT FROM ${body.sha256}
+    ), kept AS (
+      INSERT INTO posting_versions (posting_id, version, fields, body_sha256, content_simhash, extracted_at)
+      SELECT p.id,
+             coalesce((SELECT max(v.version) FROM posting_versions v WHERE v.posting_id = p.id), 0) + 1,
+             jsonb_build_object(
+               'title', p.title, 'company', p.company, 'location', p.location,
+               'location_city', p.location_city, 'location_region', p.location_region,
+               'location_country', p.location_country, 'is_remote', p.is_remote,
+               'employment_type', p.employment_type, 'salary_min', p.salary_min, 'salary_max', p.salary_max,
+               'salary_currency', p.salary_currency, 'salary_period', p.salary_period,
+               'date_posted', p.date_posted, 'description', p.description,
+               'description_text', p.description_text, 'requirements', p.requirements,
+               'provenance', p.provenance, 'extraction_version', p.extraction_version),
+             p.body_sha256, p.content_simhash, p.extracted_at
+      FROM previous p
+      -- A duplicate delivery racing this one keeps the same version once.
+      ON CONFLICT (posting_id, version) DO NOTHING
+    )
+    UPDATE postings SET body_sha256 = ${body.sha256}, content_simhash = ${body.simhash},
+                        fetched_at = now(), updated_at = now()
+    WHERE id = ${id} AND run_id = ${runId} AND status = 'pending'
+    RETURNING id
+  `);
+  return result.rows.length > 0;
+}
+
+/** A posting's earlier versions, newest first. */
+export async function listPostingVersions(
+  db: Database,
+  postingId: string,
+): Promise<PostingVersionRow[]> {
+  return db
+    .select()
+    .from(postingVersions)
+    .where(eq(postingVersions.postingId, postingId))
+    .orderBy(desc(postingVersions.version));
 }
 
 export type ExtractedFields = Partial<
@@ -121,6 +174,7 @@ export type ExtractedFields = Partial<
     | 'salaryPeriod'
     | 'datePosted'
     | 'description'
+    | 'descriptionText'
     | 'requirements'
     | 'provenance'
     | 'extractionVersion'
@@ -156,14 +210,15 @@ export async function settlePosting(
   return rows.length > 0;
 }
 
-/** A posting with the status of the run it belongs to, in one round trip (the workers' read). */
+/** A posting with its run's status and its site's kind, in one round trip (the workers' read). */
 export async function getPostingForWork(
   db: Database,
   id: string,
-): Promise<{ posting: PostingRow; runStatus: string | null } | undefined> {
+): Promise<{ posting: PostingRow; runStatus: string | null; siteKind: string } | undefined> {
   const [row] = await db
-    .select({ posting: postings, runStatus: scrapeRuns.status })
+    .select({ posting: postings, runStatus: scrapeRuns.status, siteKind: siteSchedules.kind })
     .from(postings)
+    .innerJoin(siteSchedules, eq(siteSchedules.id, postings.siteId))
     .leftJoin(scrapeRuns, eq(scrapeRuns.id, postings.runId))
     .where(eq(postings.id, id))
     .limit(1);

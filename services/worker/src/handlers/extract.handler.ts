@@ -3,6 +3,7 @@ import { EXTRACTOR_VERSION, extractPosting } from '@gleaner/extraction';
 import type { JobHandler } from '../context.js';
 import { ExtractError } from '../errors.js';
 import { decodeBody } from '../decode-body.js';
+import { LISTING_CONTENT_TYPE, mapListingPayload } from '../listing-payload.js';
 import { settleAndFinalize } from './settle.js';
 
 export const extractHandler: JobHandler<'extract'> = {
@@ -32,9 +33,10 @@ export const extractHandler: JobHandler<'extract'> = {
         'permanent',
       );
 
-    const result = extractPosting(decodeBody(stored.body, stored.contentType), {
-      url: posting.url,
-    });
+    const result =
+      stored.contentType === LISTING_CONTENT_TYPE
+        ? mapListingPayload(found.siteKind, stored.body)
+        : extractPosting(decodeBody(stored.body, stored.contentType), { url: posting.url });
     if (!result)
       throw new ExtractError('page holds no job posting', 'EXTRACT_NOT_A_POSTING', 'permanent');
     await settleAndFinalize(deps, log, payload, {

@@ -1,0 +1,379 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createTestRedisNamespace, type TestRedisNamespace } from '@gleaner/testing';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpStatusError, HttpTimeoutError, HttpAddressBlockedError } from '../errors.js';
+import { outcomeOfError, outcomeOfResult } from './outcome.js';
+import {
+  createSiteGate,
+  siteGateKeys,
+  type GateDecision,
+  type GateLease,
+  type SiteGate,
+  type SitePolicy,
+} from './site-gate.js';
+
+let namespace: TestRedisNamespace;
+const clients: Redis[] = [];
+let gates: SiteGate[] = [];
+let siteCounter = 0;
+/** A fresh site id per test, so tests never share state. */
+const newSite = () => `site-${++siteCounter}-${Math.random().toString(36).slice(2, 8)}`;
+
+beforeAll(async () => {
+  namespace = createTestRedisNamespace('http-gate');
+  // Eight connections stand in for eight worker replicas.
+  for (let i = 0; i < 8; i += 1)
+    clients.push(new Redis(namespace.url, { maxRetriesPerRequest: null }));
+  gates = clients.map((redis) =>
+    createSiteGate({ redis, prefix: namespace.prefix, leaseTtlMs: 1_000 }),
+  );
+});
+
+afterAll(async () => {
+  await namespace.cleanup();
+  await Promise.all(clients.map((client) => client.quit()));
+});
+
+async function redisNow(): Promise<number> {
+  const [seconds, micros] = await clients[0]!.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
+/** Acquires like a worker would: wait for `delayMs` whenever refused, keep the job id as holder. */
+async function acquireUntilGranted(
+  gate: SiteGate,
+  siteId: string,
+  policy: SitePolicy,
+  holder: string,
+): Promise<GateLease> {
+  for (;;) {
+    const decision = await gate.acquire(siteId, policy, { holder });
+    if (decision.granted) return decision.lease;
+    await sleep(decision.delayMs);
+  }
+}
+
+function refused(decision: GateDecision): Extract<GateDecision, { granted: false }> {
+  if (decision.granted) throw new Error('expected a refusal, got a lease');
+  return decision;
+}
+
+describe('spacing', () => {
+  it('keeps request starts at least the minimum pause apart across many concurrent clients', async () => {
+    const siteId = newSite();
+    const policy: SitePolicy = { minPauseMs: 80, maxPauseMs: 160, maxConcurrency: 10 };
+    const starts: number[] = [];
+    // 24 jobs spread over 8 clients, all arriving at once.
+    await Promise.all(
+      Array.from({ length: 24 }, async (_, index) => {
+        const lease = await acquireUntilGranted(
+          gates[index % gates.length]!,
+          siteId,
+          policy,
+          `job-${index}`,
+        );
+        starts.push(lease.grantedAt);
+        await lease.release({ status: 200 });
+      }),
+    );
+    const state = await gates[0]!.inspect(siteId);
+    expect(state.reservations).toBe(0);
+    starts.sort((a, b) => a - b);
+    const gaps = starts.slice(1).map((start, index) => start - starts[index]!);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(80);
+    // Randomized: not every gap is the minimum, and the average sits inside [min, max].
+    const mean = (starts.at(-1)! - starts[0]!) / gaps.length;
+    expect(mean).toBeGreaterThan(80);
+    expect(mean).toBeLessThan(160 + 60);
+  });
+
+  it('takes the largest of rate limit, Crawl-delay and pause as the spacing', async () => {
+    const siteId = newSite();
+    // rps 10 → 100 ms, above the 50 ms pause: the rate limit is the spacing, then Crawl-delay is.
+    const policy: SitePolicy = {
+      minPauseMs: 50,
+      maxPauseMs: 50,
+      maxConcurrency: 50,
+      rateLimitRps: 10,
+    };
+    const grants: number[] = [];
+    await Promise.all(
+      Array.from({ length: 12 }, async (_, index) => {
+        const withDelay = index >= 6 ? { ...policy, crawlDelayMs: 150 } : policy;
+        const lease = await acquireUntilGranted(
+          gates[index % gates.length]!,
+          siteId,
+          withDelay,
+          `job-${index}`,
+        );
+        grants.push(lease.grantedAt);
+        await lease.release({ status: 200 });
+      }),
+    );
+    grants.sort((a, b) => a - b);
+    for (let i = 1; i < grants.length; i += 1)
+      expect(grants[i]! - grants[i - 1]!).toBeGreaterThanOrEqual(100);
+  });
+
+  it('gives each waiting holder its own slot instead of waking everyone together', async () => {
+    const siteId = newSite();
+    const policy: SitePolicy = { minPauseMs: 1000, maxPauseMs: 1000, maxConcurrency: 10 };
+    const first = await gates[0]!.acquire(siteId, policy, { holder: 'a' });
+    expect(first.granted).toBe(true);
+    const b = refused(await gates[1]!.acquire(siteId, policy, { holder: 'b' }));
+    const c = refused(await gates[2]!.acquire(siteId, policy, { holder: 'c' }));
+    expect(b.reason).toBe('rate');
+    expect(c.retryAt - b.retryAt).toBe(1000);
+    // Asking again does not move the slot.
+    expect(refused(await gates[3]!.acquire(siteId, policy, { holder: 'b' })).retryAt).toBe(
+      b.retryAt,
+    );
+    // Crawl-delay raises the floor above the pause.
+    const d = refused(
+      await gates[0]!.acquire(siteId, { ...policy, crawlDelayMs: 3000 }, { holder: 'd' }),
+    );
+    expect(d.retryAt - c.retryAt).toBe(3000);
+    expect((await gates[0]!.inspect(siteId)).reservations).toBe(3);
+  });
+
+  it('does not reserve beyond the horizon', async () => {
+    const siteId = newSite();
+    const gate = createSiteGate({ redis: clients[0]!, prefix: namespace.prefix, horizonMs: 2_500 });
+    const policy: SitePolicy = { minPauseMs: 1000, maxPauseMs: 1000, maxConcurrency: 10 };
+    expect((await gate.acquire(siteId, policy, { holder: 'h0' })).granted).toBe(true);
+    const reasons: string[] = [];
+    for (let i = 1; i <= 4; i += 1)
+      reasons.push(refused(await gate.acquire(siteId, policy, { holder: `h${i}` })).reason);
+    expect(reasons).toEqual(['rate', 'rate', 'schedule-full', 'schedule-full']);
+  });
+
+  it('validates the policy', async () => {
+    await expect(
+      gates[0]!.acquire(newSite(), { minPauseMs: 5, maxPauseMs: 1, maxConcurrency: 1 }),
+    ).rejects.toThrow(RangeError);
+    await expect(
+      gates[0]!.acquire(newSite(), { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 0 }),
+    ).rejects.toThrow(RangeError);
+    expect(() => siteGateKeys('p', 'a}b')).toThrow(RangeError);
+  });
+});
+
+describe('concurrency leases', () => {
+  it('caps fetches in flight and frees a slot on release', async () => {
+    const siteId = newSite();
+    const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 2 };
+    const one = await gates[0]!.acquire(siteId, policy);
+    const two = await gates[1]!.acquire(siteId, policy);
+    expect(one.granted && two.granted).toBe(true);
+    const third = refused(await gates[2]!.acquire(siteId, policy));
+    expect(third.reason).toBe('concurrency');
+    expect(third.delayMs).toBeGreaterThanOrEqual(1000);
+    if (one.granted) await one.lease.release({ status: 200 });
+    expect((await gates[2]!.acquire(siteId, policy)).granted).toBe(true);
+  });
+
+  it('expires the lease of a worker that died, so its slot comes back', async () => {
+    const siteId = newSite();
+    const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 1 };
+    expect((await gates[0]!.acquire(siteId, policy)).granted).toBe(true); // never released
+    expect(refused(await gates[1]!.acquire(siteId, policy)).reason).toBe('concurrency');
+    expect((await gates[1]!.inspect(siteId)).leases).toBe(1);
+    await sleep(1_100); // leaseTtlMs is 1 s in these tests
+    expect((await gates[1]!.inspect(siteId)).leases).toBe(0);
+    expect((await gates[1]!.acquire(siteId, policy)).granted).toBe(true);
+  });
+
+  it('lets every key expire once the site is idle', async () => {
+    const siteId = newSite();
+    const gate = createSiteGate({
+      redis: clients[0]!,
+      prefix: namespace.prefix,
+      leaseTtlMs: 500,
+      idleTtlMs: 500,
+    });
+    const decision = await gate.acquire(siteId, {
+      minPauseMs: 0,
+      maxPauseMs: 0,
+      maxConcurrency: 1,
+    });
+    expect(decision.granted).toBe(true);
+    const keys = siteGateKeys(namespace.prefix, siteId);
+    expect(await clients[0]!.pttl(keys.state)).toBeGreaterThan(0);
+    expect(await clients[0]!.pttl(keys.leases)).toBeGreaterThan(0);
+    await sleep(1_700);
+    expect(await clients[0]!.exists(keys.state, keys.leases, keys.reservations)).toBe(0);
+  });
+
+  it('releases once however often release is called', async () => {
+    const siteId = newSite();
+    const decision = await gates[0]!.acquire(siteId, {
+      minPauseMs: 0,
+      maxPauseMs: 0,
+      maxConcurrency: 1,
+    });
+    if (!decision.granted) throw new Error('expected a lease');
+    await Promise.all([
+      decision.lease.release({ status: 500 }),
+      decision.lease.release({ status: 500 }),
+    ]);
+    expect((await gates[0]!.inspect(siteId)).consecutiveFailures).toBe(1);
+  });
+});
+
+describe('cooldown', () => {
+  it('refuses every acquire for the 5 s of Retry-After after a 429, then lets requests through again', async () => {
+    const siteId = newSite();
+    const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 4 };
+    const first = await gates[0]!.acquire(siteId, policy, { holder: 'x' });
+    if (!first.granted) throw new Error('expected a lease');
+    const before = await redisNow();
+    await first.lease.release({ status: 429, retryAfterMs: 5_000 });
+
+    const checks = await Promise.all(
+      gates.map((gate, index) => gate.acquire(siteId, policy, { holder: `during-${index}` })),
+    );
+    for (const check of checks) {
+      const refusal = refused(check);
+      expect(refusal.reason).toBe('cooldown');
+      expect(refusal.retryAt - before).toBeGreaterThanOrEqual(5_000 - 50);
+      expect(refusal.retryAt - before).toBeLessThanOrEqual(5_000 + 1_000);
+    }
+    await sleep(2_500);
+    expect(refused(await gates[1]!.acquire(siteId, policy)).reason).toBe('cooldown');
+    const cooldownEnd = refused(checks[0]!).retryAt;
+    await sleep(Math.max(0, cooldownEnd - (await redisNow())) + 20);
+    // The spacing is doubled right after a cooldown; with a zero pause that still lets one through.
+    expect((await gates[2]!.acquire(siteId, policy)).granted).toBe(true);
+    expect((await gates[2]!.inspect(siteId)).slowdown).toBe(2);
+  });
+
+  it('backs off without Retry-After, drops reservations, and recovers the rate step by step', async () => {
+    const siteId = newSite();
+    const gate = createSiteGate({
+      redis: clients[0]!,
+      prefix: namespace.prefix,
+      cooldownBaseMs: 300,
+      recoverAfter: 2,
+    });
+    const policy: SitePolicy = { minPauseMs: 100, maxPauseMs: 100, maxConcurrency: 4 };
+    const lease = await acquireUntilGranted(gate, siteId, policy, 'first');
+    expect(refused(await gate.acquire(siteId, policy, { holder: 'waiting' })).reason).toBe('rate');
+    expect((await gate.inspect(siteId)).reservations).toBe(1);
+    const released = await redisNow();
+    await lease.release({ status: 503 });
+    let state = await gate.inspect(siteId);
+    expect(state.reservations).toBe(0);
+    expect(state.slowdown).toBe(2);
+    expect(state.cooldownUntil - released).toBeGreaterThanOrEqual(300);
+
+    // Second 429 in a row: the backoff doubles (600 ms) and the slowdown too.
+    await sleep(Math.max(0, state.cooldownUntil - (await redisNow())) + 10);
+    const second = await acquireUntilGranted(gate, siteId, policy, 'second');
+    const t0 = await redisNow();
+    await second.release({ status: 429 });
+    state = await gate.inspect(siteId);
+    expect(state.cooldownUntil - t0).toBeGreaterThanOrEqual(550);
+    expect(state.slowdown).toBe(4);
+
+    // After the cooldown the pause is 100 ms × 4; two successes halve it, two more halve it again.
+    await sleep(Math.max(0, state.cooldownUntil - (await redisNow())) + 10);
+    const slowdowns: number[] = [];
+    for (let i = 0; i < 4; i += 1) {
+      const next = await acquireUntilGranted(gate, siteId, policy, `ok-${i}`);
+      await next.release({ status: 200 });
+      slowdowns.push((await gate.inspect(siteId)).slowdown);
+    }
+    expect(slowdowns).toEqual([4, 2, 2, 1]);
+  });
+});
+
+describe('circuit breaker', () => {
+  it('opens after consecutive failures, lets one probe through half-open, and closes on its success', async () => {
+    const siteId = newSite();
+    const gate = createSiteGate({
+      redis: clients[0]!,
+      prefix: namespace.prefix,
+      failureThreshold: 3,
+      openMs: 600,
+    });
+    const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 10 };
+    // A 404 in between resets the count: the site is answering.
+    for (const outcome of [{ status: 500 }, { status: 404 }, { failed: true }, { status: 502 }]) {
+      const lease = await acquireUntilGranted(gate, siteId, policy, 'w');
+      await lease.release(outcome);
+    }
+    expect((await gate.inspect(siteId)).breaker).toBe('closed');
+    const lease = await acquireUntilGranted(gate, siteId, policy, 'w');
+    await lease.release({ failed: true });
+    expect((await gate.inspect(siteId)).breaker).toBe('open');
+
+    const whileOpen = refused(await gate.acquire(siteId, policy));
+    expect(whileOpen.reason).toBe('circuit-open');
+    await sleep(whileOpen.delayMs + 10);
+
+    const probe = await gate.acquire(siteId, policy);
+    if (!probe.granted) throw new Error('expected the probe');
+    expect(probe.lease.probe).toBe(true);
+    expect(refused(await gates[1]!.acquire(siteId, policy)).reason).toBe('circuit-half-open');
+    await probe.lease.release({ status: 200 });
+    expect((await gate.inspect(siteId)).breaker).toBe('closed');
+    const after = await gate.acquire(siteId, policy);
+    expect(after.granted && !after.lease.probe).toBe(true);
+  });
+
+  it('reopens for twice as long when the probe fails', async () => {
+    const siteId = newSite();
+    const gate = createSiteGate({
+      redis: clients[0]!,
+      prefix: namespace.prefix,
+      failureThreshold: 1,
+      openMs: 400,
+    });
+    const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 10 };
+    await (await acquireUntilGranted(gate, siteId, policy, 'w')).release({ status: 500 });
+    await sleep(refused(await gate.acquire(siteId, policy)).delayMs + 10);
+    const probe = await gate.acquire(siteId, policy);
+    if (!probe.granted) throw new Error('expected the probe');
+    const t0 = await redisNow();
+    await probe.lease.release({ failed: true });
+    const reopened = refused(await gate.acquire(siteId, policy));
+    expect(reopened.reason).toBe('circuit-open');
+    expect(reopened.retryAt - t0).toBeGreaterThanOrEqual(750);
+  });
+
+  it('lets another probe go when the first one dies with its worker', async () => {
+    const siteId = newSite();
+    const gate = createSiteGate({
+      redis: clients[0]!,
+      prefix: namespace.prefix,
+      failureThreshold: 1,
+      openMs: 200,
+      leaseTtlMs: 300,
+    });
+    const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 10 };
+    await (await acquireUntilGranted(gate, siteId, policy, 'w')).release({ failed: true });
+    await sleep(refused(await gate.acquire(siteId, policy)).delayMs + 10);
+    const lost = await gate.acquire(siteId, policy);
+    expect(lost.granted && lost.lease.probe).toBe(true); // never released
+    expect(refused(await gate.acquire(siteId, policy)).reason).toBe('circuit-half-open');
+    await sleep(350);
+    const next = await gate.acquire(siteId, policy);
+    expect(next.granted && next.lease.probe).toBe(true);
+  });
+});
+
+describe('outcomes of fetches', () => {
+  it('maps results and errors to what the gate needs', () => {
+    expect(outcomeOfResult({ status: 200 })).toEqual({ status: 200 });
+    expect(outcomeOfError(new HttpStatusError('http://x/', 429, 5000))).toEqual({
+      status: 429,
+      retryAfterMs: 5000,
+    });
+    expect(outcomeOfError(new HttpStatusError('http://x/', 503, undefined))).toEqual({
+      status: 503,
+    });
+    expect(outcomeOfError(new HttpTimeoutError('http://x/', 10))).toEqual({ failed: true });
+    expect(outcomeOfError(new HttpAddressBlockedError('http://x/', '127.0.0.1'))).toEqual({});
+  });
+});

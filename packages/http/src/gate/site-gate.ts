@@ -1,0 +1,341 @@
+import { randomUUID } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
+import { acquireScript, releaseScript, type LuaScript } from './scripts.js';
+
+/**
+ * A site's politeness settings, from its `site_schedules` row (seed 003's min/max pause, our
+ * rate limit and concurrency) and its robots.txt `Crawl-delay`.
+ */
+export interface SitePolicy {
+  /** Requests per second across all replicas; null or absent: the pause alone decides. */
+  rateLimitRps?: number | null;
+  /** Randomized human-like pause between request starts, drawn in [min, max] per request. */
+  minPauseMs: number;
+  maxPauseMs: number;
+  /** Fetches in flight at once across all replicas. */
+  maxConcurrency: number;
+  /** robots.txt `Crawl-delay`: a floor on the spacing. */
+  crawlDelayMs?: number | null;
+}
+
+/** What the fetch under a lease ended with. Neither field set: no verdict on the site's health. */
+export interface GateOutcome {
+  /** The HTTP status the site answered with. */
+  status?: number;
+  /** Its Retry-After, for 429 and 503. */
+  retryAfterMs?: number;
+  /** No answer at all: a timeout, a refused or reset connection. */
+  failed?: boolean;
+}
+
+export interface GateLease {
+  readonly id: string;
+  readonly siteId: string;
+  /** When the gate granted it: epoch ms on Redis's clock. */
+  readonly grantedAt: number;
+  /** This request is the half-open breaker's probe: its outcome closes or reopens the breaker. */
+  readonly probe: boolean;
+  /** Frees the concurrency slot and reports the outcome; idempotent. Call it once the fetch settles. */
+  release(outcome?: GateOutcome): Promise<void>;
+}
+
+export type GateDenyReason =
+  /** The site answered 429/503: wait for Retry-After or our backoff. */
+  | 'cooldown'
+  /** Too many consecutive failures: the breaker is open. */
+  | 'circuit-open'
+  /** The breaker's probe is in flight; everyone else waits for its verdict. */
+  | 'circuit-half-open'
+  /** `maxConcurrency` fetches are in flight. */
+  | 'concurrency'
+  /** Spacing: `retryAt` is this caller's reserved slot (or the earliest allowed start). */
+  | 'rate'
+  /** The site's schedule is booked further ahead than the horizon; try again later. */
+  | 'schedule-full';
+
+export type GateDecision =
+  | { granted: true; lease: GateLease }
+  | {
+      granted: false;
+      /** Epoch ms on Redis's clock. */
+      retryAt: number;
+      /** `retryAt` minus Redis's now: add it to the local clock to be immune to clock skew. */
+      delayMs: number;
+      reason: GateDenyReason;
+    };
+
+export interface AcquireOptions {
+  /**
+   * A stable id of the waiting unit of work — the BullMQ job id. With it, a refused caller gets
+   * its own reserved slot and is granted when it comes back; without it, every caller competes
+   * afresh each time.
+   */
+  holder?: string;
+}
+
+export interface SiteGateOptions {
+  redis: Redis | Cluster;
+  /** Key prefix (e.g. the queue prefix); keys are `<prefix>:gate:{site:<id>}:<part>`. */
+  prefix: string;
+  /** A lease not released within this expires, so a dead worker frees its slot. Keep it above the fetch deadline. */
+  leaseTtlMs?: number;
+  /** State of a site untouched for this long is dropped. */
+  idleTtlMs?: number;
+  /** How far ahead slots are reserved. */
+  horizonMs?: number;
+  /** A reservation whose holder has not come back this long after its slot is given up. */
+  reservationGraceMs?: number;
+  /** Base of the wait suggested when all concurrency slots are taken (jittered ×1–2). */
+  concurrencyRetryMs?: number;
+  /** Base of the wait suggested while the breaker's probe is in flight (jittered ×1–2). */
+  halfOpenRetryMs?: number;
+  /** First cooldown after a 429/503 without a longer Retry-After; doubles per repeat. */
+  cooldownBaseMs?: number;
+  cooldownMaxMs?: number;
+  /** Retry-After values above this are capped (a site asking for a week gets an hour). */
+  maxRetryAfterMs?: number;
+  /** Consecutive 5xx/network failures that open the breaker. */
+  failureThreshold?: number;
+  /** How long the breaker stays open; doubles per failed probe up to `openMaxMs`. */
+  openMs?: number;
+  openMaxMs?: number;
+  /** Largest spacing multiplier after repeated cooldowns. */
+  maxSlowdown?: number;
+  /** Successes needed to halve the slowdown again. */
+  recoverAfter?: number;
+  /** Source of the pause draws and jitter; injectable for tests. */
+  random?: () => number;
+}
+
+export interface GateState {
+  /** Start time of the latest scheduled request (epoch ms, Redis clock). */
+  tail: number;
+  /** Start time of the latest granted request. */
+  last: number;
+  slowdown: number;
+  cooldownUntil: number;
+  breaker: 'closed' | 'open' | 'half-open';
+  openUntil: number;
+  consecutiveFailures: number;
+  leases: number;
+  reservations: number;
+}
+
+export interface SiteGate {
+  acquire(siteId: string, policy: SitePolicy, options?: AcquireOptions): Promise<GateDecision>;
+  /** The site's current state, for admin views and tests. */
+  inspect(siteId: string): Promise<GateState>;
+  /** Forgets everything about a site: schedule, reservations, leases, cooldown and breaker. */
+  reset(siteId: string): Promise<void>;
+}
+
+export interface SiteGateKeys {
+  state: string;
+  leases: string;
+  reservations: string;
+}
+
+/**
+ * The keys of one site. All share the hash tag `{site:<id>}`, so in Redis Cluster they live in
+ * one slot and a script may touch them together. (A prefix must not contain `{`: the first
+ * hash tag of a key wins.)
+ */
+export function siteGateKeys(prefix: string, siteId: string): SiteGateKeys {
+  if (/[{}]/.test(siteId) || siteId.length === 0)
+    throw new RangeError(`invalid site id "${siteId}" for the gate`);
+  if (prefix.includes('{'))
+    throw new RangeError(`gate prefix "${prefix}" must not contain a hash tag`);
+  const base = `${prefix}:gate:{site:${siteId}}`;
+  return { state: `${base}:state`, leases: `${base}:leases`, reservations: `${base}:reservations` };
+}
+
+interface NormalisedPolicy {
+  rpsIntervalMs: number;
+  crawlDelayMs: number;
+  minPauseMs: number;
+  maxPauseMs: number;
+  maxConcurrency: number;
+}
+
+function normalisePolicy(policy: SitePolicy): NormalisedPolicy {
+  const finite = (value: number | null | undefined, name: string): number => {
+    if (value === null || value === undefined) return 0;
+    if (!Number.isFinite(value) || value < 0)
+      throw new RangeError(`gate policy ${name} must be a finite number >= 0, got ${value}`);
+    return value;
+  };
+  const rps = finite(policy.rateLimitRps, 'rateLimitRps');
+  const minPauseMs = finite(policy.minPauseMs, 'minPauseMs');
+  const maxPauseMs = finite(policy.maxPauseMs, 'maxPauseMs');
+  if (maxPauseMs < minPauseMs)
+    throw new RangeError(
+      `gate policy maxPauseMs (${maxPauseMs}) is below minPauseMs (${minPauseMs})`,
+    );
+  if (!Number.isInteger(policy.maxConcurrency) || policy.maxConcurrency < 1) {
+    throw new RangeError(
+      `gate policy maxConcurrency must be an integer >= 1, got ${policy.maxConcurrency}`,
+    );
+  }
+  return {
+    rpsIntervalMs: rps > 0 ? Math.ceil(1000 / rps) : 0,
+    crawlDelayMs: Math.ceil(finite(policy.crawlDelayMs, 'crawlDelayMs')),
+    minPauseMs: Math.floor(minPauseMs),
+    maxPauseMs: Math.floor(maxPauseMs),
+    maxConcurrency: policy.maxConcurrency,
+  };
+}
+
+const denyReasons = new Set<string>([
+  'cooldown',
+  'circuit-open',
+  'circuit-half-open',
+  'concurrency',
+  'rate',
+  'schedule-full',
+]);
+
+/**
+ * The per-site politeness gate, shared by every replica through Redis (DESIGN.md, "Per-site
+ * politeness is ours to build"). Each operation is one Lua script, so concurrent callers on any
+ * number of processes see one consistent schedule; see `scripts.ts` for the algorithm.
+ */
+export function createSiteGate(options: SiteGateOptions): SiteGate {
+  const { redis, prefix } = options;
+  const random = options.random ?? Math.random;
+  const settings = {
+    leaseTtlMs: options.leaseTtlMs ?? 60_000,
+    idleTtlMs: options.idleTtlMs ?? 3_600_000,
+    horizonMs: options.horizonMs ?? 600_000,
+    reservationGraceMs: options.reservationGraceMs ?? 300_000,
+    concurrencyRetryMs: options.concurrencyRetryMs ?? 1_000,
+    halfOpenRetryMs: options.halfOpenRetryMs ?? 5_000,
+    // 2 s: short enough that a lone 429 with `Retry-After: 5` waits exactly 5 s, long enough
+    // that a 429 without Retry-After is not hammered again at once.
+    cooldownBaseMs: options.cooldownBaseMs ?? 2_000,
+    cooldownMaxMs: options.cooldownMaxMs ?? 600_000,
+    maxRetryAfterMs: options.maxRetryAfterMs ?? 3_600_000,
+    failureThreshold: options.failureThreshold ?? 5,
+    openMs: options.openMs ?? 30_000,
+    openMaxMs: options.openMaxMs ?? 600_000,
+    maxSlowdown: options.maxSlowdown ?? 8,
+    recoverAfter: options.recoverAfter ?? 5,
+  };
+
+  async function run(
+    script: LuaScript,
+    keys: SiteGateKeys,
+    args: (string | number)[],
+  ): Promise<unknown> {
+    const keyList = [keys.state, keys.leases, keys.reservations];
+    try {
+      return await redis.evalsha(script.sha, keyList.length, ...keyList, ...args);
+    } catch (error) {
+      // First use on this server (or after SCRIPT FLUSH / a failover): send the body once.
+      if (error instanceof Error && error.message.startsWith('NOSCRIPT')) {
+        return redis.eval(script.source, keyList.length, ...keyList, ...args);
+      }
+      throw error;
+    }
+  }
+
+  function createLease(
+    siteId: string,
+    keys: SiteGateKeys,
+    id: string,
+    grantedAt: number,
+    probe: boolean,
+  ): GateLease {
+    let released: Promise<void> | undefined;
+    return {
+      id,
+      siteId,
+      grantedAt,
+      probe,
+      release(outcome = {}) {
+        released ??= run(releaseScript, keys, [
+          id,
+          outcome.status ?? 0,
+          outcome.retryAfterMs ?? -1,
+          outcome.failed ? 1 : 0,
+          settings.cooldownBaseMs,
+          settings.cooldownMaxMs,
+          settings.maxRetryAfterMs,
+          settings.failureThreshold,
+          settings.openMs,
+          settings.openMaxMs,
+          settings.maxSlowdown,
+          settings.recoverAfter,
+          settings.idleTtlMs,
+          settings.reservationGraceMs,
+        ]).then(() => undefined);
+        return released;
+      },
+    };
+  }
+
+  return {
+    async acquire(siteId, policy, acquireOptions = {}) {
+      const keys = siteGateKeys(prefix, siteId);
+      const normalised = normalisePolicy(policy);
+      const leaseId = randomUUID();
+      const reply = (await run(acquireScript, keys, [
+        leaseId,
+        acquireOptions.holder ?? '',
+        normalised.rpsIntervalMs,
+        normalised.crawlDelayMs,
+        normalised.minPauseMs,
+        normalised.maxPauseMs,
+        normalised.maxConcurrency,
+        settings.leaseTtlMs,
+        random(),
+        settings.horizonMs,
+        settings.reservationGraceMs,
+        settings.idleTtlMs,
+        settings.concurrencyRetryMs,
+        settings.halfOpenRetryMs,
+      ])) as [number, number, string, number, number];
+      const [granted, retryAt, reason, now, probe] = reply;
+      if (granted === 1)
+        return { granted: true, lease: createLease(siteId, keys, leaseId, now, probe === 1) };
+      if (!denyReasons.has(reason))
+        throw new Error(`gate script answered an unknown reason "${reason}"`);
+      return {
+        granted: false,
+        retryAt,
+        delayMs: Math.max(0, retryAt - now),
+        reason: reason as GateDenyReason,
+      };
+    },
+
+    async inspect(siteId) {
+      const keys = siteGateKeys(prefix, siteId);
+      // Count only live leases, on Redis's clock like the scripts.
+      const [seconds, micros] = await redis.time();
+      const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+      const [state, leases, reservations] = await Promise.all([
+        redis.hgetall(keys.state),
+        redis.zcount(keys.leases, `(${now}`, '+inf'),
+        redis.zcard(keys.reservations),
+      ]);
+      const number = (value: string | undefined, fallback: number) =>
+        value === undefined || value === '' ? fallback : Number(value);
+      return {
+        tail: number(state.tail, 0),
+        last: number(state.last, 0),
+        slowdown: number(state.slow, 1),
+        cooldownUntil: number(state.cooldown, 0),
+        breaker: (state.breaker as GateState['breaker'] | undefined) ?? 'closed',
+        openUntil: number(state.openUntil, 0),
+        consecutiveFailures: number(state.fails, 0),
+        leases,
+        reservations,
+      };
+    },
+
+    async reset(siteId) {
+      const keys = siteGateKeys(prefix, siteId);
+      // One DEL per key: in a cluster they share a slot, so a multi-key DEL is fine too.
+      await redis.del(keys.state, keys.leases, keys.reservations);
+    },
+  };
+}

@@ -1,0 +1,133 @@
+import { describe, expect, it } from 'vitest';
+import { adapters, describeAdapters, getAdapter } from '../registry.js';
+import {
+  countryText,
+  decodeHtmlEntities,
+  employmentTypeFromText,
+  htmlToText,
+  locationFromParts,
+  postedDate,
+  salaryPeriodFromText,
+} from './ats-mapping.js';
+
+describe('ATS mapping helpers', () => {
+  it('decode one level of entities, numeric ones included, leaving unknown names alone', () => {
+    expect(decodeHtmlEntities('&lt;p class=&quot;x&quot;&gt;A &amp;amp; B&lt;/p&gt;')).toBe(
+      '<p class="x">A &amp; B</p>',
+    );
+    expect(decodeHtmlEntities('&#39;&#x27;&#8211;&#X1F600;')).toBe("''\u2013\u{1F600}");
+    expect(decodeHtmlEntities('&bogus; &#0; &#xD800; &#99999999; & plain')).toBe(
+      '&bogus; &#0; &#xD800; &#99999999; & plain',
+    );
+  });
+
+  it('turn HTML into one line per block', () => {
+    expect(
+      htmlToText('<ul><li>Go &amp; SQL</li><li> Kafka\n  streams </li></ul><p>Also<br/>this</p>'),
+    ).toBe('Go & SQL\nKafka streams\nAlso\nthis');
+    expect(htmlToText('<div><div>Nested</div> tail</div>')).toBe('Nested\ntail');
+    expect(htmlToText('  ')).toBeNull();
+    expect(htmlToText('<p> </p>')).toBeNull();
+  });
+
+  it('normalise employment types to schema.org values', () => {
+    const cases: [string, string | null][] = [
+      ['Full-time', 'FULL_TIME'],
+      ['FullTime', 'FULL_TIME'],
+      ['fulltime_fixed_term', 'FULL_TIME'],
+      ['Part time', 'PART_TIME'],
+      ['Contract', 'CONTRACTOR'],
+      ['Freelance', 'CONTRACTOR'],
+      ['Internship', 'INTERN'],
+      ['Temporary', 'TEMPORARY'],
+      ['Per diem', 'PER_DIEM'],
+      ['Working student', 'WORKING_STUDENT'],
+      ['  ', null],
+    ];
+    for (const [label, type] of cases) expect(employmentTypeFromText(label), label).toBe(type);
+  });
+
+  it('read salary periods from vendor intervals', () => {
+    const cases: [string, string | null][] = [
+      ['per-year-salary', 'year'],
+      ['per-hour-wage', 'hour'],
+      ['per-month-salary', 'month'],
+      ['1 YEAR', 'year'],
+      ['1 WEEK', 'week'],
+      ['1 DAY', 'day'],
+      ['Annual base salary', 'year'],
+      ['Hourly rate', 'hour'],
+      ['US Base Pay Range', null],
+      ['one-time', null],
+    ];
+    for (const [interval, period] of cases)
+      expect(salaryPeriodFromText(interval), interval).toBe(period);
+  });
+
+  it('write dates as published, date-times in UTC', () => {
+    expect(postedDate('2026-10-12')).toBe('2026-10-12');
+    expect(postedDate('2026-10-12T10:03:11-04:00')).toBe('2026-10-12T14:03:11.000Z');
+    expect(postedDate('2026-10-12T14:03:11.123+00:00')).toBe('2026-10-12T14:03:11.123Z');
+    expect(postedDate('2026-10-12 14:03:11 UTC')).toBe('2026-10-12T14:03:11.000Z');
+    expect(postedDate(1_791_000_000_000)).toBe(new Date(1_791_000_000_000).toISOString());
+    for (const junk of ['1', 'yesterday', '2026-13-45T99:00:00Z', 42, Number.NaN, null, undefined])
+      expect(postedDate(junk)).toBeNull();
+  });
+
+  it('join location parts, upper-casing country codes', () => {
+    expect(locationFromParts(' Berlin ', '', 'de')).toEqual({
+      location: 'Berlin, DE',
+      locationCity: 'Berlin',
+      locationRegion: null,
+      locationCountry: 'DE',
+    });
+    expect(countryText('United States')).toBe('United States');
+    expect(locationFromParts(null, undefined, '')).toEqual({
+      location: null,
+      locationCity: null,
+      locationRegion: null,
+      locationCountry: null,
+    });
+  });
+});
+
+describe('ATS adapters in the registry', () => {
+  it('are registered by kind, each with a payload mapper', () => {
+    expect(Object.keys(adapters)).toEqual([
+      'career-site',
+      'greenhouse',
+      'lever',
+      'ashby',
+      'smartrecruiters',
+      'recruitee',
+    ]);
+    for (const kind of ['greenhouse', 'lever', 'ashby', 'smartrecruiters', 'recruitee']) {
+      expect(getAdapter(kind)?.kind).toBe(kind);
+      expect(typeof getAdapter(kind)?.mapPosting).toBe('function');
+    }
+  });
+
+  it('describe their config with a JSON Schema', () => {
+    const described = Object.fromEntries(
+      describeAdapters().map((entry) => [entry.kind, entry.configSchema]),
+    );
+    expect(described.greenhouse).toMatchObject({
+      type: 'object',
+      required: ['boardToken'],
+      properties: {
+        baseUrl: { default: 'https://boards-api.greenhouse.io' },
+        payRanges: { default: false },
+      },
+    });
+    expect(described.lever).toMatchObject({
+      required: ['site'],
+      properties: { region: { enum: ['global', 'eu'] } },
+    });
+    expect(described.ashby).toMatchObject({ required: ['jobBoardName'] });
+    expect(described.smartrecruiters).toMatchObject({
+      required: ['companyIdentifier'],
+      properties: { pageSize: { maximum: 100 } },
+    });
+    expect(described.recruitee).toMatchObject({ required: ['company'] });
+  });
+});

@@ -1,0 +1,17 @@
+export * from './server.js';
+export {
+  ATS_COMPANIES,
+  ATS_PLACES,
+  generateAtsPostings,
+  type AtsEmployment,
+  type AtsPlace,
+  type AtsPostingSpec,
+  type AtsSalary,
+  type AtsSalaryPeriod,
+  type AtsWorkplace,
+} from './content.js';
+export * from './greenhouse.js';
+export * from './lever.js';
+export * from './ashby.js';
+export * from './smartrecruiters.js';
+export * from './recruitee.js';

@@ -1,0 +1,28 @@
+import { getAdapter } from '@gleaner/sources';
+import { ExtractError } from './errors.js';
+
+/** Content type of a stored body that is an ATS listing's JSON payload rather than a fetched page. */
+export const LISTING_CONTENT_TYPE = 'application/vnd.gleaner.listing+json';
+
+/** Maps a stored ATS payload with its site's adapter (vendor JSON is validated there). */
+export function mapListingPayload(siteKind: string, body: Buffer) {
+  const adapter = getAdapter(siteKind);
+  if (!adapter?.mapPosting) {
+    throw new ExtractError(
+      `site kind "${siteKind}" cannot map listing payloads`,
+      'EXTRACT_UNSUPPORTED_TYPE',
+      'permanent',
+    );
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new ExtractError(
+      'stored listing payload is not JSON',
+      'EXTRACT_CORRUPT_BODY',
+      'permanent',
+    );
+  }
+  return adapter.mapPosting(payload);
+}
