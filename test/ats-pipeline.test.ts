@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, createRun, getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
-import { createFetcher } from '@gleaner/http';
+import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
 import { createLogger } from '@gleaner/logger';
 import {
   closeQueues,
@@ -58,6 +58,8 @@ beforeAll(async () => {
       db: handle.db,
       queues,
       fetcher,
+      gate: createSiteGate({ redis: producer, prefix: namespace.prefix }),
+      robots: createRobotsCache({ fetcher, redis: producer, prefix: namespace.prefix, userAgent: 'GleanerTest' }),
       logger: createLogger({ service: 'worker', level: 'silent', destination: new PassThrough() }),
     },
     {

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, createRun, getRun, insertSite, type DbHandle } from '@gleaner/db';
-import { createFetcher } from '@gleaner/http';
+import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
 import { createLogger } from '@gleaner/logger';
 import {
   closeQueues,
@@ -99,6 +99,8 @@ beforeAll(async () => {
       db: handle.db,
       queues,
       fetcher,
+      gate: createSiteGate({ redis: producer, prefix: namespace.prefix }),
+      robots: createRobotsCache({ fetcher, redis: producer, prefix: namespace.prefix, userAgent: 'GleanerTest' }),
       logger: createLogger({ service: 'worker', level: 'silent', destination: new PassThrough() }),
     },
     {
@@ -127,6 +129,8 @@ describe('failing postings', () => {
     const site = await insertSite(handle.db, {
       siteName: 'flaky',
       kind: 'career-site',
+      minPauseSeconds: 0,
+      maxPauseSeconds: 0,
       config: { url: origin, sitemapUrl: `${origin}/sitemap.xml` },
     });
     const run = await createRun(handle.db, { siteId: site.id, trigger: 'manual' });

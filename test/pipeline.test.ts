@@ -123,6 +123,10 @@ beforeAll(async () => {
     site_name: 'fixture-careers',
     kind: 'career-site',
     config: { url: site.url, sitemapUrl: site.sitemapUrl },
+    // The fixture site needs no human-like pauses; the gate still caps concurrency at 8.
+    min_pause_seconds: 0,
+    max_pause_seconds: 0,
+    max_concurrency: 8,
   });
   expect(created.status).toBe(201);
 });

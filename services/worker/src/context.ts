@@ -1,5 +1,5 @@
 import type { Database } from '@gleaner/db';
-import type { Fetcher } from '@gleaner/http';
+import type { Fetcher, RobotsCache, SiteGate } from '@gleaner/http';
 import type { Logger } from '@gleaner/logger';
 import type { JobPayload, QueueName, Queues } from '@gleaner/queue';
 import type { Job } from 'bullmq';
@@ -9,6 +9,9 @@ export interface WorkerDeps {
   db: Database;
   queues: Queues;
   fetcher: Fetcher;
+  /** Per-site politeness shared by every replica (rate, pauses, concurrency, cooldowns). */
+  gate: SiteGate;
+  robots: RobotsCache;
   logger: Logger;
 }
 
@@ -16,6 +19,8 @@ export interface HandlerContext extends WorkerDeps {
   job: Job;
   log: Logger;
   signal: AbortSignal | undefined;
+  /** The job's lock token: needed to move it back to delayed while it is active. */
+  token: string | undefined;
 }
 
 export interface JobHandler<Q extends QueueName> {

@@ -12,7 +12,7 @@ import {
   workerFragment,
 } from '@gleaner/config';
 import { createDb, pingDb } from '@gleaner/db';
-import { createFetcher } from '@gleaner/http';
+import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
 import { createLogger, prettyFromSetting } from '@gleaner/logger';
 import { closeQueues, createQueues, createRedisConnection } from '@gleaner/queue';
 import { startHealthServer } from './health.js';
@@ -63,8 +63,21 @@ const fetcher = createFetcher({
   allowPrivateNetworks: config.HTTP_ALLOW_PRIVATE_NETWORKS,
 });
 
+// A lease outlives the longest fetch, so a slow fetch never loses its concurrency slot.
+const gate = createSiteGate({
+  redis: producerConnection,
+  prefix: config.QUEUE_PREFIX,
+  leaseTtlMs: config.HTTP_TIMEOUT_MS + 30_000,
+});
+const robots = createRobotsCache({
+  fetcher,
+  redis: producerConnection,
+  prefix: config.QUEUE_PREFIX,
+  userAgent: config.HTTP_USER_AGENT,
+});
+
 const runtime = startWorkers(
-  { db: database.db, queues, fetcher, logger },
+  { db: database.db, queues, fetcher, gate, robots, logger },
   {
     connection: workerConnection,
     prefix: config.QUEUE_PREFIX,

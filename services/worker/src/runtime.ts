@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { jobLogger } from '@gleaner/logger';
 import { enqueue, isClassifiedError, jobs, type JobPayload } from '@gleaner/queue';
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { HandlerContext, JobHandler, WorkerDeps } from './context.js';
 import { handlers, type ServedQueue } from './handlers/index.js';
@@ -29,7 +29,7 @@ function isPermanent(error: unknown): boolean {
 function createProcessor<Q extends ServedQueue>(queue: Q, deps: WorkerDeps) {
   const handler = handlers[queue] as JobHandler<Q>;
   const definition = jobs[queue];
-  return async (job: Job, _token?: string, signal?: AbortSignal): Promise<unknown> => {
+  return async (job: Job, token?: string, signal?: AbortSignal): Promise<unknown> => {
     const log = jobLogger(deps.logger, job);
     const parsed = definition.payload.safeParse(job.data);
     if (!parsed.success) {
@@ -39,10 +39,12 @@ function createProcessor<Q extends ServedQueue>(queue: Q, deps: WorkerDeps) {
       );
     }
     const payload = parsed.data as JobPayload<Q>;
-    const context: HandlerContext = { ...deps, job, log, signal };
+    const context: HandlerContext = { ...deps, job, log, signal, token };
     try {
       return await handler.run(payload, context);
     } catch (caught) {
+      // Moved back to delayed (waiting for its site's slot): not a failure, no attempt spent.
+      if (caught instanceof DelayedError) throw caught;
       const error = caught instanceof Error ? caught : new Error(String(caught));
       const permanent = isPermanent(error);
       const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);

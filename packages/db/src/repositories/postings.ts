@@ -8,6 +8,7 @@ import {
   type PostingRow,
   type PostingStatus,
   type PostingVersionRow,
+  type SiteRow,
 } from '../schema.js';
 
 export interface ListedPosting {
@@ -210,13 +211,29 @@ export async function settlePosting(
   return rows.length > 0;
 }
 
-/** A posting with its run's status and its site's kind, in one round trip (the workers' read). */
+/** What a worker needs of a posting's site: its kind and its politeness settings. */
+export type PostingSite = Pick<
+  SiteRow,
+  'kind' | 'rateLimitRps' | 'minPauseSeconds' | 'maxPauseSeconds' | 'maxConcurrency'
+>;
+
+/** A posting with its run's status and its site's settings, in one round trip (the workers' read). */
 export async function getPostingForWork(
   db: Database,
   id: string,
-): Promise<{ posting: PostingRow; runStatus: string | null; siteKind: string } | undefined> {
+): Promise<{ posting: PostingRow; runStatus: string | null; site: PostingSite } | undefined> {
   const [row] = await db
-    .select({ posting: postings, runStatus: scrapeRuns.status, siteKind: siteSchedules.kind })
+    .select({
+      posting: postings,
+      runStatus: scrapeRuns.status,
+      site: {
+        kind: siteSchedules.kind,
+        rateLimitRps: siteSchedules.rateLimitRps,
+        minPauseSeconds: siteSchedules.minPauseSeconds,
+        maxPauseSeconds: siteSchedules.maxPauseSeconds,
+        maxConcurrency: siteSchedules.maxConcurrency,
+      },
+    })
     .from(postings)
     .innerJoin(siteSchedules, eq(siteSchedules.id, postings.siteId))
     .leftJoin(scrapeRuns, eq(scrapeRuns.id, postings.runId))

@@ -35,7 +35,7 @@ export const extractHandler: JobHandler<'extract'> = {
 
     const result =
       stored.contentType === LISTING_CONTENT_TYPE
-        ? mapListingPayload(found.siteKind, stored.body)
+        ? mapListingPayload(found.site.kind, stored.body)
         : extractPosting(decodeBody(stored.body, stored.contentType), { url: posting.url });
     if (!result)
       throw new ExtractError('page holds no job posting', 'EXTRACT_NOT_A_POSTING', 'permanent');
