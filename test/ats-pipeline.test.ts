@@ -1,26 +1,7 @@
-import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, createRun, getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
-import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
-import { createLogger } from '@gleaner/logger';
-import {
-  closeQueues,
-  createQueues,
-  createRedisConnection,
-  enqueue,
-  type Queues,
-} from '@gleaner/queue';
-import {
-  createFixtureLever,
-  createTestDatabase,
-  createTestRedisNamespace,
-  waitFor,
-  type FixtureLever,
-  type TestDatabase,
-  type TestRedisNamespace,
-} from '@gleaner/testing';
-import { startWorkers, type WorkerRuntime } from '@gleaner/worker';
-import type { Redis } from 'ioredis';
+import { insertSite } from '@gleaner/db';
+import { createFixtureLever, type FixtureLever } from '@gleaner/testing';
+import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 
 /**
  * An ATS board through the real pipeline: the listing carries each whole posting, so crawl
@@ -29,47 +10,13 @@ import type { Redis } from 'ioredis';
 const POSTINGS = 120;
 
 let lever: FixtureLever;
-let database: TestDatabase;
-let namespace: TestRedisNamespace;
-let handle: DbHandle;
-let producer: Redis;
-let workerConnection: Redis;
-let queues: Queues;
-let runtime: WorkerRuntime;
+let system: InProcessSystem;
 let siteId: string;
-const fetcher = createFetcher({
-  userAgent: 'GleanerTest',
-  timeoutMs: 5000,
-  maxBodyBytes: 20 << 20,
-  maxRedirects: 3,
-  allowPrivateNetworks: true,
-});
 
 beforeAll(async () => {
   lever = await createFixtureLever({ postings: POSTINGS, seed: 11 });
-  database = await createTestDatabase('ats');
-  namespace = createTestRedisNamespace('ats');
-  handle = createDb({ url: database.url, poolMax: 6 });
-  producer = createRedisConnection(namespace.url, 'producer');
-  workerConnection = createRedisConnection(namespace.url, 'worker');
-  queues = createQueues(producer, namespace.prefix);
-  runtime = startWorkers(
-    {
-      db: handle.db,
-      queues,
-      fetcher,
-      gate: createSiteGate({ redis: producer, prefix: namespace.prefix }),
-      robots: createRobotsCache({ fetcher, redis: producer, prefix: namespace.prefix, userAgent: 'GleanerTest' }),
-      logger: createLogger({ service: 'worker', level: 'silent', destination: new PassThrough() }),
-    },
-    {
-      connection: workerConnection,
-      prefix: namespace.prefix,
-      queues: ['scrape', 'crawl', 'extract'],
-      concurrency: { scrape: 1, crawl: 4, extract: 4 },
-    },
-  );
-  const site = await insertSite(handle.db, {
+  system = await startInProcessSystem('ats', { crawlConcurrency: 4, extractConcurrency: 4 });
+  const site = await insertSite(system.handle.db, {
     siteName: 'lever-acme',
     kind: 'lever',
     config: { site: lever.site, baseUrl: lever.baseUrl },
@@ -78,35 +25,14 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await runtime?.close(5000);
-  await closeQueues(queues);
-  producer?.disconnect();
-  workerConnection?.disconnect();
-  await fetcher.close();
-  await handle?.close();
-  await namespace?.cleanup();
-  await database?.drop();
+  await system?.close();
   await lever?.close();
 });
-
-async function runToEnd(): Promise<RunRow> {
-  const run = await createRun(handle.db, { siteId, trigger: 'manual' });
-  await enqueue(queues, 'scrape', { runId: run.id, siteId });
-  return waitFor(
-    async () => {
-      const current = await getRun(handle.db, run.id);
-      return current && current.status !== 'queued' && current.status !== 'running'
-        ? current
-        : undefined;
-    },
-    { timeoutMs: 60_000, what: 'the run to finalize' },
-  );
-}
 
 describe('an ATS board through the pipeline', () => {
   it('maps every posting from its listing payload, without fetching posting pages', async () => {
     lever.resetRequests();
-    const run = await runToEnd();
+    const run = await system.runToEnd(siteId);
     expect(run).toMatchObject({
       status: 'succeeded',
       requestedPages: POSTINGS,
@@ -117,7 +43,7 @@ describe('an ATS board through the pipeline', () => {
     expect(lever.requests().every((r) => r.path.startsWith('/v0/postings/'))).toBe(true);
     expect(lever.requests()).toHaveLength(2);
 
-    const { rows } = await handle.pool.query<Record<string, unknown>>(
+    const { rows } = await system.handle.pool.query<Record<string, unknown>>(
       'SELECT * FROM postings WHERE run_id = $1',
       [run.id],
     );
@@ -145,7 +71,7 @@ describe('an ATS board through the pipeline', () => {
   });
 
   it('skips every posting when the board is unchanged', async () => {
-    const run = await runToEnd();
+    const run = await system.runToEnd(siteId);
     expect(run).toMatchObject({ status: 'succeeded', skippedCount: POSTINGS, readyCount: 0 });
   });
 });

@@ -1,26 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, createRun, getRun, insertSite, type DbHandle } from '@gleaner/db';
-import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
-import { createLogger } from '@gleaner/logger';
-import {
-  closeQueues,
-  createQueues,
-  createRedisConnection,
-  enqueue,
-  type Queues,
-} from '@gleaner/queue';
-import {
-  createTestDatabase,
-  createTestRedisNamespace,
-  waitFor,
-  type TestDatabase,
-  type TestRedisNamespace,
-} from '@gleaner/testing';
-import { startWorkers, type WorkerRuntime } from '@gleaner/worker';
-import type { Redis } from 'ioredis';
+import { insertSite } from '@gleaner/db';
+import { waitFor } from '@gleaner/testing';
+import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 
 /**
  * Failures end as recorded errors, not stuck runs: a page that is gone (404) and a page that
@@ -38,20 +21,7 @@ const posting = {
 
 let server: Server;
 let origin: string;
-let database: TestDatabase;
-let namespace: TestRedisNamespace;
-let handle: DbHandle;
-let producer: Redis;
-let workerConnection: Redis;
-let queues: Queues;
-let runtime: WorkerRuntime;
-const fetcher = createFetcher({
-  userAgent: 'GleanerTest',
-  timeoutMs: 5000,
-  maxBodyBytes: 1 << 20,
-  maxRedirects: 3,
-  allowPrivateNetworks: true,
-});
+let system: InProcessSystem;
 
 beforeAll(async () => {
   server = createServer((request, response) => {
@@ -88,74 +58,36 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-  database = await createTestDatabase('failures');
-  namespace = createTestRedisNamespace('failures');
-  handle = createDb({ url: database.url, poolMax: 6 });
-  producer = createRedisConnection(namespace.url, 'producer');
-  workerConnection = createRedisConnection(namespace.url, 'worker');
-  queues = createQueues(producer, namespace.prefix);
-  runtime = startWorkers(
-    {
-      db: handle.db,
-      queues,
-      fetcher,
-      gate: createSiteGate({ redis: producer, prefix: namespace.prefix }),
-      robots: createRobotsCache({ fetcher, redis: producer, prefix: namespace.prefix, userAgent: 'GleanerTest' }),
-      logger: createLogger({ service: 'worker', level: 'silent', destination: new PassThrough() }),
-    },
-    {
-      connection: workerConnection,
-      prefix: namespace.prefix,
-      queues: ['scrape', 'crawl', 'extract'],
-      concurrency: { scrape: 1, crawl: 2, extract: 2 },
-    },
-  );
+  system = await startInProcessSystem('failures');
 });
 
 afterAll(async () => {
-  await runtime?.close(5000);
-  await closeQueues(queues);
-  producer?.disconnect();
-  workerConnection?.disconnect();
-  await fetcher.close();
-  await handle?.close();
-  await namespace?.cleanup();
-  await database?.drop();
+  await system?.close();
   await new Promise((resolve) => server?.close(resolve));
 });
 
 describe('failing postings', () => {
   it('settle as errors, park in the dead-letter queue, and let the run finalize', async () => {
-    const site = await insertSite(handle.db, {
+    const site = await insertSite(system.handle.db, {
       siteName: 'flaky',
       kind: 'career-site',
       minPauseSeconds: 0,
       maxPauseSeconds: 0,
       config: { url: origin, sitemapUrl: `${origin}/sitemap.xml` },
     });
-    const run = await createRun(handle.db, { siteId: site.id, trigger: 'manual' });
-    await enqueue(queues, 'scrape', { runId: run.id, siteId: site.id });
-
-    const finished = await waitFor(
-      async () => {
-        const current = await getRun(handle.db, run.id);
-        return current && current.status !== 'queued' && current.status !== 'running'
-          ? current
-          : undefined;
-      },
-      { timeoutMs: 30_000, what: 'the run to finalize' },
-    );
-    expect(finished).toMatchObject({
+    const run = await system.runToEnd(site.id, 30_000);
+    expect(run).toMatchObject({
       status: 'failed',
       requestedPages: 3,
       readyCount: 1,
       errorsCount: 2,
     });
 
-    const { rows } = await handle.pool.query<{ url: string; status: string; error: string | null }>(
-      'SELECT url, status, error FROM postings WHERE run_id = $1 ORDER BY url',
-      [run.id],
-    );
+    const { rows } = await system.handle.pool.query<{
+      url: string;
+      status: string;
+      error: string | null;
+    }>('SELECT url, status, error FROM postings WHERE run_id = $1 ORDER BY url', [run.id]);
     expect(rows.map((r) => [new URL(r.url).pathname, r.status])).toEqual([
       ['/jobs/about', 'error'],
       ['/jobs/gone', 'error'],
@@ -166,7 +98,7 @@ describe('failing postings', () => {
 
     const parked = await waitFor(
       async () => {
-        const jobs = await queues['dead-letter'].getJobs(['waiting'], 0, -1);
+        const jobs = await system.queues['dead-letter'].getJobs(['waiting'], 0, -1);
         return jobs.length === 2 ? jobs : undefined;
       },
       { what: 'two dead letters' },

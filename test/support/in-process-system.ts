@@ -1,0 +1,119 @@
+import { PassThrough } from 'node:stream';
+import { createDb, createRun, getRun, type DbHandle, type RunRow } from '@gleaner/db';
+import { createFetcher, createRobotsCache, createSiteGate, type Fetcher } from '@gleaner/http';
+import { createLogger } from '@gleaner/logger';
+import {
+  closeQueues,
+  createQueues,
+  createRedisConnection,
+  enqueue,
+  type Queues,
+} from '@gleaner/queue';
+import {
+  createTestDatabase,
+  createTestRedisNamespace,
+  waitFor,
+  type TestDatabase,
+  type TestRedisNamespace,
+} from '@gleaner/testing';
+import { startWorkers, type WorkerRuntime } from '@gleaner/worker';
+import type { Redis } from 'ioredis';
+
+export interface InProcessSystem {
+  database: TestDatabase;
+  namespace: TestRedisNamespace;
+  handle: DbHandle;
+  fetcher: Fetcher;
+  /** One entry per worker replica: its own Redis connections, queues and gate. */
+  replicas: { runtime: WorkerRuntime; queues: Queues }[];
+  queues: Queues;
+  /** Creates a manual run of a site, enqueues its scrape and waits until it finalizes. */
+  runToEnd(siteId: string, timeoutMs?: number): Promise<RunRow>;
+  close(): Promise<void>;
+}
+
+/**
+ * Worker replicas running inside the test process against their own database and Redis prefix,
+ * each as a main.ts would build it (own connections, gate and robots cache), sharing one fetcher
+ * that may reach loopback fixture servers.
+ */
+export async function startInProcessSystem(
+  label: string,
+  { replicas = 1, crawlConcurrency = 2, extractConcurrency = 2 } = {},
+): Promise<InProcessSystem> {
+  const database = await createTestDatabase(label);
+  const namespace = createTestRedisNamespace(label);
+  const handle = createDb({ url: database.url, poolMax: 4 + 4 * replicas });
+  const fetcher = createFetcher({
+    userAgent: 'GleanerTest',
+    timeoutMs: 5000,
+    maxBodyBytes: 20 << 20,
+    maxRedirects: 3,
+    allowPrivateNetworks: true,
+  });
+  const connections: Redis[] = [];
+  const started = Array.from({ length: replicas }, () => {
+    const producer = createRedisConnection(namespace.url, 'producer');
+    const worker = createRedisConnection(namespace.url, 'worker');
+    connections.push(producer, worker);
+    const queues = createQueues(producer, namespace.prefix);
+    const runtime = startWorkers(
+      {
+        db: handle.db,
+        queues,
+        fetcher,
+        gate: createSiteGate({ redis: producer, prefix: namespace.prefix }),
+        robots: createRobotsCache({
+          fetcher,
+          redis: producer,
+          prefix: namespace.prefix,
+          userAgent: 'GleanerTest',
+        }),
+        logger: createLogger({
+          service: 'worker',
+          level: 'silent',
+          destination: new PassThrough(),
+        }),
+      },
+      {
+        connection: worker,
+        prefix: namespace.prefix,
+        queues: ['scrape', 'crawl', 'extract'],
+        concurrency: { scrape: 1, crawl: crawlConcurrency, extract: extractConcurrency },
+      },
+    );
+    return { runtime, queues };
+  });
+  const queues = started[0]!.queues;
+
+  return {
+    database,
+    namespace,
+    handle,
+    fetcher,
+    replicas: started,
+    queues,
+    async runToEnd(siteId, timeoutMs = 60_000) {
+      const run = await createRun(handle.db, { siteId, trigger: 'manual' });
+      await enqueue(queues, 'scrape', { runId: run.id, siteId });
+      return waitFor(
+        async () => {
+          const current = await getRun(handle.db, run.id);
+          return current && current.status !== 'queued' && current.status !== 'running'
+            ? current
+            : undefined;
+        },
+        { timeoutMs, what: `run ${run.runId} to finalize` },
+      );
+    },
+    async close() {
+      await Promise.all(started.map(({ runtime }) => runtime.close(5000)));
+      await Promise.all(started.map(({ queues: q }) => closeQueues(q)));
+      for (const connection of connections) connection.disconnect();
+      await fetcher.close();
+      await handle.close();
+      await namespace.cleanup();
+      await database.drop();
+    },
+  };
+}
