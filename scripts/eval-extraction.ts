@@ -46,6 +46,8 @@ function main(): number {
 try {
   process.exitCode = main();
 } catch (error: unknown) {
-  process.stderr.write(`eval-extraction: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(
+    `eval-extraction: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exitCode = 1;
 }

@@ -16,12 +16,17 @@ const EMPTY: ExtractedPosting = {
   salaryPeriod: null,
   datePosted: null,
   description: null,
+  descriptionText: null,
   requirements: null,
 };
 
 function page(...blocks: unknown[]): string {
   const scripts = blocks
-    .map((block) => `<script type="application/ld+json">${JSON.stringify(block)}</script>`)
+    // "</" escaped, as sites do, so that a "</script>" inside a value stays inside the JSON.
+    .map(
+      (block) =>
+        `<script type="application/ld+json">${JSON.stringify(block).replaceAll('</', '<\\/')}</script>`,
+    )
     .join('\n');
   return `<!DOCTYPE html><html><head><title>t</title>${scripts}</head><body><h1>Visible</h1></body></html>`;
 }
@@ -66,6 +71,7 @@ const FULL_EXPECTED: ExtractedPosting = {
   salaryPeriod: 'year',
   datePosted: '2026-10-02',
   description: '<p>Build things.</p>',
+  descriptionText: 'Build things.',
   requirements: 'Go\nPostgreSQL',
 };
 
@@ -138,9 +144,15 @@ describe('extractPosting: finding the JobPosting', () => {
     ).toBeNull();
   });
 
-  it('returns a posting with all fields null when the JobPosting node is empty', () => {
-    const result = extractPosting(page({ '@type': 'JobPosting' }));
-    expect(result).toEqual({ posting: EMPTY, provenance: {} });
+  it('returns a posting with all fields null when the JobPosting node and the page are empty', () => {
+    const html = `<script type="application/ld+json">{"@type":"JobPosting"}</script>`;
+    expect(extractPosting(html)).toEqual({ posting: EMPTY, provenance: {} });
+  });
+
+  it('takes a missing title from the page (h1, og:title, <title>) with dom provenance', () => {
+    const result = extractPosting(page({ '@type': 'JobPosting', hiringOrganization: 'Acme' }));
+    expect(result?.posting).toEqual({ ...EMPTY, title: 'Visible', company: 'Acme' });
+    expect(result?.provenance).toEqual({ title: 'dom', company: 'json-ld' });
   });
 
   it('exposes a dated extractor version', () => {
@@ -226,11 +238,18 @@ describe('extractPosting: field mapping', () => {
       'USD',
       'month',
     ]);
+    // Common spellings of a unit map to schema.org's; unknown units are kept lower-cased.
     expect(salaryOf({ currency: 'USD', value: '120000', unitText: 'per annum' })).toEqual([
       120000,
       120000,
       'USD',
-      'per annum',
+      'year',
+    ]);
+    expect(salaryOf({ currency: 'USD', value: 5000, unitText: 'Quarter' })).toEqual([
+      5000,
+      5000,
+      'USD',
+      'quarter',
     ]);
     expect(salaryOf({ currency: 'USD', value: 'competitive' })).toEqual([null, null, 'USD', null]);
     expect(salaryOf(95000)).toEqual([95000, 95000, null, null]);
@@ -334,6 +353,7 @@ describe('extractPosting: microdata fallback', () => {
       salaryPeriod: 'year',
       datePosted: '2026-09-30',
       description: '<p>Build <b>pipelines</b>.</p>',
+      descriptionText: 'Build pipelines.',
       requirements: 'Python\nSQL',
     } satisfies ExtractedPosting);
     expect(new Set(Object.values(result?.provenance ?? {}))).toEqual(new Set(['microdata']));
@@ -355,5 +375,189 @@ describe('extractPosting: microdata fallback', () => {
     expect(extractPosting(html)).toBeNull();
     // Mentioning the type in text is not enough either.
     expect(extractPosting('<p>We publish schema.org/JobPosting data.</p>')).toBeNull();
+  });
+});
+
+describe('extractPosting: normalised JSON-LD fields', () => {
+  it('sanitises the description and gives its plain text', () => {
+    const posting = postingOf({
+      description:
+        '<p onclick="x()">Hello <b>there</b></p><script>alert(1)</script><ul><li>One</li></ul>',
+    });
+    expect(posting?.description).toBe('<p>Hello <b>there</b></p><ul><li>One</li></ul>');
+    expect(posting?.descriptionText).toBe('Hello there\nOne');
+  });
+
+  it('decodes a description that a template HTML-escaped once more', () => {
+    const posting = postingOf({ description: '&lt;p&gt;Build &amp;amp; ship&lt;/p&gt;' });
+    expect(posting?.description).toBe('<p>Build &amp; ship</p>');
+    expect(posting?.descriptionText).toBe('Build & ship');
+  });
+
+  it('reads salary text in baseSalary, and in the description when baseSalary is absent', () => {
+    expect(postingOf({ baseSalary: '£110000 - £120000 per annum' })).toMatchObject({
+      salaryMin: 110000,
+      salaryMax: 120000,
+      salaryCurrency: 'GBP',
+      salaryPeriod: 'year',
+    });
+    expect(
+      postingOf({ description: '<p>Great team.</p><p>Salary: €60k–€75k plus bonus.</p>' }),
+    ).toMatchObject({
+      salaryMin: 60000,
+      salaryMax: 75000,
+      salaryCurrency: 'EUR',
+      salaryPeriod: 'year',
+    });
+    // A structured salary wins over the text.
+    expect(
+      postingOf({
+        baseSalary: { currency: 'USD', value: { value: 40, unitText: 'HOUR' } },
+        description: '<p>Salary: €60k–€75k</p>',
+      }),
+    ).toMatchObject({ salaryMin: 40, salaryCurrency: 'USD', salaryPeriod: 'hour' });
+  });
+
+  it('reads requirements from the description when no structured field has them', () => {
+    const description =
+      "<p>Intro</p><h3>What you'll need</h3><ul><li>Go</li><li>SQL</li></ul><h3>Benefits</h3>";
+    expect(postingOf({ description })?.requirements).toBe('Go\nSQL');
+    expect(postingOf({ description, qualifications: 'BSc' })?.requirements).toBe('BSc');
+    expect(postingOf({ qualifications: '<ul><li>Go</li><li>SQL</li></ul>' })?.requirements).toBe(
+      'Go\nSQL',
+    );
+  });
+
+  it('maps employment types and locations written as text', () => {
+    expect(postingOf({ employmentType: ['Full-time', 'Contract'] })?.employmentType).toBe(
+      'FULL_TIME, CONTRACTOR',
+    );
+    expect(postingOf({ jobLocation: 'Austin, TX' })).toMatchObject({
+      location: 'Austin, TX',
+      locationCity: 'Austin',
+      locationRegion: 'TX',
+      locationCountry: null,
+      isRemote: false,
+    });
+    expect(postingOf({ jobLocation: { address: 'Remote (US)' } })).toMatchObject({
+      location: 'US',
+      isRemote: true,
+    });
+    expect(
+      postingOf({ jobLocation: { address: { addressLocality: 'Remote', addressCountry: 'US' } } }),
+    ).toMatchObject({ locationCity: null, locationCountry: 'US', isRemote: true });
+    expect(
+      postingOf({
+        workplaceType: 'Remote',
+        jobLocation: { address: { addressLocality: 'Lisbon' } },
+      }),
+    ).toMatchObject({ locationCity: 'Lisbon', isRemote: true });
+    expect(postingOf({ jobLocation: 'Hybrid - Warsaw, Poland' })?.isRemote).toBe(false);
+  });
+
+  it('resolves @id references between JSON-LD nodes', () => {
+    const html = page({
+      '@context': 'https://schema.org',
+      '@graph': [
+        { '@type': 'Organization', '@id': '#org', name: 'Brightline' },
+        { '@type': 'JobPosting', title: 'Planner', hiringOrganization: { '@id': '#org' } },
+      ],
+    });
+    expect(extractPosting(html)?.posting.company).toBe('Brightline');
+  });
+
+  it('decodes HTML references in titles and company names', () => {
+    expect(
+      postingOf({ title: 'R&amp;D Engineer', hiringOrganization: { name: 'Smith &amp; Co' } }),
+    ).toMatchObject({ title: 'R&D Engineer', company: 'Smith & Co' });
+  });
+});
+
+describe('extractPosting: listings and other pages are not postings', () => {
+  it('returns null for an ItemList of postings', () => {
+    const html = page({
+      '@type': 'ItemList',
+      itemListElement: [
+        { '@type': 'ListItem', position: 1, item: { ...FULL_POSTING, title: 'A' } },
+        { '@type': 'ListItem', position: 2, item: { ...FULL_POSTING, title: 'B' } },
+      ],
+    });
+    expect(extractPosting(html)).toBeNull();
+  });
+
+  it('returns null when the page holds three or more different postings', () => {
+    const postings = ['A', 'B', 'C'].map((title) => ({ ...FULL_POSTING, title }));
+    expect(extractPosting(page(...postings))).toBeNull();
+    // The same posting twice is still one posting.
+    expect(extractPosting(page(FULL_POSTING, FULL_POSTING, FULL_POSTING))?.posting.title).toBe(
+      'Senior Backend Engineer',
+    );
+  });
+});
+
+describe('extractPosting: RDFa and the page markup', () => {
+  const sections = `<h2>Responsibilities</h2><ul><li>Design and build services in Kotlin for the fare engine</li><li>Improve the performance of fare calculation across Europe</li></ul>
+<h2>Requirements</h2><ul><li>3+ years of backend development on the JVM</li><li>Experience with relational databases such as PostgreSQL</li></ul>
+<h2>What we offer</h2><ul><li>Salary: €60k–€75k</li><li>30 days of holiday and a learning budget</li></ul>`;
+
+  it('reads an RDFa JobPosting with rdfa provenance', () => {
+    const html = `<div vocab="https://schema.org/" typeof="JobPosting"><h1 property="title">GIS Analyst</h1>
+<span property="hiringOrganization" typeof="Organization"><span property="name">City of Ashford</span></span>
+<span property="jobLocation">Ashford, Kent, United Kingdom</span><span property="employmentType">Full-time</span>
+<span property="datePosted" content="2026-10-15">15 Oct</span><div property="description"><p>Maps.</p></div></div>`;
+    const result = extractPosting(html);
+    expect(result?.posting).toMatchObject({
+      title: 'GIS Analyst',
+      company: 'City of Ashford',
+      locationCity: 'Ashford',
+      locationRegion: 'Kent',
+      locationCountry: 'United Kingdom',
+      employmentType: 'FULL_TIME',
+      datePosted: '2026-10-15',
+      description: '<p>Maps.</p>',
+    });
+    expect(new Set(Object.values(result?.provenance ?? {}))).toEqual(new Set(['rdfa']));
+  });
+
+  it('reads a posting from the page markup when it clearly is one, with dom provenance', () => {
+    const html = `<html><head><title>Backend Engineer – Ferrovia</title><meta property="og:site_name" content="Ferrovia"></head><body>
+<main><h1>Backend Engineer</h1><ul class="facts"><li>Location: Berlin, Germany</li><li>Employment type: Full-time</li></ul>
+<div class="job-description">${sections}</div><a href="/jobs/backend/apply">Apply now</a></main></body></html>`;
+    const result = extractPosting(html);
+    expect(result?.posting).toMatchObject({
+      title: 'Backend Engineer',
+      company: 'Ferrovia',
+      location: 'Berlin, Germany',
+      isRemote: false,
+      employmentType: 'FULL_TIME',
+      salaryMin: 60000,
+      salaryMax: 75000,
+      salaryCurrency: 'EUR',
+      requirements:
+        '3+ years of backend development on the JVM\nExperience with relational databases such as PostgreSQL',
+    });
+    expect(new Set(Object.values(result?.provenance ?? {}))).toEqual(new Set(['dom']));
+  });
+
+  it('does not read postings from pages that only look like one', () => {
+    const body = (extra: string) =>
+      `<html><head>${extra}</head><body><main><h1>Backend Engineer</h1><div class="job-description">${sections}</div><a href="/apply">Apply now</a></main></body></html>`;
+    expect(extractPosting(body(''))).not.toBeNull();
+    // Structured data saying it is an article, a listing, or no way to apply: not a posting.
+    expect(extractPosting(body('<meta property="og:type" content="article">'))).toBeNull();
+    expect(
+      extractPosting(body('<script type="application/ld+json">{"@type":"BlogPosting"}</script>')),
+    ).toBeNull();
+    expect(extractPosting(body('').replace('<a href="/apply">Apply now</a>', ''))).toBeNull();
+    // A posting that is gone.
+    expect(
+      extractPosting(body('').replace('Backend Engineer', 'This job is no longer available')),
+    ).toBeNull();
+    // Only "Benefits"-style sections (a careers landing page).
+    expect(
+      extractPosting(
+        '<h1>Careers</h1><h2>Why join us</h2><p>Good people and interesting problems to work on every day of the week.</p><h2>Benefits</h2><ul><li>Health</li></ul><a href="/apply">Apply</a>',
+      ),
+    ).toBeNull();
   });
 });

@@ -1,40 +1,141 @@
-import { parseJsonLdText, scanJsonLdScripts, UNPARSEABLE } from './json-ld-scan.js';
-import { findJobPostingNode, mapJobPosting, type JsonObject } from './json-ld-mapping.js';
-import { findMicrodataJobPosting } from './microdata.js';
+import { createLazyDom, type LazyDom } from './dom.js';
+import { findDomPosting, mayBeDomPosting } from './dom-posting.js';
+import {
+  collectJobPostings,
+  createJobPostingSearch,
+  indexNodesById,
+  mapJobPosting,
+  readText,
+  type JobPostingSearch,
+  type JsonObject,
+} from './json-ld-mapping.js';
+import {
+  findJsonLdBlocks,
+  parseJsonLdText,
+  scanJsonLdScripts,
+  UNPARSEABLE,
+} from './json-ld-scan.js';
+import { findMicrodataJobPosting, mayHaveMicrodataJobPosting } from './microdata.js';
+import {
+  cleanSiteName,
+  companyFromPageTitle,
+  readPageMeta,
+  titleFromPageMeta,
+  type PageMeta,
+} from './page-meta.js';
+import { findRdfaJobPosting, mayHaveRdfaJobPosting } from './rdfa.js';
 import type { ExtractedPosting, ExtractionResult, FieldSource } from './types.js';
 
 export interface ExtractPostingOptions {
-  /** The page's URL. Not needed by the current paths; the wider DOM paths will resolve links with it. */
+  /** The page's URL. Not needed by the current paths; kept for resolving relative links later. */
   url?: string;
 }
 
 /**
- * Extracts the job posting a page describes, or returns null when the page does not describe
- * one (no JobPosting in JSON-LD or microdata: nothing is guessed from the visible text).
+ * A page whose structured data holds this many different postings is a list of them (search
+ * results, a careers index), not one posting.
+ */
+const LISTING_POSTING_COUNT = 3;
+
+/**
+ * Extracts the job posting a page describes, or returns null when the page is not one posting.
  *
- * JSON-LD comes first and is read without building a DOM; cheerio is loaded only for pages
- * without a JSON-LD JobPosting.
+ * In order: JSON-LD (scanned from the raw string, no DOM), microdata, RDFa, and last the page's
+ * markup itself (see dom-posting.ts for the bar a page must clear there). A DOM is built only
+ * for the later paths, so a page whose JSON-LD has the posting costs a string scan, a JSON.parse
+ * and two string walks over the description (the clean-HTML check and its text). A posting whose
+ * structured data lacks a title or company gets them from the page's `<h1>` / og:title /
+ * `<title>` and og:site_name (provenance `dom`).
+ *
+ * A JobPosting inside an ItemList, or three or more different postings on one page, make the page
+ * a listing: null.
  */
 export function extractPosting(
   html: string,
   _options: ExtractPostingOptions = {},
 ): ExtractionResult | null {
-  const jsonLdNode = findJsonLdJobPosting(html);
-  if (jsonLdNode !== null) return withProvenance(mapJobPosting(jsonLdNode), 'json-ld');
-  const microdataNode = findMicrodataJobPosting(html);
-  if (microdataNode !== null) return withProvenance(mapJobPosting(microdataNode), 'microdata');
+  const search = findJsonLdJobPostings(html);
+  const distinct = new Set(search.postings.map(postingKey));
+  if (distinct.size >= LISTING_POSTING_COUNT) return null;
+  const jsonLdNode = search.postings[0];
+  if (jsonLdNode !== undefined) {
+    const posting = mapJobPosting(jsonLdNode, { resolveReference: createResolver(html) });
+    return completeFromPage(withProvenance(posting, 'json-ld'), html);
+  }
+  if (search.hasListedPosting) return null;
+
+  const dom = createLazyDom(html);
+  const itemNode = findStructuredItem(html, dom);
+  if (itemNode !== null) {
+    return completeFromPage(withProvenance(mapJobPosting(itemNode.node), itemNode.source), html);
+  }
+
+  const meta = readPageMeta(html);
+  if (!mayBeDomPosting(html, meta)) return null;
+  const domPosting = findDomPosting(dom(), meta, { jsonLdTypes: search.types });
+  return domPosting === null ? null : withProvenance(domPosting, 'dom');
+}
+
+/**
+ * The page's JobPostings across its JSON-LD blocks. Scanning stops after the first posting
+ * unless the rest of the page mentions another (cheap to check, and listing pages do).
+ */
+function findJsonLdJobPostings(html: string): JobPostingSearch {
+  const search = createJobPostingSearch();
+  scanJsonLdScripts(html, (rawText, end) => {
+    const parsed = parseJsonLdText(rawText);
+    if (parsed !== UNPARSEABLE) collectJobPostings(parsed, search);
+    return search.postings.length > 0 && !html.includes('JobPosting', end);
+  });
+  return search;
+}
+
+function postingKey(node: JsonObject): string {
+  return `${readText(node.title) ?? ''}\u0000${readText(node.url) ?? ''}\u0000${readText(node.identifier) ?? ''}`;
+}
+
+/** Resolves `@id` references against every JSON-LD block of the page, indexed on first use. */
+function createResolver(html: string): (id: string) => JsonObject | null {
+  let index: Map<string, JsonObject> | undefined;
+  return (id) => {
+    index ??= indexNodesById(findJsonLdBlocks(html));
+    return index.get(id) ?? null;
+  };
+}
+
+function findStructuredItem(
+  html: string,
+  dom: LazyDom,
+): { node: JsonObject; source: FieldSource } | null {
+  if (mayHaveMicrodataJobPosting(html)) {
+    const node = findMicrodataJobPosting(dom());
+    if (node !== null) return { node, source: 'microdata' };
+  }
+  if (mayHaveRdfaJobPosting(html)) {
+    const node = findRdfaJobPosting(dom());
+    if (node !== null) return { node, source: 'rdfa' };
+  }
   return null;
 }
 
-/** The first JobPosting across the page's JSON-LD blocks; scanning stops as soon as one is found. */
-function findJsonLdJobPosting(html: string): JsonObject | null {
-  let found: JsonObject | null = null;
-  scanJsonLdScripts(html, (rawText) => {
-    const parsed = parseJsonLdText(rawText);
-    if (parsed !== UNPARSEABLE) found = findJobPostingNode(parsed);
-    return found !== null;
-  });
-  return found;
+/** Title and company from the page when the structured data left them out. */
+function completeFromPage(result: ExtractionResult, html: string): ExtractionResult {
+  const { posting, provenance } = result;
+  if (posting.title !== null && posting.company !== null) return result;
+  const meta: PageMeta = readPageMeta(html);
+  if (posting.company === null && meta.ogSiteName !== null) {
+    posting.company = cleanSiteName(meta.ogSiteName);
+  }
+  if (posting.title === null) {
+    posting.title = titleFromPageMeta(meta, posting.company);
+    if (posting.title !== null) provenance.title = 'dom';
+  }
+  if (posting.company === null && posting.title !== null) {
+    // "Nurse Practitioner | Evergreen Clinics": what the title says besides the job.
+    posting.company = companyFromPageTitle(meta.title ?? meta.ogTitle, posting.title);
+  }
+  if (posting.company !== null) provenance.company ??= 'dom';
+  return result;
 }
 
 function withProvenance(posting: ExtractedPosting, source: FieldSource): ExtractionResult {

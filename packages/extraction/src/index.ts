@@ -2,3 +2,24 @@ export type { ExtractedPosting, ExtractionResult, FieldSource } from './types.js
 export { extractPosting, type ExtractPostingOptions } from './extract-posting.js';
 export { findJsonLdBlocks } from './json-ld-scan.js';
 export { EXTRACTOR_VERSION } from './version.js';
+export { normaliseDate } from './dates.js';
+export { normaliseEmploymentType } from './employment-type.js';
+export { htmlToText } from './html-text.js';
+export { parseLocationText, type ParsedLocation } from './location.js';
+export { requirementsFromHtml } from './requirements.js';
+export { findSalaryInText, parseSalaryText, type Salary } from './salary.js';
+export { sanitiseHtml } from './sanitise-html.js';
+export {
+  DESCRIPTION_SIMILARITY,
+  EVALUATED_FIELDS,
+  evaluatePages,
+  fieldMatches,
+  formatReport,
+  readCorpus,
+  summariseReport,
+  textSimilarity,
+  type CorpusPage,
+  type EvaluatedField,
+  type EvaluationReport,
+  type FieldScore,
+} from './evaluate.js';

@@ -17,8 +17,11 @@ const EQUALS = 0x3d; // =
 const DOUBLE_QUOTE = 0x22;
 const SINGLE_QUOTE = 0x27;
 
-/** Called with each JSON-LD script's raw text; return true to stop scanning. */
-export type JsonLdTextVisitor = (rawText: string) => boolean | void;
+/**
+ * Called with each JSON-LD script's raw text and the index just past its `</script` tag; return
+ * true to stop scanning.
+ */
+export type JsonLdTextVisitor = (rawText: string, end: number) => boolean | void;
 
 /** Returned by `parseJsonLdText` for a block that is not valid JSON even after repair. */
 export const UNPARSEABLE: unique symbol = Symbol('unparseable JSON-LD');
@@ -62,7 +65,7 @@ export function scanJsonLdScripts(html: string, visit: JsonLdTextVisitor): void 
     const contentEnd = findScriptEnd(html, contentStart);
     if (contentEnd === -1) return; // unterminated script: the page was cut off, its JSON with it
     if (tag.type !== null && isJsonLdMediaType(tag.type)) {
-      if (visit(html.slice(contentStart, contentEnd)) === true) return;
+      if (visit(html.slice(contentStart, contentEnd), contentEnd + 8) === true) return;
     }
     position = contentEnd + 8; // past "</script"
   }

@@ -2,13 +2,11 @@
  * The DOM fallback for pages without JSON-LD: reads a schema.org/JobPosting microdata item into
  * the same object shape JSON-LD has, so one mapping (`json-ld-mapping.ts`) serves both.
  *
- * Kept deliberately small: no `itemref`, no RDFa or OpenGraph yet.
+ * Kept deliberately small: no `itemref`.
  */
-import { load, type CheerioAPI } from 'cheerio/slim';
+import type { CheerioAPI } from 'cheerio/slim';
+import { childElements, type DomElement } from './dom.js';
 import type { JsonObject } from './json-ld-mapping.js';
-
-/** A DOM element as cheerio hands it out (domhandler's Element, which we do not depend on). */
-type DomElement = ReturnType<ReturnType<CheerioAPI['root']>['children']>[number];
 
 const JOB_POSTING_ITEMTYPE_SUFFIX = 'schema.org/JobPosting';
 /** Nested items deeper than this (Place → PostalAddress → Country is 3) are not read. */
@@ -29,13 +27,13 @@ const URL_VALUE_ATTRIBUTE: Record<string, string> = {
   object: 'data',
 };
 
-/**
- * The first JobPosting microdata item of the page as a JSON-LD-like object, or null. Pages that
- * never mention the type are rejected before anything is parsed.
- */
-export function findMicrodataJobPosting(html: string): JsonObject | null {
-  if (!html.includes(JOB_POSTING_ITEMTYPE_SUFFIX)) return null;
-  const $ = load(html);
+/** Whether the page may hold a microdata JobPosting; pages that never mention it skip the DOM. */
+export function mayHaveMicrodataJobPosting(html: string): boolean {
+  return html.includes(JOB_POSTING_ITEMTYPE_SUFFIX) && html.includes('itemscope');
+}
+
+/** The first JobPosting microdata item of the page as a JSON-LD-like object, or null. */
+export function findMicrodataJobPosting($: CheerioAPI): JsonObject | null {
   const scope = $('[itemscope][itemtype]')
     .toArray()
     .find((element) =>
@@ -63,7 +61,7 @@ function collectProperties(
   item: JsonObject,
   depth: number,
 ): void {
-  for (const child of $(parent).children().toArray()) {
+  for (const child of childElements(parent)) {
     const names = child.attribs.itemprop;
     const isNestedItem = child.attribs.itemscope !== undefined;
     if (names !== undefined) {

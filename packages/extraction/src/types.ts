@@ -18,12 +18,25 @@ export interface ExtractedPosting {
   salaryMax: number | null;
   /** ISO 4217 code, upper-cased. */
   salaryCurrency: string | null;
-  /** Lower-cased unitText: "hour", "day", "week", "month", "year" or whatever the page said. */
+  /**
+   * "hour", "day", "week", "month" or "year" (schema.org's unitText lower-cased, common spellings
+   * such as "per annum" or "hourly" mapped to those), or the page's own unit lower-cased.
+   */
   salaryPeriod: string | null;
-  /** YYYY-MM-DD as published, or a full ISO timestamp when the page gave a date-time. */
+  /** YYYY-MM-DD as published, or a full ISO timestamp (UTC) when the page gave a date-time. */
   datePosted: string | null;
-  /** HTML as published (not sanitised yet). */
+  /**
+   * The description's HTML, sanitised: basic formatting tags only, no scripts, styles, frames,
+   * event handlers or unsafe URLs. Clean HTML is kept byte for byte as published (trimmed).
+   */
   description: string | null;
+  /** Plain text of `description`: one line per paragraph, heading or list item. */
+  descriptionText: string | null;
+  /**
+   * One requirement per line: the structured qualifications / experienceRequirements / skills,
+   * or else the lines of the description's Requirements (Qualifications, What you'll need …)
+   * section.
+   */
   requirements: string | null;
 }
 

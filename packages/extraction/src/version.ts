@@ -2,5 +2,9 @@
  * Stored with every extracted record so that a change in extraction rules can be told apart
  * from a change on the page, and old records re-extracted. Bump it (date plus counter) whenever
  * the output for some page would change.
+ *
+ * 2026-11-22.2: sanitised description plus descriptionText; normalised employment types, salary
+ * periods, text salaries and locations, dates; requirements from description sections; RDFa,
+ * page-markup postings and title/company fallbacks; listing pages rejected.
  */
-export const EXTRACTOR_VERSION = '2026-11-22.1';
+export const EXTRACTOR_VERSION = '2026-11-22.2';

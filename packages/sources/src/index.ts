@@ -1,8 +1,24 @@
 export * from './types.js';
 export * from './registry.js';
-export { careerSiteAdapter, careerSiteConfig, externalIdFromUrl, type CareerSiteConfig } from './adapters/career-site.js';
-export { greenhouseAdapter, greenhouseConfig, GREENHOUSE_API, type GreenhouseConfig } from './adapters/greenhouse.js';
-export { leverAdapter, leverConfig, leverBaseUrl, LEVER_API, type LeverConfig } from './adapters/lever.js';
+export {
+  careerSiteAdapter,
+  careerSiteConfig,
+  externalIdFromUrl,
+  type CareerSiteConfig,
+} from './adapters/career-site.js';
+export {
+  greenhouseAdapter,
+  greenhouseConfig,
+  GREENHOUSE_API,
+  type GreenhouseConfig,
+} from './adapters/greenhouse.js';
+export {
+  leverAdapter,
+  leverConfig,
+  leverBaseUrl,
+  LEVER_API,
+  type LeverConfig,
+} from './adapters/lever.js';
 export { ashbyAdapter, ashbyConfig, ASHBY_API, type AshbyConfig } from './adapters/ashby.js';
 export {
   smartRecruitersAdapter,
@@ -10,5 +26,15 @@ export {
   SMARTRECRUITERS_API,
   type SmartRecruitersConfig,
 } from './adapters/smartrecruiters.js';
-export { recruiteeAdapter, recruiteeConfig, recruiteeBaseUrl, type RecruiteeConfig } from './adapters/recruitee.js';
-export { AtsRequestError, atsErrorCodes, type AtsErrorCode, type AtsRequestErrorDetails } from './adapters/ats-request-error.js';
+export {
+  recruiteeAdapter,
+  recruiteeConfig,
+  recruiteeBaseUrl,
+  type RecruiteeConfig,
+} from './adapters/recruitee.js';
+export {
+  AtsRequestError,
+  atsErrorCodes,
+  type AtsErrorCode,
+  type AtsRequestErrorDetails,
+} from './adapters/ats-request-error.js';

@@ -284,7 +284,7 @@ export async function searchPostings(
   if (search.updatedSince) conditions.push(gte(postings.updatedAt, search.updatedSince));
   if (search.query) {
     conditions.push(
-      sql`to_tsvector('simple', coalesce(${postings.title}, '') || ' ' || coalesce(${postings.company}, '') || ' ' || coalesce(${postings.description}, '')) @@ websearch_to_tsquery('simple', ${search.query})`,
+      sql`to_tsvector('simple', coalesce(${postings.title}, '') || ' ' || coalesce(${postings.company}, '') || ' ' || coalesce(${postings.descriptionText}, ${postings.description}, '')) @@ websearch_to_tsquery('simple', ${search.query})`,
     );
   }
   if (search.cursor) {

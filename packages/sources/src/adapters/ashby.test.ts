@@ -2,6 +2,7 @@ import { createFetcher } from '@gleaner/http';
 import { createFixtureAshby, type FixtureAshby } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ashbyAdapter, ashbyConfig } from './ashby.js';
+import { vendorFields } from './mapping.test-support.js';
 
 const fetcher = createFetcher({
   userAgent: 'GleanerTest',
@@ -34,13 +35,11 @@ describe('ashby adapter', () => {
     const result = await ashbyAdapter.list(config(), { fetcher });
     expect(result.complete).toBe(true);
     expect(result.postings).toEqual(
-      board
-        .postings()
-        .map((posting) => ({
-          externalId: posting.externalId,
-          url: posting.url,
-          payload: posting.payload,
-        })),
+      board.postings().map((posting) => ({
+        externalId: posting.externalId,
+        url: posting.url,
+        payload: posting.payload,
+      })),
     );
     expect(board.unlistedIds().length).toBeGreaterThan(0);
     expect(result.postings.map((posting) => posting.externalId)).not.toEqual(
@@ -53,8 +52,8 @@ describe('ashby adapter', () => {
 
   it('maps every documented field of every job', async () => {
     const result = await ashbyAdapter.list(config(), { fetcher });
-    const mapped = result.postings.map(
-      (posting) => ashbyAdapter.mapPosting!(posting.payload)?.posting,
+    const mapped = result.postings.map((posting) =>
+      vendorFields(ashbyAdapter.mapPosting!(posting.payload)?.posting),
     );
     expect(mapped).toEqual(board.postings().map((posting) => posting.expected));
     for (const key of Object.keys(mapped[0]!).filter(

@@ -1,3 +1,4 @@
+import { htmlToText as textOfHtml } from '@gleaner/extraction';
 /**
  * Helpers shared by the ATS adapters' `mapPosting`: they apply @gleaner/extraction's field
  * conventions (see its `types.ts` and `json-ld-mapping.ts`) to vendor JSON.
@@ -44,12 +45,20 @@ export function emptyPosting(): ExtractedPosting {
     salaryPeriod: null,
     datePosted: null,
     description: null,
+    descriptionText: null,
     requirements: null,
   };
 }
 
 /** The mapping result: provenance 'ats' for every non-null field. */
-export function mapped(posting: ExtractedPosting): AtsMappedPosting {
+export function mapped(mappedFields: ExtractedPosting): AtsMappedPosting {
+  // The plain text is derived from the vendor's HTML the same way page extraction derives it.
+  const posting: ExtractedPosting = {
+    ...mappedFields,
+    descriptionText:
+      mappedFields.descriptionText ??
+      (mappedFields.description === null ? null : textOfHtml(mappedFields.description)),
+  };
   const provenance: AtsMappedPosting['provenance'] = {};
   for (const key of Object.keys(posting) as (keyof ExtractedPosting)[]) {
     if (posting[key] !== null) provenance[key] = 'ats';

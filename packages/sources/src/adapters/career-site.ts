@@ -1,6 +1,12 @@
 import * as cheerio from 'cheerio/slim';
 import { z } from 'zod';
-import type { ListedPosting, ListOptions, ListingResult, SiteAdapter, SourceContext } from '../types.js';
+import type {
+  ListedPosting,
+  ListOptions,
+  ListingResult,
+  SiteAdapter,
+  SourceContext,
+} from '../types.js';
 import { SourceError } from '../types.js';
 
 const httpUrl = z
@@ -52,7 +58,9 @@ export function externalIdFromUrl(url: URL): string {
 }
 
 function sameSite(candidate: URL, base: URL): boolean {
-  return candidate.host.toLowerCase() === base.host.toLowerCase() && /^https?:$/.test(candidate.protocol);
+  return (
+    candidate.host.toLowerCase() === base.host.toLowerCase() && /^https?:$/.test(candidate.protocol)
+  );
 }
 
 class Collector {
@@ -115,7 +123,10 @@ async function listFromSitemap(
     const $ = cheerio.load(xml, { xml: true });
     const isIndex = $('sitemapindex').length > 0;
     if (!isIndex && $('urlset').length === 0) {
-      throw new SourceError(`${next} is not a sitemap (no <urlset> or <sitemapindex>)`, 'SOURCE_SITEMAP_INVALID');
+      throw new SourceError(
+        `${next} is not a sitemap (no <urlset> or <sitemapindex>)`,
+        'SOURCE_SITEMAP_INVALID',
+      );
     }
     $(isIndex ? 'sitemap > loc' : 'url > loc').each((_, element) => {
       const loc = $(element).text().trim();
@@ -176,12 +187,15 @@ async function listFromListingPages(
 /** A company career site: postings found through its sitemap or its listing pages. */
 export const careerSiteAdapter: SiteAdapter<typeof careerSiteConfig> = {
   kind: 'career-site',
-  description: 'A career site whose posting pages embed schema.org JobPosting; listed via sitemap or listing pages.',
+  description:
+    'A career site whose posting pages embed schema.org JobPosting; listed via sitemap or listing pages.',
   configSchema: careerSiteConfig,
   async list(config, context, options: ListOptions = {}): Promise<ListingResult> {
     const limit = Math.min(options.limit ?? Infinity, config.maxPostings);
     const defaultPattern = config.sitemapUrl ? undefined : /\/jobs?\/[^/]+/;
-    const pattern = config.postingUrlPattern ? new RegExp(config.postingUrlPattern) : defaultPattern;
+    const pattern = config.postingUrlPattern
+      ? new RegExp(config.postingUrlPattern)
+      : defaultPattern;
     const collector = new Collector(new URL(config.url), pattern, limit);
     const complete = config.sitemapUrl
       ? await listFromSitemap(config, context, collector, options.signal)

@@ -2,6 +2,7 @@ import { createFetcher } from '@gleaner/http';
 import { createFixtureGreenhouse, type FixtureGreenhouse } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { greenhouseAdapter, greenhouseConfig } from './greenhouse.js';
+import { vendorFields } from './mapping.test-support.js';
 
 const fetcher = createFetcher({
   userAgent: 'GleanerTest',
@@ -34,13 +35,11 @@ describe('greenhouse adapter', () => {
     const result = await greenhouseAdapter.list(config(), { fetcher });
     expect(result.complete).toBe(true);
     expect(result.postings).toEqual(
-      board
-        .postings()
-        .map((posting) => ({
-          externalId: posting.externalId,
-          url: posting.url,
-          payload: posting.payload,
-        })),
+      board.postings().map((posting) => ({
+        externalId: posting.externalId,
+        url: posting.url,
+        payload: posting.payload,
+      })),
     );
     expect(board.requests().map((request) => request.target)).toEqual([
       '/v1/boards/northwind/jobs?content=true',
@@ -50,8 +49,8 @@ describe('greenhouse adapter', () => {
   it('maps every documented field of every posting', async () => {
     const result = await greenhouseAdapter.list(config(), { fetcher });
     const expected = board.postings().map((posting) => posting.expected);
-    const mapped = result.postings.map(
-      (posting) => greenhouseAdapter.mapPosting!(posting.payload)?.posting,
+    const mapped = result.postings.map((posting) =>
+      vendorFields(greenhouseAdapter.mapPosting!(posting.payload)?.posting),
     );
     expect(mapped).toEqual(expected);
     // The fixture exercises each field somewhere: no field is null in every record.
@@ -95,7 +94,9 @@ describe('greenhouse adapter', () => {
       board.postings().map((posting) => posting.detailWithPay),
     );
     expect(
-      result.postings.map((posting) => greenhouseAdapter.mapPosting!(posting.payload)?.posting),
+      result.postings.map((posting) =>
+        vendorFields(greenhouseAdapter.mapPosting!(posting.payload)?.posting),
+      ),
     ).toEqual(board.postings().map((posting) => posting.expectedWithPay));
     expect(
       result.postings.some(
@@ -136,7 +137,9 @@ describe('greenhouse adapter', () => {
           .slice(0, 2),
       ).toEqual(['/v1/boards/northwind/jobs?content=true', '/v1/boards/northwind/jobs']);
       expect(
-        result.postings.map((posting) => greenhouseAdapter.mapPosting!(posting.payload)?.posting),
+        result.postings.map((posting) =>
+          vendorFields(greenhouseAdapter.mapPosting!(posting.payload)?.posting),
+        ),
       ).toEqual(board.postings().map((posting) => posting.expected));
     } finally {
       await small.close();

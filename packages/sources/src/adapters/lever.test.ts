@@ -2,6 +2,7 @@ import { createFetcher } from '@gleaner/http';
 import { createFixtureLever, type FixtureLever } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { leverAdapter, leverBaseUrl, leverConfig } from './lever.js';
+import { vendorFields } from './mapping.test-support.js';
 
 const fetcher = createFetcher({
   userAgent: 'GleanerTest',
@@ -35,13 +36,11 @@ describe('lever adapter', () => {
     const result = await leverAdapter.list(config(), { fetcher });
     expect(result.complete).toBe(true);
     expect(result.postings).toEqual(
-      site
-        .postings()
-        .map((posting) => ({
-          externalId: posting.externalId,
-          url: posting.url,
-          payload: posting.payload,
-        })),
+      site.postings().map((posting) => ({
+        externalId: posting.externalId,
+        url: posting.url,
+        payload: posting.payload,
+      })),
     );
     expect(site.requests().map((request) => request.query)).toEqual([
       { mode: 'json', skip: '0', limit: '100' },
@@ -52,8 +51,8 @@ describe('lever adapter', () => {
 
   it('maps every documented field of every posting', async () => {
     const result = await leverAdapter.list(config(), { fetcher });
-    const mapped = result.postings.map(
-      (posting) => leverAdapter.mapPosting!(posting.payload)?.posting,
+    const mapped = result.postings.map((posting) =>
+      vendorFields(leverAdapter.mapPosting!(posting.payload)?.posting),
     );
     expect(mapped).toEqual(site.postings().map((posting) => posting.expected));
     for (const key of Object.keys(mapped[0]!).filter(

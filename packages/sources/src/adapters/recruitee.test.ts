@@ -2,6 +2,7 @@ import { createFetcher } from '@gleaner/http';
 import { createFixtureRecruitee, type FixtureRecruitee } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { recruiteeAdapter, recruiteeBaseUrl, recruiteeConfig } from './recruitee.js';
+import { vendorFields } from './mapping.test-support.js';
 
 const fetcher = createFetcher({
   userAgent: 'GleanerTest',
@@ -34,21 +35,19 @@ describe('recruitee adapter', () => {
     const result = await recruiteeAdapter.list(config(), { fetcher });
     expect(result.complete).toBe(true);
     expect(result.postings).toEqual(
-      site
-        .postings()
-        .map((posting) => ({
-          externalId: posting.externalId,
-          url: posting.url,
-          payload: posting.payload,
-        })),
+      site.postings().map((posting) => ({
+        externalId: posting.externalId,
+        url: posting.url,
+        payload: posting.payload,
+      })),
     );
     expect(site.requests().map((request) => request.target)).toEqual(['/api/offers/']);
   });
 
   it('maps every documented field of every offer', async () => {
     const result = await recruiteeAdapter.list(config(), { fetcher });
-    const mapped = result.postings.map(
-      (posting) => recruiteeAdapter.mapPosting!(posting.payload)?.posting,
+    const mapped = result.postings.map((posting) =>
+      vendorFields(recruiteeAdapter.mapPosting!(posting.payload)?.posting),
     );
     expect(mapped).toEqual(site.postings().map((posting) => posting.expected));
     for (const key of Object.keys(mapped[0]!)) {

@@ -6,6 +6,7 @@ import {
   smartRecruitersConfig,
   smartRecruitersDetailUrl,
 } from './smartrecruiters.js';
+import { vendorFields } from './mapping.test-support.js';
 
 const fetcher = createFetcher({
   userAgent: 'GleanerTest',
@@ -48,13 +49,11 @@ describe('smartrecruiters adapter', () => {
     const result = await smartRecruitersAdapter.list(config(), { fetcher });
     expect(result.complete).toBe(true);
     expect(result.postings).toEqual(
-      company
-        .postings()
-        .map((posting) => ({
-          externalId: posting.externalId,
-          url: posting.url,
-          payload: posting.payload,
-        })),
+      company.postings().map((posting) => ({
+        externalId: posting.externalId,
+        url: posting.url,
+        payload: posting.payload,
+      })),
     );
     expect(company.requests(listPath).map((request) => request.query)).toEqual([
       { offset: '0', limit: '100' },
@@ -69,8 +68,8 @@ describe('smartrecruiters adapter', () => {
 
   it('maps every documented field of every posting', async () => {
     const result = await smartRecruitersAdapter.list(config(), { fetcher });
-    const mapped = result.postings.map(
-      (posting) => smartRecruitersAdapter.mapPosting!(posting.payload)?.posting,
+    const mapped = result.postings.map((posting) =>
+      vendorFields(smartRecruitersAdapter.mapPosting!(posting.payload)?.posting),
     );
     expect(mapped).toEqual(company.postings().map((posting) => posting.expected));
     for (const key of Object.keys(mapped[0]!).filter((key) => !key.startsWith('salary'))) {

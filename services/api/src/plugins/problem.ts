@@ -1,6 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
-import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import {
+  hasZodFastifySchemaValidationErrors,
+  isResponseSerializationError,
+} from 'fastify-type-provider-zod';
 
 export interface ProblemField {
   /** Where the problem is: `body.site_name`, `query.mode`, `params.runId`. */
@@ -14,7 +17,12 @@ export class ProblemError extends Error {
     readonly status: number,
     readonly title: string,
     detail: string,
-    readonly extra: { errors?: ProblemField[]; type?: string; headers?: Record<string, string>; [key: string]: unknown } = {},
+    readonly extra: {
+      errors?: ProblemField[];
+      type?: string;
+      headers?: Record<string, string>;
+      [key: string]: unknown;
+    } = {},
   ) {
     super(detail);
     this.name = 'ProblemError';
@@ -30,7 +38,10 @@ export function sendProblem(
   detail: string,
   extra: Record<string, unknown> = {},
 ): FastifyReply {
-  const { headers, type, ...members } = extra as { headers?: Record<string, string>; type?: string };
+  const { headers, type, ...members } = extra as {
+    headers?: Record<string, string>;
+    type?: string;
+  };
   if (headers) void reply.headers(headers);
   return reply
     .code(status)
@@ -61,7 +72,12 @@ const fastifyClientErrors: Record<string, [number, string]> = {
  */
 export const problemPlugin = fp(async (app: FastifyInstance) => {
   app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, 404, 'Not Found', `no route for ${request.method} ${request.url.split('?')[0]}`),
+    sendProblem(
+      reply,
+      404,
+      'Not Found',
+      `no route for ${request.method} ${request.url.split('?')[0]}`,
+    ),
   );
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -71,8 +87,13 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
     if (hasZodFastifySchemaValidationErrors(error)) {
       const errors: ProblemField[] = error.validation.map((issue) => {
         const path = issue.instancePath.replace(/^\//, '').replace(/\//g, '.');
-        const missingKey = (issue.params as { issue?: { path?: unknown[]; keys?: string[] } }).issue?.keys;
-        const field = [error.validationContext ?? 'body', path, missingKey?.length === 1 ? missingKey[0] : '']
+        const missingKey = (issue.params as { issue?: { path?: unknown[]; keys?: string[] } }).issue
+          ?.keys;
+        const field = [
+          error.validationContext ?? 'body',
+          path,
+          missingKey?.length === 1 ? missingKey[0] : '',
+        ]
           .filter(Boolean)
           .join('.');
         return { field, message: issue.message ?? 'is invalid' };
@@ -88,23 +109,40 @@ export const problemPlugin = fp(async (app: FastifyInstance) => {
     const mapped = error.code ? fastifyClientErrors[error.code] : undefined;
     if (mapped) {
       const field = error.code?.startsWith('FST_ERR_CTP') ? 'body' : 'url';
-      return sendProblem(reply, mapped[0], mapped[1], error.message, { errors: [{ field, message: error.message }] });
+      return sendProblem(reply, mapped[0], mapped[1], error.message, {
+        errors: [{ field, message: error.message }],
+      });
     }
     if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
       return sendProblem(reply, error.statusCode, 'Bad Request', error.message);
     }
     if (isResponseSerializationError(error)) {
-      request.log.error({ err: error, issues: error.cause.issues }, 'response did not match its schema');
+      request.log.error(
+        { err: error, issues: error.cause.issues },
+        'response did not match its schema',
+      );
     } else {
       request.log.error({ err: error }, 'request failed');
     }
-    const unavailable = /ECONNREFUSED|Connection is closed|Stream isn't writeable|enableOfflineQueue|ETIMEDOUT|timeout exceeded when trying to connect/i.test(
-      error.message,
-    );
+    const unavailable =
+      /ECONNREFUSED|Connection is closed|Stream isn't writeable|enableOfflineQueue|ETIMEDOUT|timeout exceeded when trying to connect/i.test(
+        error.message,
+      );
     return unavailable
-      ? sendProblem(reply, 503, 'Service Unavailable', 'a backing service (Redis or Postgres) is unavailable; try again shortly', {
-          headers: { 'retry-after': '5' },
-        })
-      : sendProblem(reply, 500, 'Internal Server Error', 'an unexpected error occurred; it has been logged');
+      ? sendProblem(
+          reply,
+          503,
+          'Service Unavailable',
+          'a backing service (Redis or Postgres) is unavailable; try again shortly',
+          {
+            headers: { 'retry-after': '5' },
+          },
+        )
+      : sendProblem(
+          reply,
+          500,
+          'Internal Server Error',
+          'an unexpected error occurred; it has been logged',
+        );
   });
 });

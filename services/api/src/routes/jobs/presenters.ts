@@ -43,6 +43,7 @@ export function presentPosting(posting: PostingRow) {
     salary_period: posting.salaryPeriod,
     date_posted: posting.datePosted,
     description: posting.description,
+    description_text: posting.descriptionText,
     requirements: posting.requirements,
     provenance: posting.provenance,
     error: posting.error,

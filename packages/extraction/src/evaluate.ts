@@ -1,0 +1,279 @@
+/**
+ * Scores an extractor against pages with known expected records (a corpus: `<name>.html` next to
+ * `<name>.expected.json`, the record or `null` for a page that is not a posting).
+ *
+ * Per field:
+ * - precision = correct non-null extracted values / non-null extracted values
+ * - recall    = correct values / non-null expected values
+ * where "correct" means both are non-null and match. Values extracted from a page that is not a
+ * posting count as extracted and wrong; a posting page the extractor returned null for counts
+ * its expected values as missed. A field absent from an expected record is not scored for that
+ * page (null means "the page has no such value" and is scored).
+ *
+ * Matching: numbers exactly (to 1e-9), booleans exactly, strings after collapsing whitespace.
+ * `description`, `descriptionText` and `requirements` compare their visible text — HTML turned
+ * into text, lower-cased, split into words — by the Dice coefficient of the two word multisets,
+ * and match at DESCRIPTION_SIMILARITY or above: what matters is that the right content was
+ * taken, not the markup it came in or a stray line of page furniture.
+ *
+ * `invented` counts non-posting pages for which a posting was returned.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { extractPosting } from './extract-posting.js';
+import { htmlToText, normaliseWhitespace } from './html-text.js';
+import type { ExtractedPosting, ExtractionResult } from './types.js';
+
+export const EVALUATED_FIELDS = [
+  'title',
+  'company',
+  'location',
+  'locationCity',
+  'locationRegion',
+  'locationCountry',
+  'isRemote',
+  'employmentType',
+  'salaryMin',
+  'salaryMax',
+  'salaryCurrency',
+  'salaryPeriod',
+  'datePosted',
+  'description',
+  'descriptionText',
+  'requirements',
+] as const satisfies readonly (keyof ExtractedPosting)[];
+
+export type EvaluatedField = (typeof EVALUATED_FIELDS)[number];
+
+/** Word-multiset Dice similarity at which two texts count as the same content. */
+export const DESCRIPTION_SIMILARITY = 0.9;
+
+const TEXT_FIELDS: ReadonlySet<EvaluatedField> = new Set([
+  'description',
+  'descriptionText',
+  'requirements',
+]);
+
+export interface CorpusPage {
+  name: string;
+  html: string;
+  /** The expected record, possibly partial; null for a page that is not a posting. */
+  expected: Partial<Record<EvaluatedField, unknown>> | null;
+}
+
+export interface FieldScore {
+  /** null when nothing was extracted for the field. */
+  precision: number | null;
+  /** null when no page expects a value for the field. */
+  recall: number | null;
+  extracted: number;
+  expected: number;
+  correct: number;
+}
+
+export interface FieldMismatch {
+  page: string;
+  field: EvaluatedField;
+  expected: unknown;
+  actual: unknown;
+}
+
+export interface EvaluationReport {
+  pages: number;
+  postingPages: number;
+  fields: Record<EvaluatedField, FieldScore>;
+  /** Non-posting pages for which a posting was returned. */
+  invented: number;
+  inventedPages: string[];
+  /** Posting pages for which null was returned. */
+  missed: number;
+  missedPages: string[];
+  mismatches: FieldMismatch[];
+  /** The extraction result of every page, by name. */
+  results: Map<string, ExtractionResult | null>;
+}
+
+export type Extractor = (html: string) => ExtractionResult | null;
+
+/** Reads `<name>.html` + `<name>.expected.json` pairs from a directory, in name order. */
+export function readCorpus(directory: string): CorpusPage[] {
+  const pages: CorpusPage[] = [];
+  for (const file of readdirSync(directory).sort()) {
+    if (!file.endsWith('.html')) continue;
+    const name = file.slice(0, -'.html'.length);
+    const expectedPath = path.join(directory, `${name}.expected.json`);
+    const expected = JSON.parse(readFileSync(expectedPath, 'utf8')) as unknown;
+    if (expected !== null && (typeof expected !== 'object' || Array.isArray(expected))) {
+      throw new Error(`${expectedPath}: expected a record object or null`);
+    }
+    pages.push({
+      name,
+      html: readFileSync(path.join(directory, file), 'utf8'),
+      expected,
+    });
+  }
+  return pages;
+}
+
+function words(text: string): string[] {
+  return text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+}
+
+/** Dice coefficient of the two texts' word multisets: 1 for the same words, 0 for none shared. */
+export function textSimilarity(a: string, b: string): number {
+  const left = words(a);
+  const right = words(b);
+  if (left.length === 0 && right.length === 0) return 1;
+  const counts = new Map<string, number>();
+  for (const word of left) counts.set(word, (counts.get(word) ?? 0) + 1);
+  let shared = 0;
+  for (const word of right) {
+    const count = counts.get(word) ?? 0;
+    if (count > 0) {
+      shared++;
+      counts.set(word, count - 1);
+    }
+  }
+  return (2 * shared) / (left.length + right.length);
+}
+
+/** Whether an extracted value matches the expected one (both non-null), by the rules above. */
+export function fieldMatches(field: EvaluatedField, expected: unknown, actual: unknown): boolean {
+  if (expected === null || actual === null || expected === undefined || actual === undefined)
+    return false;
+  if (typeof expected === 'number' && typeof actual === 'number')
+    return Math.abs(expected - actual) < 1e-9;
+  if (typeof expected === 'boolean') return expected === actual;
+  if (typeof expected !== 'string' || typeof actual !== 'string') return false;
+  if (TEXT_FIELDS.has(field)) {
+    return (
+      textSimilarity(htmlToText(expected) ?? '', htmlToText(actual) ?? '') >= DESCRIPTION_SIMILARITY
+    );
+  }
+  return normaliseWhitespace(expected) === normaliseWhitespace(actual);
+}
+
+export function evaluatePages(
+  pages: readonly CorpusPage[],
+  extract: Extractor = (html) => extractPosting(html),
+): EvaluationReport {
+  const counts = new Map<EvaluatedField, { extracted: number; expected: number; correct: number }>(
+    EVALUATED_FIELDS.map((field) => [field, { extracted: 0, expected: 0, correct: 0 }]),
+  );
+  const report: Omit<EvaluationReport, 'fields'> = {
+    pages: pages.length,
+    postingPages: 0,
+    invented: 0,
+    inventedPages: [],
+    missed: 0,
+    missedPages: [],
+    mismatches: [],
+    results: new Map(),
+  };
+
+  for (const page of pages) {
+    const result = extract(page.html);
+    report.results.set(page.name, result);
+    if (page.expected === null) {
+      if (result !== null) {
+        report.invented++;
+        report.inventedPages.push(page.name);
+      }
+    } else {
+      report.postingPages++;
+      if (result === null) {
+        report.missed++;
+        report.missedPages.push(page.name);
+      }
+    }
+    for (const field of EVALUATED_FIELDS) {
+      const score = counts.get(field);
+      if (score === undefined) continue;
+      const actual = result?.posting[field] ?? null;
+      if (page.expected === null) {
+        if (actual !== null) score.extracted++;
+        continue;
+      }
+      if (!(field in page.expected)) continue;
+      const expected = page.expected[field] ?? null;
+      if (actual !== null) score.extracted++;
+      if (expected !== null) score.expected++;
+      if (fieldMatches(field, expected, actual)) score.correct++;
+      else if (expected !== null || actual !== null)
+        report.mismatches.push({ page: page.name, field, expected, actual });
+    }
+  }
+
+  const fields = {} as Record<EvaluatedField, FieldScore>;
+  for (const field of EVALUATED_FIELDS) {
+    const { extracted, expected, correct } = counts.get(field) ?? {
+      extracted: 0,
+      expected: 0,
+      correct: 0,
+    };
+    fields[field] = {
+      precision: extracted === 0 ? null : correct / extracted,
+      recall: expected === 0 ? null : correct / expected,
+      extracted,
+      expected,
+      correct,
+    };
+  }
+  return { ...report, fields };
+}
+
+function round(value: number | null): number | null {
+  return value === null ? null : Math.round(value * 1000) / 1000;
+}
+
+/** The machine-readable summary: `{"pages","fields":{field:{precision,recall}},"invented","missed"}`. */
+export function summariseReport(report: EvaluationReport): {
+  pages: number;
+  fields: Record<string, { precision: number | null; recall: number | null }>;
+  invented: number;
+  missed: number;
+} {
+  const fields: Record<string, { precision: number | null; recall: number | null }> = {};
+  for (const field of EVALUATED_FIELDS) {
+    const score = report.fields[field];
+    if (score.extracted === 0 && score.expected === 0) continue; // not scored by this corpus
+    fields[field] = { precision: round(score.precision), recall: round(score.recall) };
+  }
+  return { pages: report.pages, fields, invented: report.invented, missed: report.missed };
+}
+
+function show(value: unknown): string {
+  const text = typeof value === 'string' ? JSON.stringify(value) : String(value);
+  return text.length > 90 ? `${text.slice(0, 87)}…` : text;
+}
+
+/** Human-readable lines: one per mismatch, invented or missed page, then a table of fields. */
+export function formatReport(report: EvaluationReport): string[] {
+  const lines: string[] = [];
+  for (const page of report.inventedPages)
+    lines.push(`INVENTED ${page}: a posting from a non-posting page`);
+  for (const page of report.missedPages) lines.push(`MISSED   ${page}: no posting extracted`);
+  for (const mismatch of report.mismatches) {
+    if (report.missedPages.includes(mismatch.page)) continue;
+    lines.push(
+      `DIFF     ${mismatch.page} ${mismatch.field}: expected ${show(mismatch.expected)}, got ${show(mismatch.actual)}`,
+    );
+  }
+  lines.push('');
+  lines.push(
+    `${'field'.padEnd(16)} ${'precision'.padStart(9)} ${'recall'.padStart(7)}  correct/extracted/expected`,
+  );
+  for (const field of EVALUATED_FIELDS) {
+    const score = report.fields[field];
+    if (score.extracted === 0 && score.expected === 0) continue;
+    const format = (value: number | null): string => (value === null ? '-' : value.toFixed(3));
+    lines.push(
+      `${field.padEnd(16)} ${format(score.precision).padStart(9)} ${format(score.recall).padStart(7)}  ${score.correct}/${score.extracted}/${score.expected}`,
+    );
+  }
+  lines.push('');
+  lines.push(
+    `${report.pages} pages (${report.postingPages} postings): ${report.invented} invented, ${report.missed} missed`,
+  );
+  return lines;
+}
