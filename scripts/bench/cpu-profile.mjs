@@ -7,6 +7,7 @@
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import path from 'node:path';
+import process from 'node:process';
 
 const directory = process.env.BENCH_CPU_PROFILE_DIR;
 if (directory) {
@@ -20,7 +21,10 @@ if (directory) {
     session.post('Profiler.stop', (error, result) => {
       if (error) return;
       mkdirSync(directory, { recursive: true });
-      writeFileSync(path.join(directory, `worker-${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+      writeFileSync(
+        path.join(directory, `worker-${process.pid}.cpuprofile`),
+        JSON.stringify(result.profile),
+      );
     });
   });
 }

@@ -6,13 +6,9 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BenchUsageError, type BenchModule } from './bench.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-export interface BenchModule {
-  /** Runs the bench; resolves with the process exit code. */
-  run(args: string[]): Promise<number>;
-}
 
 interface BenchEntry {
   summary: string;
@@ -24,7 +20,8 @@ interface BenchEntry {
 /** Add later benches (e.g. `politeness`) here. */
 const benches: Record<string, BenchEntry> = {
   pipeline: {
-    summary: 'fixture site → scrape → crawl → extract → Postgres, vs a bare undici+cheerio loop and Crawlee',
+    summary:
+      'fixture site → scrape → crawl → extract → Postgres, vs a bare undici+cheerio loop and Crawlee',
     needs: [
       'packages/testing/dist/index.js',
       'packages/testing/dist/bin/fixture-site.js',
@@ -71,7 +68,14 @@ main().then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    if (error instanceof BenchUsageError) {
+      process.stderr.write(`bench: ${error.message}\n${error.usage}`);
+      process.exitCode = 2;
+      return;
+    }
+    process.stderr.write(
+      `bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exitCode = 1;
   },
 );

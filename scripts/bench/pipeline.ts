@@ -33,7 +33,14 @@ import { load } from 'cheerio/slim';
 import { Agent, request } from 'undici';
 import { workerFragment } from '@gleaner/config';
 import { createDb, createRun, getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
-import { closeQueues, createQueues, createRedisConnection, enqueue, waitForRedis, type Queues } from '@gleaner/queue';
+import {
+  closeQueues,
+  createQueues,
+  createRedisConnection,
+  enqueue,
+  waitForRedis,
+  type Queues,
+} from '@gleaner/queue';
 import {
   createTestDatabase,
   createTestRedisNamespace,
@@ -42,7 +49,7 @@ import {
   startService,
   type ServiceProcess,
 } from '@gleaner/testing';
-import type { BenchModule } from './index.js';
+import { BenchUsageError, type BenchModule } from './bench.js';
 
 const USAGE = `usage: pnpm bench pipeline
 environment: BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY (worker defaults), BENCH_POSTINGS (2000),
@@ -80,10 +87,17 @@ const round2 = (value: number): number => Math.round(value * 100) / 100;
 // Settings
 
 /** Concurrency knobs reuse the worker's own schema: same defaults, same bounds. */
-function concurrencyFrom(variable: string, schema: (typeof workerFragment)['WORKER_CONCURRENCY_CRAWL']): number {
+function concurrencyFrom(
+  variable: string,
+  schema: (typeof workerFragment)['WORKER_CONCURRENCY_CRAWL'],
+): number {
   const raw = process.env[variable];
   const result = schema.safeParse(raw === '' ? undefined : raw);
-  if (!result.success) throw new Error(`${variable} ${result.error.issues[0]?.message ?? 'is invalid'} (got "${raw}")`);
+  if (!result.success)
+    throw new BenchUsageError(
+      `${variable} ${result.error.issues[0]?.message ?? 'is invalid'} (got "${raw}")`,
+      USAGE,
+    );
   return result.data;
 }
 
@@ -91,21 +105,40 @@ function integerFrom(variable: string, fallback: number, min: number): number {
   const raw = process.env[variable];
   if (raw === undefined || raw === '') return fallback;
   const value = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < min) throw new Error(`${variable} must be a whole number >= ${min} (got "${raw}")`);
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new BenchUsageError(`${variable} must be a whole number >= ${min} (got "${raw}")`, USAGE);
+  }
   return value;
 }
 
 function readSettings(args: string[]): Settings | 'help' {
-  const { values } = parseArgs({ args, options: { help: { type: 'boolean', short: 'h' } }, strict: true });
+  let values: { help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: { help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
+  } catch (error) {
+    throw new BenchUsageError(error instanceof Error ? error.message : String(error), USAGE);
+  }
   if (values.help === true) return 'help';
   return {
     postings: integerFrom('BENCH_POSTINGS', 2000, 1),
     pageBytes: integerFrom('BENCH_PAGE_BYTES', 30_000, 0),
-    crawlConcurrency: concurrencyFrom('BENCH_CRAWL_CONCURRENCY', workerFragment.WORKER_CONCURRENCY_CRAWL),
-    extractConcurrency: concurrencyFrom('BENCH_EXTRACT_CONCURRENCY', workerFragment.WORKER_CONCURRENCY_EXTRACT),
+    crawlConcurrency: concurrencyFrom(
+      'BENCH_CRAWL_CONCURRENCY',
+      workerFragment.WORKER_CONCURRENCY_CRAWL,
+    ),
+    extractConcurrency: concurrencyFrom(
+      'BENCH_EXTRACT_CONCURRENCY',
+      workerFragment.WORKER_CONCURRENCY_EXTRACT,
+    ),
     timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, 1000),
     workerNodeOptions: process.env.BENCH_WORKER_NODE_OPTIONS || undefined,
-    workerCpuProfileDir: process.env.BENCH_WORKER_CPU_PROFILE ? path.resolve(process.env.BENCH_WORKER_CPU_PROFILE) : undefined,
+    workerCpuProfileDir: process.env.BENCH_WORKER_CPU_PROFILE
+      ? path.resolve(process.env.BENCH_WORKER_CPU_PROFILE)
+      : undefined,
     skipCrawlee: ['1', 'true'].includes(process.env.BENCH_SKIP_CRAWLEE ?? ''),
   };
 }
@@ -128,7 +161,9 @@ class Teardown {
         try {
           await step.run();
         } catch (error) {
-          progress(`cleanup "${step.what}" failed: ${error instanceof Error ? error.message : String(error)}`);
+          progress(
+            `cleanup "${step.what}" failed: ${error instanceof Error ? error.message : String(error)}`,
+          );
         }
       }
     });
@@ -149,10 +184,22 @@ interface FixtureSiteProcess {
 async function startFixtureSite(settings: Settings): Promise<FixtureSiteProcess> {
   const entry = path.join(repoRoot, 'packages/testing/dist/bin/fixture-site.js');
   const port = await freePort();
-  const args = ['--postings', String(settings.postings), '--page-bytes', String(settings.pageBytes), '--port', String(port), '--seed', '1'];
-  const child = spawn(process.execPath, [entry, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [
+    '--postings',
+    String(settings.postings),
+    '--page-bytes',
+    String(settings.pageBytes),
+    '--port',
+    String(port),
+    '--seed',
+    '1',
+  ];
+  const child = spawn(process.execPath, [entry, ...args], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     stderr = (stderr + chunk).slice(-10_000);
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -166,12 +213,15 @@ async function startFixtureSite(settings: Settings): Promise<FixtureSiteProcess>
   try {
     const ready = await new Promise<{ url: string; sitemapUrl: string }>((resolve, reject) => {
       let pending = '';
-      const timer = setTimeout(() => reject(new Error('fixture site did not report ready within 60 s')), 60_000);
+      const timer = setTimeout(
+        () => reject(new Error('fixture site did not report ready within 60 s')),
+        60_000,
+      );
       child.once('exit', (code) => {
         clearTimeout(timer);
         reject(new Error(`fixture site exited with ${code} before it was ready: ${stderr.trim()}`));
       });
-      child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
         pending += chunk;
         const newline = pending.indexOf('\n');
         if (newline === -1) return;
@@ -179,7 +229,11 @@ async function startFixtureSite(settings: Settings): Promise<FixtureSiteProcess>
         try {
           resolve(JSON.parse(pending.slice(0, newline)) as { url: string; sitemapUrl: string });
         } catch {
-          reject(new Error(`fixture site printed an unexpected first line: ${pending.slice(0, newline)}`));
+          reject(
+            new Error(
+              `fixture site printed an unexpected first line: ${pending.slice(0, newline)}`,
+            ),
+          );
         }
       });
     });
@@ -224,12 +278,41 @@ function sampleRss(pid: number, intervalMs = 200): RssSampler {
 // ---------------------------------------------------------------------------------------------
 // CPU time per process over a window, from /proc: where the pipeline's two cores went
 
-const CLOCK_TICKS_PER_SECOND = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+const CLOCK_TICKS_PER_SECOND =
+  Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
-type CpuSnapshot = Map<number, { comm: string; ticks: number }>;
+interface CpuSnapshot {
+  /** `title` is a Postgres backend's process title, which names its database. */
+  processes: Map<number, { comm: string; ticks: number; title?: string }>;
+  /**
+   * Machine-wide user + nice + system ticks (what processes' utime + stime add up to; irq and
+   * softirq time, much of it our own loopback traffic, is left out) and ticks stolen by the host.
+   */
+  busyTicks: number;
+  stealTicks: number;
+}
+
+function readProcessTitle(pid: string): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Postgres serves everyone on this machine: a backend counts for the bench only when it is
+ * connected to the bench's database; server-wide processes (WAL writer, checkpointer…) count too.
+ */
+function postgresLabel(title: string | undefined, benchDatabase: string | undefined): string {
+  // e.g. "postgres: 15/main: postgres gleaner_t_bench_1a2b 127.0.0.1(51234) idle"
+  const backend = /^postgres: (?:\S+: )?\S+ (\S+) (?:\S+\(\d+\)|\[local\])/.exec(title ?? '');
+  if (!backend) return 'postgres';
+  return backend[1] === benchDatabase ? 'postgres' : 'postgres (other databases)';
+}
 
 function cpuSnapshot(): CpuSnapshot {
-  const snapshot: CpuSnapshot = new Map();
+  const processes: CpuSnapshot['processes'] = new Map();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
@@ -237,41 +320,81 @@ function cpuSnapshot(): CpuSnapshot {
       const close = stat.lastIndexOf(')');
       const fields = stat.slice(close + 2).split(' '); // fields[0] is field 3 (state)
       const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
-      snapshot.set(Number(entry), { comm: stat.slice(stat.indexOf('(') + 1, close), ticks });
+      const comm = stat.slice(stat.indexOf('(') + 1, close);
+      const title = comm === 'postgres' ? readProcessTitle(entry) : undefined;
+      processes.set(Number(entry), { comm, ticks, title });
     } catch {
       // The process ended between readdir and read.
     }
   }
-  return snapshot;
+  // "cpu  user nice system idle iowait irq softirq steal guest guest_nice"
+  const total = readFileSync('/proc/stat', 'utf8')
+    .split('\n', 1)[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const [user = 0, nice = 0, system = 0, , , , , steal = 0] = total;
+  return { processes, busyTicks: user + nice + system, stealTicks: steal };
 }
 
-/** CPU seconds per label between two snapshots; processes born in between count in full. */
-/** CPU seconds used by processes outside the bench in a window: another build or test run. */
-function noiseSeconds(cpuSeconds: Record<string, number>): number {
-  return round2(Object.entries(cpuSeconds).reduce((sum, [label, seconds]) => (MEASURED_PROCESSES.has(label) ? sum : sum + seconds), 0));
-}
+/** Labels that are not processes: CPU nobody alive at the end accounts for, and host steal. */
+const UNTRACKED_CPU = 'exited processes';
+const STOLEN_CPU = 'stolen by the host';
 
-function warnIfNoisy(phase: string, cpuSeconds: Record<string, number>): void {
-  const noise = noiseSeconds(cpuSeconds);
-  if (noise > NOISE_WARNING_CPU_SECONDS) {
-    progress(`WARNING: other processes used ${noise} CPU s during the ${phase}; its numbers are pessimistic (machine not idle)`);
-  }
-}
-
-function cpuSecondsBetween(before: CpuSnapshot, after: CpuSnapshot, labels: Map<number, string>): Record<string, number> {
+/**
+ * CPU seconds per label between two snapshots; processes born in between count in full, and
+ * processes that came and went in between (another tsc or eslint run) show up as UNTRACKED_CPU.
+ */
+function cpuSecondsBetween(
+  before: CpuSnapshot,
+  after: CpuSnapshot,
+  labels: Map<number, string>,
+  benchDatabase?: string,
+): Record<string, number> {
   const totals: Record<string, number> = {};
-  for (const [pid, { comm, ticks }] of after) {
-    const spent = ticks - (before.get(pid)?.ticks ?? 0);
+  let trackedTicks = 0;
+  for (const [pid, { comm, ticks, title }] of after.processes) {
+    const spent = ticks - (before.processes.get(pid)?.ticks ?? 0);
     if (spent <= 0) continue;
-    const label = labels.get(pid) ?? (comm === 'node' || comm.startsWith('node ') ? 'other node' : comm);
+    trackedTicks += spent;
+    const label =
+      labels.get(pid) ??
+      (comm === 'postgres'
+        ? postgresLabel(title, benchDatabase)
+        : comm === 'node' || comm.startsWith('node ')
+          ? 'other node'
+          : comm);
     totals[label] = (totals[label] ?? 0) + spent / CLOCK_TICKS_PER_SECOND;
   }
+  const untracked = after.busyTicks - before.busyTicks - trackedTicks;
+  if (untracked > 0) totals[UNTRACKED_CPU] = untracked / CLOCK_TICKS_PER_SECOND;
+  totals[STOLEN_CPU] = (after.stealTicks - before.stealTicks) / CLOCK_TICKS_PER_SECOND;
   return Object.fromEntries(
     Object.entries(totals)
       .filter(([, seconds]) => seconds >= 0.05)
       .sort(([, a], [, b]) => b - a)
       .map(([label, seconds]) => [label, round2(seconds)]),
   );
+}
+
+/** CPU seconds the bench did not ask for in a window: another build or test run, or the host. */
+function noiseSeconds(cpuSeconds: Record<string, number>): number {
+  return round2(
+    Object.entries(cpuSeconds).reduce(
+      (sum, [label, seconds]) => (MEASURED_PROCESSES.has(label) ? sum : sum + seconds),
+      0,
+    ),
+  );
+}
+
+function warnIfNoisy(phase: string, cpuSeconds: Record<string, number>): void {
+  const noise = noiseSeconds(cpuSeconds);
+  if (noise > NOISE_WARNING_CPU_SECONDS) {
+    progress(
+      `WARNING: ${noise} CPU s went to other processes or the host during the ${phase}; its numbers are suspect (machine not idle)`,
+    );
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -303,7 +426,11 @@ async function fetchSitemapUrls(agent: Agent, sitemapUrl: string): Promise<strin
 }
 
 /** Runs `task` over `items` with `concurrency` lanes; rejects on the first failure. */
-async function forEachConcurrently<T>(items: readonly T[], concurrency: number, task: (item: T) => Promise<void>): Promise<void> {
+async function forEachConcurrently<T>(
+  items: readonly T[],
+  concurrency: number,
+  task: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const lane = async (): Promise<void> => {
     while (next < items.length) {
@@ -358,7 +485,14 @@ async function runBaseline(site: FixtureSiteProcess, concurrency: number): Promi
       if (found) postingsFound += 1;
     });
     const seconds = (performance.now() - started) / 1000;
-    const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), new Map([[process.pid, 'bench'], [site.child.pid ?? -1, 'fixture-site']]));
+    const cpuSeconds = cpuSecondsBetween(
+      cpuBefore,
+      cpuSnapshot(),
+      new Map([
+        [process.pid, 'bench'],
+        [site.child.pid ?? -1, 'fixture-site'],
+      ]),
+    );
     return { seconds, pages, postingsFound, cpuSeconds };
   } finally {
     await agent.close();
@@ -377,20 +511,31 @@ interface PipelineResult {
   cpuSeconds: Record<string, number>;
 }
 
-async function waitForWorkers(queues: Queues, worker: ServiceProcess, timeoutMs = 30_000): Promise<void> {
+async function waitForWorkers(
+  queues: Queues,
+  worker: ServiceProcess,
+  timeoutMs = 30_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const served = [queues.scrape, queues.crawl, queues.extract];
   while (Date.now() < deadline) {
-    if (worker.child.exitCode !== null) throw new Error(`worker exited with ${worker.child.exitCode}: ${worker.stderr().trim()}`);
+    if (worker.child.exitCode !== null)
+      throw new Error(`worker exited with ${worker.child.exitCode}: ${worker.stderr().trim()}`);
     const counts = await Promise.all(served.map((queue) => queue.getWorkersCount()));
     if (counts.every((count) => count > 0)) return;
     await sleep(100);
   }
-  throw new Error(`worker did not connect to scrape, crawl and extract within ${timeoutMs} ms: ${worker.stderr().trim()}`);
+  throw new Error(
+    `worker did not connect to scrape, crawl and extract within ${timeoutMs} ms: ${worker.stderr().trim()}`,
+  );
 }
 
 /** Runs the pipeline; its database, Redis keys and worker are gone when it returns or throws. */
-async function runPipeline(settings: Settings, site: FixtureSiteProcess, outer: Teardown): Promise<PipelineResult> {
+async function runPipeline(
+  settings: Settings,
+  site: FixtureSiteProcess,
+  outer: Teardown,
+): Promise<PipelineResult> {
   const teardown = new Teardown();
   outer.add('pipeline resources', () => teardown.run());
   try {
@@ -400,13 +545,21 @@ async function runPipeline(settings: Settings, site: FixtureSiteProcess, outer: 
   }
 }
 
-async function pipelineRun(settings: Settings, site: FixtureSiteProcess, teardown: Teardown): Promise<PipelineResult> {
+async function pipelineRun(
+  settings: Settings,
+  site: FixtureSiteProcess,
+  teardown: Teardown,
+): Promise<PipelineResult> {
   const database = await createTestDatabase('bench');
   teardown.add('drop bench database', () => database.drop());
   const redis = createTestRedisNamespace('bench');
   teardown.add('delete bench redis keys', () => redis.cleanup());
 
-  const handle: DbHandle = createDb({ url: database.url, poolMax: 2, applicationName: 'gleaner-bench' });
+  const handle: DbHandle = createDb({
+    url: database.url,
+    poolMax: 2,
+    applicationName: 'gleaner-bench',
+  });
   teardown.add('close bench db pool', () => handle.close());
   const producer = createRedisConnection(redis.url, 'producer');
   teardown.add('disconnect bench redis', async () => producer.disconnect());
@@ -426,7 +579,9 @@ async function pipelineRun(settings: Settings, site: FixtureSiteProcess, teardow
   const nodeOptions = [settings.workerNodeOptions ?? ''];
   if (settings.workerCpuProfileDir) {
     // Node 20 refuses --cpu-prof in NODE_OPTIONS; the preload starts the inspector's profiler.
-    nodeOptions.push(`--import=${pathToFileURL(fileURLToPath(new URL('./cpu-profile.mjs', import.meta.url))).href}`);
+    nodeOptions.push(
+      `--import=${pathToFileURL(fileURLToPath(new URL('./cpu-profile.mjs', import.meta.url))).href}`,
+    );
     env.BENCH_CPU_PROFILE_DIR = settings.workerCpuProfileDir;
   }
   if (nodeOptions.join('').trim() !== '') env.NODE_OPTIONS = nodeOptions.join(' ').trim();
@@ -437,12 +592,19 @@ async function pipelineRun(settings: Settings, site: FixtureSiteProcess, teardow
   const rss = sampleRss(pid);
   teardown.add('stop RSS sampler', async () => rss.stop());
   await waitForWorkers(queues, worker);
-  progress(`worker ${pid} ready (crawl ${settings.crawlConcurrency}, extract ${settings.extractConcurrency})`);
+  progress(
+    `worker ${pid} ready (crawl ${settings.crawlConcurrency}, extract ${settings.extractConcurrency})`,
+  );
 
   const siteRow = await insertSite(handle.db, {
     siteName: 'bench-fixture-careers',
     kind: 'career-site',
     config: { url: site.url, sitemapUrl: site.sitemapUrl },
+    // Measure the pipeline, not politeness: no pauses, and as many concurrent fetches as the
+    // worker runs crawl jobs (the same concurrency the baseline loop gets).
+    minPauseSeconds: 0,
+    maxPauseSeconds: 0,
+    maxConcurrency: settings.crawlConcurrency,
   });
   const created = await createRun(handle.db, { siteId: siteRow.id, trigger: 'manual' });
 
@@ -456,10 +618,15 @@ async function pipelineRun(settings: Settings, site: FixtureSiteProcess, teardow
     await sleep(100);
     run = await getRun(handle.db, created.id);
     if (run && TERMINAL_RUN_STATUSES.has(run.status)) break;
-    if (worker.child.exitCode !== null) throw new Error(`worker exited with ${worker.child.exitCode} mid-run: ${worker.stderr().trim()}`);
+    if (worker.child.exitCode !== null)
+      throw new Error(
+        `worker exited with ${worker.child.exitCode} mid-run: ${worker.stderr().trim()}`,
+      );
     const now = performance.now();
     if (now - started > settings.timeoutMs) {
-      throw new Error(`run ${created.runId} still ${run?.status ?? 'missing'} after ${settings.timeoutMs} ms`);
+      throw new Error(
+        `run ${created.runId} still ${run?.status ?? 'missing'} after ${settings.timeoutMs} ms`,
+      );
     }
     if (now - lastReport >= 5_000) {
       lastReport = now;
@@ -467,20 +634,41 @@ async function pipelineRun(settings: Settings, site: FixtureSiteProcess, teardow
     }
   }
   const seconds = (performance.now() - started) / 1000;
-  const cpuLabels = new Map([[pid, 'worker'], [process.pid, 'bench'], [site.child.pid ?? -1, 'fixture-site']]);
-  const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), cpuLabels);
+  const cpuLabels = new Map([
+    [pid, 'worker'],
+    [process.pid, 'bench'],
+    [site.child.pid ?? -1, 'fixture-site'],
+  ]);
+  const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), cpuLabels, database.name);
   const peakRssMB = rss.peakMb(); // before the worker exits, while /proc/<pid> still exists
   rss.stop();
   const phases = await runPhases(handle, created.id, enqueuedAt);
   const workerExitCode = await worker.stop();
   const warnings = worker.logs.filter((line) => typeof line.level === 'number' && line.level >= 40);
-  for (const line of warnings.slice(0, 5)) progress(`worker: ${JSON.stringify(line).slice(0, 500)}`);
-  return { seconds, phases, run, peakRssMB, workerExitCode, workerWarnings: warnings.length, cpuSeconds };
+  for (const line of warnings.slice(0, 5))
+    progress(`worker: ${JSON.stringify(line).slice(0, 500)}`);
+  return {
+    seconds,
+    phases,
+    run,
+    peakRssMB,
+    workerExitCode,
+    workerWarnings: warnings.length,
+    cpuSeconds,
+  };
 }
 
 /** Where the run's wall time went, from Postgres timestamps (same clock as this process). */
-async function runPhases(handle: DbHandle, runId: string, enqueuedAt: Date): Promise<PipelineResult['phases']> {
-  const { rows } = await handle.pool.query<{ started_at: Date | null; first_fetch: Date | null; finished_at: Date | null }>(
+async function runPhases(
+  handle: DbHandle,
+  runId: string,
+  enqueuedAt: Date,
+): Promise<PipelineResult['phases']> {
+  const { rows } = await handle.pool.query<{
+    started_at: Date | null;
+    first_fetch: Date | null;
+    finished_at: Date | null;
+  }>(
     `SELECT r.started_at, r.finished_at, (SELECT min(p.fetched_at) FROM postings p WHERE p.run_id = r.id) AS first_fetch
      FROM scrape_runs r WHERE r.id = $1`,
     [runId],
@@ -503,7 +691,10 @@ interface CrawleeResult {
   postingsFound: number;
 }
 
-async function runCrawlee(urls: readonly string[], site: FixtureSiteProcess): Promise<CrawleeResult> {
+async function runCrawlee(
+  urls: readonly string[],
+  site: FixtureSiteProcess,
+): Promise<CrawleeResult> {
   // Nothing may land in the repository: memory storage only, and a scratch directory in case
   // some store still decides to write.
   const storageDir = mkdtempSync(path.join(tmpdir(), 'gleaner-bench-crawlee-'));
@@ -528,8 +719,21 @@ async function runCrawlee(urls: readonly string[], site: FixtureSiteProcess): Pr
     const started = performance.now();
     const stats = await crawler.run([...urls]);
     const seconds = (performance.now() - started) / 1000;
-    const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), new Map([[process.pid, 'bench'], [site.child.pid ?? -1, 'fixture-site']]));
-    return { seconds, pages: stats.requestsFinished, failed: stats.requestsFailed, postingsFound, cpuSeconds };
+    const cpuSeconds = cpuSecondsBetween(
+      cpuBefore,
+      cpuSnapshot(),
+      new Map([
+        [process.pid, 'bench'],
+        [site.child.pid ?? -1, 'fixture-site'],
+      ]),
+    );
+    return {
+      seconds,
+      pages: stats.requestsFinished,
+      failed: stats.requestsFailed,
+      postingsFound,
+      cpuSeconds,
+    };
   } finally {
     rmSync(storageDir, { recursive: true, force: true });
   }
@@ -544,7 +748,8 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
   progress(`fixture site ${site.url} (pid ${site.child.pid})`);
 
   const urls = await warmUp(site.sitemapUrl, settings.crawlConcurrency);
-  if (urls.length !== settings.postings) throw new Error(`sitemap lists ${urls.length} URLs, expected ${settings.postings}`);
+  if (urls.length !== settings.postings)
+    throw new Error(`sitemap lists ${urls.length} URLs, expected ${settings.postings}`);
   progress(`warm-up done (${Math.min(WARM_UP_PAGES, urls.length)} pages)`);
 
   const failures: string[] = [];
@@ -552,10 +757,15 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
   progress(`baseline: undici + cheerio/slim, ${settings.crawlConcurrency} connections`);
   const baseline = await runBaseline(site, settings.crawlConcurrency);
   const baselinePagesPerSec = baseline.pages / baseline.seconds;
-  progress(`baseline: ${baseline.pages} pages in ${baseline.seconds.toFixed(2)} s = ${baselinePagesPerSec.toFixed(1)} pages/s`);
+  progress(
+    `baseline: ${baseline.pages} pages in ${baseline.seconds.toFixed(2)} s = ${baselinePagesPerSec.toFixed(1)} pages/s`,
+  );
   progress(`baseline: CPU seconds: ${JSON.stringify(baseline.cpuSeconds)}`);
   warnIfNoisy('baseline', baseline.cpuSeconds);
-  if (baseline.postingsFound !== settings.postings) failures.push(`baseline found ${baseline.postingsFound} JobPostings, expected ${settings.postings}`);
+  if (baseline.postingsFound !== settings.postings)
+    failures.push(
+      `baseline found ${baseline.postingsFound} JobPostings, expected ${settings.postings}`,
+    );
 
   progress('pipeline: one worker process, scrape → crawl → extract');
   let pipeline: PipelineResult | undefined;
@@ -576,26 +786,38 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
     warnIfNoisy('pipeline run', pipeline.cpuSeconds);
     if (pipeline.phases) {
       const { pickup, listing, pages } = pipeline.phases;
-      progress(`pipeline: phases: pickup ${pickup} s, listing until the first page fetch ${listing} s, pages ${pages} s`);
+      progress(
+        `pipeline: phases: pickup ${pickup} s, listing until the first page fetch ${listing} s, pages ${pages} s`,
+      );
     }
     if (run.status !== 'succeeded' || run.readyCount !== settings.postings) {
-      failures.push(`run ended ${run.status} with ${run.readyCount}/${settings.postings} ready (${run.errorsCount} errors): ${run.message ?? ''}`);
+      failures.push(
+        `run ended ${run.status} with ${run.readyCount}/${settings.postings} ready (${run.errorsCount} errors): ${run.message ?? ''}`,
+      );
     }
-    if (pipeline.workerExitCode !== 0) failures.push(`worker exited with ${pipeline.workerExitCode} on SIGTERM`);
+    if (pipeline.workerExitCode !== 0)
+      failures.push(`worker exited with ${pipeline.workerExitCode} on SIGTERM`);
   }
   let crawlee: CrawleeResult | undefined;
   if (!settings.skipCrawlee) {
     progress('crawlee: CheerioCrawler with its defaults');
     crawlee = await runCrawlee(urls, site);
-    progress(`crawlee: ${crawlee.pages} pages (${crawlee.failed} failed) in ${crawlee.seconds.toFixed(2)} s = ${(crawlee.pages / crawlee.seconds).toFixed(1)} pages/s`);
+    progress(
+      `crawlee: ${crawlee.pages} pages (${crawlee.failed} failed) in ${crawlee.seconds.toFixed(2)} s = ${(crawlee.pages / crawlee.seconds).toFixed(1)} pages/s`,
+    );
     warnIfNoisy('crawlee run', crawlee.cpuSeconds);
-    if (crawlee.postingsFound !== settings.postings) failures.push(`crawlee found ${crawlee.postingsFound} JobPostings, expected ${settings.postings}`);
+    if (crawlee.postingsFound !== settings.postings)
+      failures.push(
+        `crawlee found ${crawlee.postingsFound} JobPostings, expected ${settings.postings}`,
+      );
   }
 
   const ratio = pagesPerSec === null ? null : pagesPerSec / baselinePagesPerSec;
   const peakRssMB = pipeline?.peakRssMB ?? null;
-  if (ratio !== null && ratio < TARGET_RATIO) failures.push(`target missed: ratio ${ratio.toFixed(2)} < ${TARGET_RATIO}`);
-  if (peakRssMB !== null && peakRssMB > TARGET_PEAK_RSS_MB) failures.push(`target missed: peak RSS ${peakRssMB.toFixed(1)} MB > ${TARGET_PEAK_RSS_MB}`);
+  if (ratio !== null && ratio < TARGET_RATIO)
+    failures.push(`target missed: ratio ${ratio.toFixed(2)} < ${TARGET_RATIO}`);
+  if (peakRssMB !== null && peakRssMB > TARGET_PEAK_RSS_MB)
+    failures.push(`target missed: peak RSS ${peakRssMB.toFixed(1)} MB > ${TARGET_PEAK_RSS_MB}`);
 
   const result = {
     pagesPerSec: pagesPerSec === null ? null : round2(pagesPerSec),
