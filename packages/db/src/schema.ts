@@ -145,6 +145,8 @@ export const postings = pgTable(
     listingPayload: jsonb('listing_payload'),
     /** 64-bit SimHash of the page's normalised text, as 16 hex digits: near-duplicate check. */
     contentSimhash: text('content_simhash'),
+    /** sha256 of the page's visible words: unchanged text means no re-extraction. */
+    textSha256: text('text_sha256'),
     title: text('title'),
     company: text('company'),
     location: text('location'),

@@ -23,3 +23,4 @@ export {
   type EvaluationReport,
   type FieldScore,
 } from './evaluate.js';
+export { hammingDistance, pageFingerprints, pageSimhash, pageTokens, simhash, textSha256 } from './simhash.js';

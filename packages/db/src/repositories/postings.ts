@@ -113,7 +113,7 @@ export async function recordFetchedBody(
   db: Database,
   id: string,
   runId: string,
-  body: { sha256: string; simhash: string | null },
+  body: { sha256: string; simhash: string | null; textSha256: string | null },
 ): Promise<boolean> {
   const result = await db.execute<{ id: string }>(sql`
     WITH previous AS (
@@ -139,6 +139,7 @@ export async function recordFetchedBody(
       ON CONFLICT (posting_id, version) DO NOTHING
     )
     UPDATE postings SET body_sha256 = ${body.sha256}, content_simhash = ${body.simhash},
+                        text_sha256 = ${body.textSha256},
                         fetched_at = now(), updated_at = now()
     WHERE id = ${id} AND run_id = ${runId} AND status = 'pending'
     RETURNING id

@@ -12,9 +12,11 @@ import {
   outcomeOfResult,
   type SitePolicy,
 } from '@gleaner/http';
+import { pageFingerprints } from '@gleaner/extraction';
 import { enqueue } from '@gleaner/queue';
 import { DelayedError } from 'bullmq';
 import type { HandlerContext, JobHandler } from '../context.js';
+import { decodeBody } from '../decode-body.js';
 import { LISTING_CONTENT_TYPE } from '../listing-payload.js';
 import { settleAndFinalize } from './settle.js';
 
@@ -98,14 +100,26 @@ export const crawlHandler: JobHandler<'crawl'> = {
           }
         : await fetchPolitely(posting.url, site, payload.siteId, context);
     const sha256 = sha256Hex(response.body);
-    if (sha256 === posting.bodySha256 && posting.extractedAt !== null) {
+    const isPage = response.contentType !== LISTING_CONTENT_TYPE;
+    // Markup-only changes (tokens, build hashes) keep the visible text and need no extraction.
+    const fingerprints = isPage
+      ? pageFingerprints(decodeBody(response.body, response.contentType))
+      : undefined;
+    const unchanged =
+      posting.extractedAt !== null &&
+      (sha256 === posting.bodySha256 ||
+        (fingerprints !== undefined && fingerprints.textSha256 === posting.textSha256));
+    if (unchanged) {
       await settleAndFinalize(context, log, payload, { status: 'skipped' });
       return { unchanged: true };
     }
     await storeBody(db, response.body, response.contentType, sha256);
-    if (!(await recordFetchedBody(db, posting.id, payload.runId, { sha256, simhash: null }))) {
-      return { skipped: true };
-    }
+    const recorded = await recordFetchedBody(db, posting.id, payload.runId, {
+      sha256,
+      simhash: fingerprints?.simhash ?? null,
+      textSha256: fingerprints?.textSha256 ?? null,
+    });
+    if (!recorded) return { skipped: true };
     await enqueue(queues, 'extract', {
       runId: payload.runId,
       postingId: posting.id,

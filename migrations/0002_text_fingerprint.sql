@@ -1,0 +1,1 @@
+ALTER TABLE "postings" ADD COLUMN "text_sha256" text;
