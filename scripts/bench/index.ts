@@ -31,6 +31,17 @@ const benches: Record<string, BenchEntry> = {
     ],
     load: () => import('./pipeline.js'),
   },
+  politeness: {
+    summary:
+      '20 fixture sites × 4 workers: per-site request rate vs rate_limit_rps, and utilisation',
+    needs: [
+      'packages/testing/dist/index.js',
+      'packages/db/dist/index.js',
+      'packages/queue/dist/index.js',
+      'services/worker/dist/main.js',
+    ],
+    load: () => import('./politeness.js'),
+  },
 };
 
 function usage(): string {

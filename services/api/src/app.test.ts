@@ -33,6 +33,7 @@ beforeAll(async () => {
       ADMIN_USERNAME: 'admin',
       ADMIN_PASSWORD: 'correct-horse',
       SYNC_SCRAPE_TIMEOUT_MS: 1000,
+      HTTP_ALLOW_PRIVATE_NETWORKS: false,
     },
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: handle.db,
@@ -205,6 +206,29 @@ describe('the rest of the API', () => {
     const { kinds, sites } = response.json().data;
     expect(kinds[0]).toMatchObject({ kind: 'career-site', configSchema: { type: 'object' } });
     expect(sites.map((s: { site_name: string }) => s.site_name)).toEqual(['acme']);
+  });
+
+  it.each([
+    'http://127.0.0.1/jobs',
+    'http://2130706433/',
+    'http://0x7f.1/',
+    'http://[::ffff:7f00:1]/',
+    'http://169.254.169.254/latest/meta-data/',
+    'http://10.0.0.5/',
+    'http://localhost:8000/',
+    'http://example.com@127.0.0.1/',
+    'http://example.com:25/',
+  ])('refuses a site whose URL the crawler must never fetch: %s', async (url) => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/sites',
+      payload: {
+        site_name: 'hostile',
+        kind: 'career-site',
+        config: { url: 'https://ok.example', sitemapUrl: url },
+      },
+    });
+    expectProblem(response, 400, 'body.config.sitemapUrl');
   });
 
   it('validates a site config by its kind', async () => {

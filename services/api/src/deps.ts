@@ -1,4 +1,4 @@
-import type { ApiConfig } from '@gleaner/config';
+import type { ApiConfig, FetchConfig } from '@gleaner/config';
 import type { Database } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import type { Queues } from '@gleaner/queue';
@@ -14,7 +14,8 @@ export interface ApiDeps {
     | 'ADMIN_USERNAME'
     | 'ADMIN_PASSWORD'
     | 'SYNC_SCRAPE_TIMEOUT_MS'
-  >;
+  > &
+    Pick<FetchConfig, 'HTTP_ALLOW_PRIVATE_NETWORKS'>;
   logger: Logger;
   db: Database;
   pool: pg.Pool;

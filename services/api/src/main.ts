@@ -3,6 +3,7 @@ import { z } from 'zod';
 import {
   apiFragment,
   databaseFragment,
+  fetchFragment,
   loggingFragment,
   parseConfig,
   queueFragment,
@@ -21,6 +22,7 @@ const schema = z.object({
   ...queueFragment,
   ...shutdownFragment,
   ...apiFragment,
+  HTTP_ALLOW_PRIVATE_NETWORKS: fetchFragment.HTTP_ALLOW_PRIVATE_NETWORKS,
 });
 
 let config: z.infer<typeof schema>;

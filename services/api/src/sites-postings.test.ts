@@ -45,6 +45,7 @@ beforeAll(async () => {
       ADMIN_USERNAME: 'admin',
       ADMIN_PASSWORD: undefined,
       SYNC_SCRAPE_TIMEOUT_MS: 1000,
+      HTTP_ALLOW_PRIVATE_NETWORKS: false,
     },
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: handle.db,

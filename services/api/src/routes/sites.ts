@@ -10,6 +10,7 @@ import {
   type NewSiteRow,
   type SiteRow,
 } from '@gleaner/db';
+import { assertFetchableUrl, HttpError } from '@gleaner/http';
 import { getAdapter, siteKinds } from '@gleaner/sources';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -67,11 +68,33 @@ const siteParams = z.object({
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Validates an adapter config by the site's kind, naming each bad field under `body.config`. */
-function validatedConfig(kind: string, config: Record<string, unknown>): Record<string, unknown> {
+/**
+ * Validates an adapter config by the site's kind, naming each bad field under `body.config`.
+ * Every URL in it must also be one the crawler may fetch: a site registered as
+ * `http://169.254.169.254/` or `http://0x7f.1/` is refused here, not only at fetch time.
+ */
+function validatedConfig(
+  kind: string,
+  config: Record<string, unknown>,
+  allowPrivateNetworks: boolean,
+): Record<string, unknown> {
   const adapter = getAdapter(kind)!;
   const parsed = adapter.configSchema.safeParse(config);
-  if (parsed.success) return parsed.data as Record<string, unknown>;
+  if (parsed.success) {
+    const data = parsed.data as Record<string, unknown>;
+    for (const [key, value] of Object.entries(data)) {
+      if (typeof value !== 'string' || !/^https?:\/\//i.test(value)) continue;
+      try {
+        assertFetchableUrl(value, { allowPrivateNetworks });
+      } catch (error) {
+        const message = error instanceof HttpError ? error.message : 'is not a fetchable URL';
+        throw new ProblemError(400, 'Validation Failed', `body.config.${key}: ${message}`, {
+          errors: [{ field: `body.config.${key}`, message }],
+        });
+      }
+    }
+    return data;
+  }
   const errors = parsed.error.issues.map((issue) => ({
     field: ['body', 'config', ...issue.path.map(String)].join('.'),
     message: issue.message,
@@ -144,7 +167,11 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
     },
     async (request, reply) => {
       const body = request.body;
-      const config = validatedConfig(body.kind, body.config);
+      const config = validatedConfig(
+        body.kind,
+        body.config,
+        deps.config.HTTP_ALLOW_PRIVATE_NETWORKS,
+      );
       const site = await insertSite(db, {
         ...(toRow(body) as NewSiteRow),
         siteName: body.site_name,
@@ -182,7 +209,11 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
       const kind = body.kind ?? site.kind;
       const changes = toRow(body);
       if (body.config !== undefined || body.kind !== undefined)
-        changes.config = validatedConfig(kind, body.config ?? site.config);
+        changes.config = validatedConfig(
+          kind,
+          body.config ?? site.config,
+          deps.config.HTTP_ALLOW_PRIVATE_NETWORKS,
+        );
       const minPause = body.min_pause_seconds ?? site.minPauseSeconds;
       const maxPause = body.max_pause_seconds ?? site.maxPauseSeconds;
       if (maxPause < minPause) {
