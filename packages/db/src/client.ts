@@ -5,7 +5,8 @@ import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
 import * as schema from './schema.js';
 
-export type Database = NodePgDatabase<typeof schema>;
+/** The pool is reachable as `$client` for the few statements written in plain SQL. */
+export type Database = NodePgDatabase<typeof schema> & { $client: pg.Pool };
 
 export interface DbHandle {
   db: Database;

@@ -12,3 +12,4 @@ export * from './repositories/sites.js';
 export * from './repositories/runs.js';
 export * from './repositories/postings.js';
 export * from './repositories/bodies.js';
+export * from './repositories/work.js';

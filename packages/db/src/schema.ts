@@ -206,11 +206,12 @@ export const postingVersions = pgTable(
   (t) => [uniqueIndex('posting_versions_posting_version').on(t.postingId, t.version)],
 );
 
-/** Raw fetched bodies, content-addressed and gzip-compressed, so later stages never refetch. */
+/** Raw fetched bodies, content-addressed and compressed by Postgres, so later stages never refetch. */
 export const pageBodies = pgTable('page_bodies', {
   sha256: text('sha256').primaryKey(),
   content: bytea('content').notNull(),
-  contentEncoding: text('content_encoding').notNull().default('gzip'),
+  /** `identity`: stored as fetched, compressed by Postgres (lz4 column compression); `gzip`: older rows. */
+  contentEncoding: text('content_encoding').notNull().default('identity'),
   contentType: text('content_type'),
   byteLength: bigint('byte_length', { mode: 'number' }).notNull(),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),

@@ -23,4 +23,12 @@ export {
   type EvaluationReport,
   type FieldScore,
 } from './evaluate.js';
-export { hammingDistance, pageFingerprints, pageSimhash, pageTokens, simhash, textSha256 } from './simhash.js';
+export {
+  hammingDistance,
+  pageSimhash,
+  pageTokens,
+  simhash,
+  textSha256,
+  textSimhash,
+  textTokens,
+} from './simhash.js';

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { hammingDistance, pageSimhash, pageTokens, textSha256 } from './simhash.js';
+import {
+  hammingDistance,
+  pageSimhash,
+  pageTokens,
+  simhash,
+  textSha256,
+  textSimhash,
+  textTokens,
+} from './simhash.js';
 
 const words = Array.from({ length: 400 }, (_, i) => `word${i % 97} term${i % 13}`).join(' ');
 const page = (body: string, extra = '') =>
@@ -34,5 +42,44 @@ describe('page SimHash', () => {
     );
     expect(hammingDistance(base, other)).toBeGreaterThan(16);
     expect(hammingDistance(base, base)).toBe(0);
+  });
+});
+
+describe('posting text SimHash', () => {
+  const description = Array.from({ length: 120 }, (_, i) => `duty${i % 41} skill${i % 7}`).join(
+    ' ',
+  );
+
+  it('finds the same description reposted with a small edit, and tells different ones apart', () => {
+    const original = textSimhash(`Backend engineer. ${description}`);
+    const reposted = textSimhash(`Backend Engineer (remote). ${description}`);
+    const different = textSimhash(
+      Array.from({ length: 240 }, (_, i) => `other${i} thing${i % 5}`).join(' '),
+    );
+    expect(original).toMatch(/^[0-9a-f]{16}$/);
+    expect(hammingDistance(original, reposted)).toBeLessThanOrEqual(6);
+    expect(hammingDistance(original, different)).toBeGreaterThan(16);
+  });
+
+  it('hashes no words to zeros, one word to that word, and repeats by weight', () => {
+    expect(textSimhash('  ,;  ')).toBe('0000000000000000');
+    expect(textSimhash('Engineer')).toBe(simhash(['engineer']));
+    // Order matters through the bigrams: the same words shuffled are a different text.
+    expect(textSimhash('alpha beta gamma delta')).not.toBe(textSimhash('delta gamma beta alpha'));
+  });
+});
+
+describe('words', () => {
+  it('are runs of Unicode letters and digits, lower-cased, whatever the script', () => {
+    expect(textTokens('Zürich – São Paulo, 東京 x2; naïve—ÉCOLE 𝐀𝐁 Ⅻ')).toEqual(
+      'Zürich – São Paulo, 東京 x2; naïve—ÉCOLE 𝐀𝐁 Ⅻ'.toLowerCase().match(/[\p{L}\p{N}]+/gu),
+    );
+    expect(textTokens('–—…')).toEqual([]);
+    expect(textTokens('€5k 10°C a©b 🚀go 𝐀𝐁c ½')).toEqual(
+      '€5k 10°C a©b 🚀go 𝐀𝐁c ½'.toLowerCase().match(/[\p{L}\p{N}]+/gu),
+    );
+    expect(
+      pageTokens('<p>Senior&nbsp;Engineer</p><!-- <b>hidden</b> -->&amp;<i>Remote</i>'),
+    ).toEqual(['senior', 'engineer', 'remote']);
   });
 });

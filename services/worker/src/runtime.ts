@@ -5,6 +5,7 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { HandlerContext, JobHandler, WorkerDeps } from './context.js';
 import { handlers, type ServedQueue } from './handlers/index.js';
+import { createPostingStore, type PostingStore } from './posting-store.js';
 
 export interface RuntimeOptions {
   connection: Redis;
@@ -26,7 +27,7 @@ function isPermanent(error: unknown): boolean {
   );
 }
 
-function createProcessor<Q extends ServedQueue>(queue: Q, deps: WorkerDeps) {
+function createProcessor<Q extends ServedQueue>(queue: Q, deps: WorkerDeps, store: PostingStore) {
   const handler = handlers[queue] as JobHandler<Q>;
   const definition = jobs[queue];
   return async (job: Job, token?: string, signal?: AbortSignal): Promise<unknown> => {
@@ -39,7 +40,7 @@ function createProcessor<Q extends ServedQueue>(queue: Q, deps: WorkerDeps) {
       );
     }
     const payload = parsed.data as JobPayload<Q>;
-    const context: HandlerContext = { ...deps, job, log, signal, token };
+    const context: HandlerContext = { ...deps, store, job, log, signal, token };
     try {
       return await handler.run(payload, context);
     } catch (caught) {
@@ -82,8 +83,9 @@ async function parkDeadLetter(deps: WorkerDeps, job: Job, error: Error): Promise
 }
 
 export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerRuntime {
+  const store = createPostingStore(deps.db, deps.logger);
   const workers = options.queues.map((queue) => {
-    const worker = new Worker(queue, createProcessor(queue, deps), {
+    const worker = new Worker(queue, createProcessor(queue, deps, store), {
       connection: options.connection,
       prefix: options.prefix,
       concurrency: options.concurrency[queue],

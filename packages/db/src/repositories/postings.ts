@@ -103,24 +103,11 @@ export async function countRunPostingsByStatus(
 }
 
 /**
- * Records a newly fetched (changed) body on a posting still pending in `runId`. When the
- * posting had been extracted before, the same statement first keeps what it was — fields,
- * body and SimHash — as its next `posting_versions` row, so a page edited on the site leaves
- * its history behind. (No FOR UPDATE in the CTE: the main UPDATE writes the same row in the
- * same command, and a locking read of a row the command itself updated silently skips it.)
+ * Inside a statement whose CTE `previous` holds postings about to be re-extracted (still
+ * pending in their run, extracted before, fetched with a different body): keeps each one's
+ * current fields, body and SimHash as its next `posting_versions` row.
  */
-export async function recordFetchedBody(
-  db: Database,
-  id: string,
-  runId: string,
-  body: { sha256: string; simhash: string | null; textSha256: string | null },
-): Promise<boolean> {
-  const result = await db.execute<{ id: string }>(sql`
-    WITH previous AS (
-      SELECT * FROM postings
-      WHERE id = ${id} AND run_id = ${runId} AND status = 'pending' AND extracted_at IS NOT NULL
-        AND body_sha256 IS DISTINCT FROM ${body.sha256}
-    ), kept AS (
+export const KEEP_PREVIOUS_VERSION = `
       INSERT INTO posting_versions (posting_id, version, fields, body_sha256, content_simhash, extracted_at)
       SELECT p.id,
              coalesce((SELECT max(v.version) FROM posting_versions v WHERE v.posting_id = p.id), 0) + 1,
@@ -136,10 +123,28 @@ export async function recordFetchedBody(
              p.body_sha256, p.content_simhash, p.extracted_at
       FROM previous p
       -- A duplicate delivery racing this one keeps the same version once.
-      ON CONFLICT (posting_id, version) DO NOTHING
-    )
-    UPDATE postings SET body_sha256 = ${body.sha256}, content_simhash = ${body.simhash},
-                        text_sha256 = ${body.textSha256},
+      ON CONFLICT (posting_id, version) DO NOTHING`;
+
+/**
+ * Records a newly fetched (changed) body on a posting still pending in `runId`, for the
+ * extract job to read. When the posting had been extracted before, the same statement first
+ * keeps what it was — fields, body and SimHash — as its next `posting_versions` row, so a page
+ * edited on the site leaves its history behind. (No FOR UPDATE in the CTE: the main UPDATE writes the same row in the
+ * same command, and a locking read of a row the command itself updated silently skips it.)
+ */
+export async function recordFetchedBody(
+  db: Database,
+  id: string,
+  runId: string,
+  body: { sha256: string; textSha256: string | null },
+): Promise<boolean> {
+  const result = await db.execute<{ id: string }>(sql`
+    WITH previous AS (
+      SELECT * FROM postings
+      WHERE id = ${id} AND run_id = ${runId} AND status = 'pending' AND extracted_at IS NOT NULL
+        AND body_sha256 IS DISTINCT FROM ${body.sha256}
+    ), kept AS (${sql.raw(KEEP_PREVIOUS_VERSION)})
+    UPDATE postings SET body_sha256 = ${body.sha256}, text_sha256 = ${body.textSha256},
                         fetched_at = now(), updated_at = now()
     WHERE id = ${id} AND run_id = ${runId} AND status = 'pending'
     RETURNING id
@@ -180,8 +185,32 @@ export type ExtractedFields = Partial<
     | 'requirements'
     | 'provenance'
     | 'extractionVersion'
+    | 'contentSimhash'
   >
 >;
+
+/** Every column extraction writes: a re-extracted posting drops what its page no longer says. */
+export const extractedFieldKeys = [
+  'title',
+  'company',
+  'location',
+  'locationCity',
+  'locationRegion',
+  'locationCountry',
+  'isRemote',
+  'employmentType',
+  'salaryMin',
+  'salaryMax',
+  'salaryCurrency',
+  'salaryPeriod',
+  'datePosted',
+  'description',
+  'descriptionText',
+  'requirements',
+  'provenance',
+  'extractionVersion',
+  'contentSimhash',
+] as const satisfies readonly (keyof ExtractedFields)[];
 
 /**
  * The one guarded status transition out of `pending`: it applies only while the posting is

@@ -1,29 +1,38 @@
-import { getPostingForWork, recordFetchedBody, sha256Hex, storeBody } from '@gleaner/db';
-import { pageFingerprints } from '@gleaner/extraction';
+import { finalizeRun, recordFetchedBody, sha256Hex, storeBody } from '@gleaner/db';
+import { textSha256 } from '@gleaner/extraction';
 import { enqueue } from '@gleaner/queue';
-import type { HandlerContext, JobHandler } from '../context.js';
+import type { JobHandler } from '../context.js';
 import { decodeBody } from '../decode-body.js';
+import { extractFields } from '../extract-fields.js';
 import { LISTING_CONTENT_TYPE } from '../listing-payload.js';
 import { fetchPolitely } from '../polite-fetch.js';
 import { settleAndFinalize } from './settle.js';
 
+/**
+ * Fetches a posting's page (or takes its ATS listing payload), skips it when its visible text
+ * did not change, and otherwise extracts it from the bytes in hand and settles it `ready` in
+ * one statement with its stored body. What extraction cannot settle here goes to the extract
+ * queue with the body stored, so that stage is retried without fetching again.
+ */
 export const crawlHandler: JobHandler<'crawl'> = {
   async run(payload, context) {
-    const { db, queues, log } = context;
-    const found = await getPostingForWork(db, payload.postingId);
+    const { db, queues, log, store } = context;
+    const posting = await store.forWork(payload.postingId);
     if (
-      !found ||
-      found.posting.runId !== payload.runId ||
-      found.posting.status !== 'pending' ||
-      found.runStatus !== 'running'
+      !posting ||
+      posting.runId !== payload.runId ||
+      posting.status !== 'pending' ||
+      posting.runStatus !== 'running'
     ) {
       log.debug(
-        { status: found?.posting.status, runStatus: found?.runStatus },
+        { status: posting?.status, runStatus: posting?.runStatus },
         'posting not pending in a running run; skipping',
       );
+      // A retry after a settle whose run check failed: that check is made again here.
+      if (posting?.runId === payload.runId && posting.runStatus === 'running')
+        await finalizeRun(db, payload.runId);
       return { skipped: true };
     }
-    const { posting, site } = found;
     // An ATS listing already carried the whole posting: hand it on instead of fetching the page.
     const response =
       posting.listingPayload !== null
@@ -31,26 +40,51 @@ export const crawlHandler: JobHandler<'crawl'> = {
             body: Buffer.from(JSON.stringify(posting.listingPayload)),
             contentType: LISTING_CONTENT_TYPE,
           }
-        : await fetchPolitely(posting.url, site, payload.siteId, context);
+        : await fetchPolitely(posting.url, posting.site, payload.siteId, context);
     const sha256 = sha256Hex(response.body);
-    const isPage = response.contentType !== LISTING_CONTENT_TYPE;
+    const html =
+      response.contentType === LISTING_CONTENT_TYPE
+        ? undefined
+        : decodeBody(response.body, response.contentType);
     // Markup-only changes (tokens, build hashes) keep the visible text and need no extraction.
-    const fingerprints = isPage
-      ? pageFingerprints(decodeBody(response.body, response.contentType))
-      : undefined;
+    const pageText = html === undefined ? null : textSha256(html);
     const unchanged =
       posting.extractedAt !== null &&
-      (sha256 === posting.bodySha256 ||
-        (fingerprints !== undefined && fingerprints.textSha256 === posting.textSha256));
+      (sha256 === posting.bodySha256 || (pageText !== null && pageText === posting.textSha256));
     if (unchanged) {
-      await settleAndFinalize(context, log, payload, { status: 'skipped' });
+      await store.settleUnchanged({ postingId: posting.id, runId: payload.runId });
       return { unchanged: true };
     }
+
+    let fields;
+    try {
+      fields = extractFields({
+        siteKind: posting.site.kind,
+        url: posting.url,
+        body: response.body,
+        contentType: response.contentType,
+        html,
+      });
+    } catch (error) {
+      log.debug({ err: error }, 'extraction failed; handing the stored body to the extract queue');
+    }
+    if (fields) {
+      const settled = await store.settleExtracted({
+        postingId: posting.id,
+        runId: payload.runId,
+        body: response.body,
+        contentType: response.contentType,
+        sha256,
+        textSha256: pageText,
+        fields,
+      });
+      return settled ? { title: fields.title } : { skipped: true };
+    }
+
     await storeBody(db, response.body, response.contentType, sha256);
     const recorded = await recordFetchedBody(db, posting.id, payload.runId, {
       sha256,
-      simhash: fingerprints?.simhash ?? null,
-      textSha256: fingerprints?.textSha256 ?? null,
+      textSha256: pageText,
     });
     if (!recorded) return { skipped: true };
     await enqueue(queues, 'extract', {
@@ -58,7 +92,7 @@ export const crawlHandler: JobHandler<'crawl'> = {
       postingId: posting.id,
       correlationId: payload.correlationId,
     });
-    return { bytes: response.body.byteLength };
+    return { bytes: response.body.byteLength, extractQueued: true };
   },
 
   async giveUp(payload, error, context) {

@@ -1,11 +1,13 @@
 import { getPostingForWork, loadBody } from '@gleaner/db';
-import { EXTRACTOR_VERSION, extractPosting } from '@gleaner/extraction';
 import type { JobHandler } from '../context.js';
 import { ExtractError } from '../errors.js';
-import { decodeBody } from '../decode-body.js';
-import { LISTING_CONTENT_TYPE, mapListingPayload } from '../listing-payload.js';
+import { extractFields } from '../extract-fields.js';
 import { settleAndFinalize } from './settle.js';
 
+/**
+ * Extracts a posting from its stored body: the pages the crawl job could not settle, retried
+ * without fetching again.
+ */
 export const extractHandler: JobHandler<'extract'> = {
   async run(payload, deps) {
     const { db, log } = deps;
@@ -33,21 +35,14 @@ export const extractHandler: JobHandler<'extract'> = {
         'permanent',
       );
 
-    const result =
-      stored.contentType === LISTING_CONTENT_TYPE
-        ? mapListingPayload(found.site.kind, stored.body)
-        : extractPosting(decodeBody(stored.body, stored.contentType), { url: posting.url });
-    if (!result)
-      throw new ExtractError('page holds no job posting', 'EXTRACT_NOT_A_POSTING', 'permanent');
-    await settleAndFinalize(deps, log, payload, {
-      status: 'ready',
-      fields: {
-        ...result.posting,
-        provenance: result.provenance,
-        extractionVersion: EXTRACTOR_VERSION,
-      },
+    const fields = extractFields({
+      siteKind: found.site.kind,
+      url: posting.url,
+      body: stored.body,
+      contentType: stored.contentType,
     });
-    return { title: result.posting.title };
+    await settleAndFinalize(deps, log, payload, { status: 'ready', fields });
+    return { title: fields.title };
   },
 
   async giveUp(payload, error, deps) {

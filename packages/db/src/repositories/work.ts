@@ -1,0 +1,185 @@
+import { getTableColumns } from 'drizzle-orm';
+import type { Database } from '../client.js';
+import { postings, type PostingStatus } from '../schema.js';
+import {
+  extractedFieldKeys,
+  KEEP_PREVIOUS_VERSION,
+  type ExtractedFields,
+  type PostingSite,
+} from './postings.js';
+
+/**
+ * The crawl stage's reads and writes, for many postings per statement. A worker runs many
+ * crawl jobs at once; gathering what they read and write into one statement each (see the
+ * worker's posting store) costs Postgres one parse, one round trip and one commit per batch
+ * instead of per posting. Plain SQL through the pool: on this path drizzle's query building
+ * cost more CPU than Postgres spent running the statements.
+ */
+
+/** What the crawl stage needs of a posting, its run and its site. */
+export interface PostingForWork {
+  id: string;
+  runId: string | null;
+  status: PostingStatus;
+  url: string;
+  listingPayload: unknown;
+  bodySha256: string | null;
+  textSha256: string | null;
+  extractedAt: Date | null;
+  runStatus: string | null;
+  site: PostingSite;
+}
+
+interface PostingForWorkRow {
+  id: string;
+  run_id: string | null;
+  status: PostingStatus;
+  url: string;
+  listing_payload: unknown;
+  body_sha256: string | null;
+  text_sha256: string | null;
+  extracted_at: Date | null;
+  run_status: string | null;
+  kind: string;
+  rate_limit_rps: number | null;
+  min_pause_seconds: number;
+  max_pause_seconds: number;
+  max_concurrency: number;
+}
+
+const POSTINGS_FOR_WORK = `
+  SELECT p.id, p.run_id, p.status, p.url, p.listing_payload, p.body_sha256, p.text_sha256,
+         p.extracted_at, r.status AS run_status, s.kind, s.rate_limit_rps, s.min_pause_seconds,
+         s.max_pause_seconds, s.max_concurrency
+  FROM postings p
+  JOIN site_schedules s ON s.id = p.site_id
+  LEFT JOIN scrape_runs r ON r.id = p.run_id
+  WHERE p.id = ANY($1::uuid[])`;
+
+/** Postings with their run's status and their site's settings; missing ids are absent. */
+export async function getPostingsForWork(
+  db: Database,
+  ids: readonly string[],
+): Promise<Map<string, PostingForWork>> {
+  const { rows } = await db.$client.query<PostingForWorkRow>({
+    name: 'gleaner-postings-for-work',
+    text: POSTINGS_FOR_WORK,
+    values: [ids],
+  });
+  return new Map(
+    rows.map((row) => [
+      row.id,
+      {
+        id: row.id,
+        runId: row.run_id,
+        status: row.status,
+        url: row.url,
+        listingPayload: row.listing_payload,
+        bodySha256: row.body_sha256,
+        textSha256: row.text_sha256,
+        extractedAt: row.extracted_at,
+        runStatus: row.run_status,
+        site: {
+          kind: row.kind,
+          rateLimitRps: row.rate_limit_rps,
+          minPauseSeconds: row.min_pause_seconds,
+          maxPauseSeconds: row.max_pause_seconds,
+          maxConcurrency: row.max_concurrency,
+        },
+      },
+    ]),
+  );
+}
+
+/** A fetched page (or ATS payload) and what extraction made of it. */
+export interface ExtractedPage {
+  postingId: string;
+  runId: string;
+  body: Uint8Array;
+  contentType: string | null;
+  sha256: string;
+  /** sha256 of the page's visible words; null for ATS payloads. */
+  textSha256: string | null;
+  fields: ExtractedFields;
+}
+
+const columns = getTableColumns(postings);
+const fieldColumns = extractedFieldKeys.map((key) => columns[key].name);
+const setExtractedFields = fieldColumns.map((name) => `${name} = i.${name}`).join(', ');
+
+/**
+ * Stores each page's body and settles its posting `ready` with the extracted fields, keeping
+ * the fields it had before as a `posting_versions` row when it had been extracted. Guarded like
+ * `settlePosting`: a posting no longer pending in the given run is left alone. Returns the ids
+ * this call settled. One statement, one commit.
+ */
+export async function settleExtractedPages(
+  db: Database,
+  pages: readonly ExtractedPage[],
+): Promise<Set<string>> {
+  if (pages.length === 0) return new Set();
+  // The fields travel as one JSON array typed by the postings table itself.
+  const input = pages.map((page) => {
+    const row: Record<string, unknown> = {
+      id: page.postingId,
+      run_id: page.runId,
+      body_sha256: page.sha256,
+      text_sha256: page.textSha256,
+    };
+    for (const [index, key] of extractedFieldKeys.entries())
+      row[fieldColumns[index]!] = page.fields[key] ?? null;
+    return row;
+  });
+  // Bodies travel as binary parameters, one each: no hex or escape encoding on either side.
+  const bodies = new Map<string, ExtractedPage>();
+  for (const page of pages) bodies.set(page.sha256, page);
+  const stored = [...bodies.values()];
+  const bodyParams = stored.map((_, index) => `$${index + 4}::bytea`).join(', ');
+  const text = `
+    WITH input AS (
+      SELECT * FROM jsonb_populate_recordset(NULL::postings, $1::jsonb)
+    ), bodies AS (
+      INSERT INTO page_bodies (sha256, content, content_encoding, content_type, byte_length)
+      SELECT b.sha256, b.content, 'identity', b.content_type, octet_length(b.content)
+      FROM unnest($2::text[], $3::text[], ARRAY[${bodyParams}]) AS b(sha256, content_type, content)
+      ON CONFLICT (sha256) DO NOTHING
+    ), previous AS (
+      SELECT p.* FROM postings p JOIN input i ON i.id = p.id AND i.run_id = p.run_id
+      WHERE p.status = 'pending' AND p.extracted_at IS NOT NULL
+        AND p.body_sha256 IS DISTINCT FROM i.body_sha256
+    ), kept AS (${KEEP_PREVIOUS_VERSION})
+    UPDATE postings p
+    SET status = 'ready', error = NULL, body_sha256 = i.body_sha256, text_sha256 = i.text_sha256,
+        ${setExtractedFields},
+        fetched_at = now(), extracted_at = now(), updated_at = now()
+    FROM input i
+    WHERE p.id = i.id AND p.run_id = i.run_id AND p.status = 'pending'
+    RETURNING p.id`;
+  const { rows } = await db.$client.query<{ id: string }>(text, [
+    JSON.stringify(input),
+    stored.map((page) => page.sha256),
+    stored.map((page) => page.contentType),
+    ...stored.map((page) =>
+      Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength),
+    ),
+  ]);
+  return new Set(rows.map((row) => row.id));
+}
+
+/** Settles postings whose page did not change `skipped`, guarded like `settlePosting`. */
+export async function settleUnchangedPostings(
+  db: Database,
+  targets: readonly { postingId: string; runId: string }[],
+): Promise<Set<string>> {
+  if (targets.length === 0) return new Set();
+  const { rows } = await db.$client.query<{ id: string }>({
+    name: 'gleaner-settle-unchanged',
+    text: `
+      UPDATE postings p SET status = 'skipped', error = NULL, updated_at = now()
+      FROM unnest($1::uuid[], $2::uuid[]) AS i(id, run_id)
+      WHERE p.id = i.id AND p.run_id = i.run_id AND p.status = 'pending'
+      RETURNING p.id`,
+    values: [targets.map((target) => target.postingId), targets.map((target) => target.runId)],
+  });
+  return new Set(rows.map((row) => row.id));
+}

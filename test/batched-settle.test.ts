@@ -1,0 +1,254 @@
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  completeListing,
+  createDb,
+  createRun,
+  getRun,
+  insertSite,
+  loadBody,
+  sha256Hex,
+  startRun,
+  upsertListedPostings,
+  type DbHandle,
+  type ExtractedPage,
+} from '@gleaner/db';
+import { createLogger } from '@gleaner/logger';
+import { createPostingStore } from '@gleaner/worker';
+import { createTestDatabase, type TestDatabase } from '@gleaner/testing';
+
+/**
+ * The crawl stage's batched Postgres path: many postings read and settled per statement, with
+ * the same guards, history and run finalization as one at a time.
+ */
+let testDb: TestDatabase;
+let handle: DbHandle;
+
+beforeAll(async () => {
+  testDb = await createTestDatabase('batched');
+  handle = createDb({ url: testDb.url, poolMax: 4 });
+});
+
+afterAll(async () => {
+  await handle?.close();
+  await testDb?.drop();
+});
+
+let siteCounter = 0;
+async function runWithPostings(count: number) {
+  siteCounter += 1;
+  const site = await insertSite(handle.db, {
+    siteName: `batched-${siteCounter}`,
+    kind: 'career-site',
+    config: { url: 'https://example.com', sitemapUrl: 'https://example.com/sitemap.xml' },
+  });
+  const run = await createRun(handle.db, { siteId: site.id, trigger: 'manual' });
+  await startRun(handle.db, run.id);
+  const postings = await upsertListedPostings(
+    handle.db,
+    site.id,
+    run.id,
+    Array.from({ length: count }, (_, i) => ({
+      externalId: `job-${i}`,
+      url: `https://example.com/jobs/${i}`,
+    })),
+  );
+  await completeListing(handle.db, run.id, { requestedPages: count, listingComplete: true });
+  return { site, run, postings };
+}
+
+function page(
+  postingId: string,
+  runId: string,
+  title: string,
+  html = `<h1>${title}</h1>`,
+): ExtractedPage {
+  const body = Buffer.from(html);
+  return {
+    postingId,
+    runId,
+    body,
+    contentType: 'text/html; charset=utf-8',
+    sha256: sha256Hex(body),
+    textSha256: sha256Hex(Buffer.from(title.toLowerCase())),
+    fields: {
+      title,
+      company: 'Acme',
+      salaryMin: 100_000,
+      isRemote: true,
+      provenance: { title: 'json-ld' },
+      extractionVersion: 'test-1',
+      contentSimhash: '0123456789abcdef',
+    },
+  };
+}
+
+/** Counts the statements the store sends, by wrapping the pool's query. */
+function countQueries(): { count: () => number; restore: () => void } {
+  const pool = handle.db.$client;
+  const original = pool.query.bind(pool);
+  let count = 0;
+  pool.query = ((...args: Parameters<typeof pool.query>) => {
+    count += 1;
+    return (original as (...a: unknown[]) => unknown)(...args);
+  }) as typeof pool.query;
+  return { count: () => count, restore: () => void (pool.query = original) };
+}
+
+const silent = () =>
+  createLogger({ service: 'test', level: 'silent', destination: new PassThrough() });
+
+describe('batched posting store', () => {
+  it('reads, stores and settles concurrent jobs in a few statements and closes the run once', async () => {
+    const { run, postings } = await runWithPostings(40);
+    const store = createPostingStore(handle.db, silent(), { maxBatchSize: 64 });
+    const queries = countQueries();
+    try {
+      const found = await Promise.all(postings.map((p) => store.forWork(p.id)));
+      expect(found.every((f) => f?.status === 'pending' && f.runStatus === 'running')).toBe(true);
+      expect(found[0]?.site).toMatchObject({ kind: 'career-site', maxConcurrency: 4 });
+      expect(queries.count()).toBe(1);
+
+      // Two postings with byte-identical pages share one stored body.
+      const settled = await Promise.all(
+        postings.map((p, i) =>
+          store.settleExtracted(page(p.id, run.id, i < 2 ? 'Same page' : `Engineer ${i}`)),
+        ),
+      );
+      expect(settled.every(Boolean)).toBe(true);
+      // One batch statement plus the finalize check (drizzle goes through the same pool).
+      expect(queries.count()).toBeLessThanOrEqual(4);
+    } finally {
+      queries.restore();
+    }
+    const closed = await getRun(handle.db, run.id);
+    expect(closed).toMatchObject({ status: 'succeeded', readyCount: 40 });
+
+    const { rows } = await handle.pool.query(
+      `SELECT p.title, p.company, p.salary_min, p.is_remote, p.provenance, p.content_simhash,
+              p.extraction_version, p.text_sha256 IS NOT NULL AS has_text_sha, b.content_encoding
+       FROM postings p JOIN page_bodies b ON b.sha256 = p.body_sha256
+       WHERE p.run_id = $1 ORDER BY p.external_id LIMIT 1`,
+      [run.id],
+    );
+    expect(rows[0]).toMatchObject({
+      title: 'Same page',
+      company: 'Acme',
+      salary_min: 100_000,
+      is_remote: true,
+      provenance: { title: 'json-ld' },
+      content_simhash: '0123456789abcdef',
+      extraction_version: 'test-1',
+      has_text_sha: true,
+      content_encoding: 'identity',
+    });
+    const bodies = await handle.pool.query<{ n: number }>(
+      `SELECT count(DISTINCT body_sha256)::int AS n FROM postings WHERE run_id = $1`,
+      [run.id],
+    );
+    expect(bodies.rows[0]!.n).toBe(39);
+    const stored = await loadBody(handle.db, page(postings[5]!.id, run.id, 'Engineer 5').sha256);
+    expect(stored?.body.toString()).toBe('<h1>Engineer 5</h1>');
+  });
+
+  it('stores page bodies as fetched, compressed by Postgres with lz4', async () => {
+    const { run, postings } = await runWithPostings(1);
+    const store = createPostingStore(handle.db, silent());
+    const html = `<main>${'<p>Design and build the services our customers rely on.</p>'.repeat(500)}</main>`;
+    const big = page(postings[0]!.id, run.id, 'Large page', html);
+    expect(await store.settleExtracted(big)).toBe(true);
+    const { rows } = await handle.pool.query(
+      `SELECT content_encoding, byte_length::int, pg_column_compression(content) AS compression,
+              pg_column_size(content) AS stored_size
+       FROM page_bodies WHERE sha256 = $1`,
+      [big.sha256],
+    );
+    expect(rows[0]).toMatchObject({
+      content_encoding: 'identity',
+      byte_length: html.length,
+      compression: 'lz4',
+    });
+    expect(rows[0].stored_size).toBeLessThan(html.length / 5);
+    expect((await loadBody(handle.db, big.sha256))?.body.toString()).toBe(html);
+  });
+
+  it('settles nothing twice, keeps the previous version and clears fields the page dropped', async () => {
+    const { site, run, postings } = await runWithPostings(2);
+    const store = createPostingStore(handle.db, silent());
+    const [first, second] = postings;
+    expect(await store.settleExtracted(page(first!.id, run.id, 'Backend engineer'))).toBe(true);
+    // A duplicate delivery of the same job changes nothing.
+    expect(await store.settleExtracted(page(first!.id, run.id, 'Duplicate'))).toBe(false);
+    expect(await store.settleUnchanged({ postingId: first!.id, runId: run.id })).toBe(false);
+    expect(await getRun(handle.db, run.id)).toMatchObject({ status: 'running' });
+    expect(await store.settleExtracted(page(second!.id, run.id, 'Designer'))).toBe(true);
+    expect(await getRun(handle.db, run.id)).toMatchObject({ status: 'succeeded', readyCount: 2 });
+
+    // The next run: the first page changed and lost its salary and company; the second did not.
+    const nextRun = await createRun(handle.db, { siteId: site.id, trigger: 'manual' });
+    await startRun(handle.db, nextRun.id);
+    await upsertListedPostings(handle.db, site.id, nextRun.id, [
+      { externalId: 'job-0', url: 'https://example.com/jobs/0' },
+      { externalId: 'job-1', url: 'https://example.com/jobs/1' },
+    ]);
+    await completeListing(handle.db, nextRun.id, { requestedPages: 2, listingComplete: true });
+    const edited = page(first!.id, nextRun.id, 'Staff backend engineer');
+    edited.fields = { title: 'Staff backend engineer', provenance: { title: 'json-ld' } };
+    const [a, b] = await Promise.all([
+      store.settleExtracted(edited),
+      store.settleUnchanged({ postingId: second!.id, runId: nextRun.id }),
+    ]);
+    expect([a, b]).toEqual([true, true]);
+    expect(await getRun(handle.db, nextRun.id)).toMatchObject({
+      status: 'succeeded',
+      readyCount: 1,
+      skippedCount: 1,
+    });
+    const { rows } = await handle.pool.query(
+      `SELECT p.title, p.salary_min, p.company, v.version, v.fields->>'title' AS old_title,
+              (v.fields->>'salary_min')::real AS old_salary
+       FROM postings p JOIN posting_versions v ON v.posting_id = p.id WHERE p.id = $1`,
+      [first!.id],
+    );
+    expect(rows).toEqual([
+      {
+        title: 'Staff backend engineer',
+        salary_min: null,
+        company: null,
+        version: 1,
+        old_title: 'Backend engineer',
+        old_salary: 100_000,
+      },
+    ]);
+  });
+
+  it('fails only the request whose row Postgres refuses, not the rest of its batch', async () => {
+    const { run, postings } = await runWithPostings(6);
+    const store = createPostingStore(handle.db, silent());
+    const pages = postings.map((p, i) => page(p.id, run.id, `Role ${i}`));
+    // A NUL character cannot be stored in a Postgres text column.
+    pages[3]!.fields = { ...pages[3]!.fields, title: 'Broken\u0000title' };
+    const results = await Promise.allSettled(pages.map((p) => store.settleExtracted(p)));
+    expect(results.map((r) => r.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+    ]);
+    const { rows } = await handle.pool.query<{ status: string }>(
+      'SELECT status FROM postings WHERE run_id = $1 ORDER BY external_id',
+      [run.id],
+    );
+    expect(rows.map((r) => r.status)).toEqual([
+      'ready',
+      'ready',
+      'ready',
+      'pending',
+      'ready',
+      'ready',
+    ]);
+    expect(await getRun(handle.db, run.id)).toMatchObject({ status: 'running' });
+  });
+});
