@@ -1,6 +1,12 @@
-import { PassThrough } from 'node:stream';
+import { PassThrough, type Writable } from 'node:stream';
 import { createDb, createRun, getRun, type DbHandle, type RunRow } from '@gleaner/db';
-import { createFetcher, createRobotsCache, createSiteGate, type Fetcher } from '@gleaner/http';
+import {
+  createFetcher,
+  createRobotsCache,
+  createSiteGate,
+  type Fetcher,
+  type FetcherOptions,
+} from '@gleaner/http';
 import { createLogger } from '@gleaner/logger';
 import {
   closeQueues,
@@ -32,6 +38,19 @@ export interface InProcessSystem {
   close(): Promise<void>;
 }
 
+export interface InProcessSystemOptions {
+  replicas?: number;
+  crawlConcurrency?: number;
+  extractConcurrency?: number;
+  /**
+   * Overrides of the shared fetcher's options. By default it may reach any private address; an
+   * SSRF test sets `allowPrivateNetworks: false` with an `allowPeer` for its fixture origin.
+   */
+  fetcher?: Partial<FetcherOptions>;
+  /** Where the workers' JSON log lines go (at `info`); by default they are discarded. */
+  logDestination?: Writable;
+}
+
 /**
  * Worker replicas running inside the test process against their own database and Redis prefix,
  * each as a main.ts would build it (own connections, gate and robots cache), sharing one fetcher
@@ -39,7 +58,13 @@ export interface InProcessSystem {
  */
 export async function startInProcessSystem(
   label: string,
-  { replicas = 1, crawlConcurrency = 2, extractConcurrency = 2 } = {},
+  {
+    replicas = 1,
+    crawlConcurrency = 2,
+    extractConcurrency = 2,
+    fetcher: fetcherOverrides = {},
+    logDestination,
+  }: InProcessSystemOptions = {},
 ): Promise<InProcessSystem> {
   const database = await createTestDatabase(label);
   const namespace = createTestRedisNamespace(label);
@@ -50,6 +75,7 @@ export async function startInProcessSystem(
     maxBodyBytes: 20 << 20,
     maxRedirects: 3,
     allowPrivateNetworks: true,
+    ...fetcherOverrides,
   });
   const connections: Redis[] = [];
   const started = Array.from({ length: replicas }, () => {
@@ -71,8 +97,8 @@ export async function startInProcessSystem(
         }),
         logger: createLogger({
           service: 'worker',
-          level: 'silent',
-          destination: new PassThrough(),
+          level: logDestination ? 'info' : 'silent',
+          destination: logDestination ?? new PassThrough(),
         }),
       },
       {

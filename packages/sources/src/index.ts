@@ -7,6 +7,14 @@ export {
   type CareerSiteConfig,
 } from './adapters/career-site.js';
 export {
+  checkDiscoveredUrl,
+  discoveryRefusalCodes,
+  type DiscoveredUrl,
+  type DiscoveryRefusalCode,
+  type DiscoveryRefusals,
+  type RefusedUrl,
+} from './adapters/discovered-url.js';
+export {
   greenhouseAdapter,
   greenhouseConfig,
   GREENHOUSE_API,

@@ -1,6 +1,7 @@
 import type { ExtractedPosting } from '@gleaner/extraction';
 import type { Fetcher } from '@gleaner/http';
 import type { z } from 'zod';
+import type { DiscoveryRefusals } from './adapters/discovered-url.js';
 
 export interface ListedPosting {
   /** Stable id within the site: the natural key with the site id. */
@@ -29,6 +30,11 @@ export interface ListingResult {
   postings: ListedPosting[];
   /** True when the whole site was listed (no limit or budget cut it short). */
   complete: boolean;
+  /**
+   * URLs found in the site's pages that were not taken, by reason (adapters that discover URLs
+   * in pages the site controls: sitemaps, listing pages).
+   */
+  refused?: DiscoveryRefusals;
 }
 
 export interface ListOptions {

@@ -3,3 +3,7 @@ export * from './database.js';
 export * from './processes.js';
 export * from './redis.js';
 export * from './ats/index.js';
+export * from './canary.js';
+export * from './hostile-site.js';
+export * from './process-memory.js';
+export * from './outgoing-connections.js';

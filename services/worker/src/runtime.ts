@@ -75,7 +75,10 @@ async function parkDeadLetter(deps: WorkerDeps, job: Job, error: Error): Promise
     jobId: job.id ?? 'unknown',
     payload: job.data as unknown,
     errorClass: permanent ? 'permanent' : 'transient',
-    errorCode: /^([A-Z][A-Z0-9_]+):/.exec(error.message)?.[1],
+    // A retried error keeps its own code; a permanent one was rethrown as "CODE: message".
+    errorCode: isClassifiedError(error)
+      ? error.code
+      : /^([A-Z][A-Z0-9_]+):/.exec(error.message)?.[1],
     error: error.message.slice(0, 2000),
     attemptsMade: job.attemptsMade,
     failedAt: new Date().toISOString(),

@@ -8,6 +8,7 @@ import type {
   SourceContext,
 } from '../types.js';
 import { SourceError } from '../types.js';
+import { checkDiscoveredUrl, RefusalLog } from './discovered-url.js';
 
 const httpUrl = z
   .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
@@ -57,18 +58,13 @@ export function externalIdFromUrl(url: URL): string {
   return `${url.host.toLowerCase()}${pathname}`;
 }
 
-function sameSite(candidate: URL, base: URL): boolean {
-  return (
-    candidate.host.toLowerCase() === base.host.toLowerCase() && /^https?:$/.test(candidate.protocol)
-  );
-}
-
 class Collector {
   readonly postings: ListedPosting[] = [];
+  readonly refusals = new RefusalLog();
   private readonly seen = new Set<string>();
   truncated = false;
   constructor(
-    private readonly base: URL,
+    private readonly site: URL,
     private readonly pattern: RegExp | undefined,
     private readonly limit: number,
   ) {}
@@ -77,16 +73,20 @@ class Collector {
     return this.postings.length >= this.limit;
   }
 
+  /**
+   * Takes a URL found on `relativeTo` as a posting when it matches the posting pattern. A link
+   * that does not look like a posting is ignored silently (a listing page links to much else); one
+   * that does but may not be crawled is refused with its reason.
+   */
   add(raw: string, relativeTo: string): void {
-    let url: URL;
-    try {
-      url = new URL(raw.trim(), relativeTo);
-    } catch {
+    const checked = checkDiscoveredUrl(raw, relativeTo, this.site);
+    const pathname = checked.accepted ? checked.url.pathname : checked.pathname;
+    if (this.pattern && !this.pattern.test(pathname)) return;
+    if (!checked.accepted) {
+      this.refusals.record(checked.code, checked.url);
       return;
     }
-    url.hash = '';
-    if (!sameSite(url, this.base)) return;
-    if (this.pattern && !this.pattern.test(url.pathname)) return;
+    const { url } = checked;
     const externalId = externalIdFromUrl(url);
     if (this.seen.has(externalId)) return;
     if (this.full) {
@@ -95,6 +95,14 @@ class Collector {
     }
     this.seen.add(externalId);
     this.postings.push({ externalId, url: url.toString() });
+  }
+
+  /** A sitemap or listing page to fetch next, or undefined (refused ones are recorded). */
+  follow(raw: string, relativeTo: string): string | undefined {
+    const checked = checkDiscoveredUrl(raw, relativeTo, this.site);
+    if (checked.accepted) return checked.url.toString();
+    this.refusals.record(checked.code, checked.url);
+    return undefined;
   }
 }
 
@@ -131,12 +139,8 @@ async function listFromSitemap(
     $(isIndex ? 'sitemap > loc' : 'url > loc').each((_, element) => {
       const loc = $(element).text().trim();
       if (isIndex) {
-        try {
-          const child = new URL(loc, next);
-          if (sameSite(child, new URL(config.url))) queue.push(child.toString());
-        } catch {
-          // A malformed <loc> in someone else's sitemap is skipped, not fatal.
-        }
+        const child = collector.follow(loc, next);
+        if (child) queue.push(child);
       } else {
         collector.add(loc, next);
       }
@@ -171,15 +175,7 @@ async function listFromListingPages(
     });
     if (collector.truncated) return false;
     const nextHref = $('a[rel~="next"], link[rel~="next"]').first().attr('href');
-    next = undefined;
-    if (nextHref) {
-      try {
-        const candidate = new URL(nextHref, pageUrl);
-        if (sameSite(candidate, new URL(config.url))) next = candidate.toString();
-      } catch {
-        next = undefined;
-      }
-    }
+    next = nextHref ? collector.follow(nextHref, pageUrl) : undefined;
   }
   return true;
 }
@@ -200,6 +196,10 @@ export const careerSiteAdapter: SiteAdapter<typeof careerSiteConfig> = {
     const complete = config.sitemapUrl
       ? await listFromSitemap(config, context, collector, options.signal)
       : await listFromListingPages(config, context, collector, options.signal);
-    return { postings: collector.postings, complete: complete && !collector.truncated };
+    return {
+      postings: collector.postings,
+      complete: complete && !collector.truncated,
+      refused: collector.refusals.summary(),
+    };
   },
 };

@@ -54,14 +54,20 @@ export const scrapeHandler: JobHandler<'scrape'> = {
       requestedPages: rows.length,
       listingComplete: listing.complete,
     });
+    // URLs the site's pages listed but the adapter refused (off-site, non-http, credentials).
     log.info(
-      { listed: rows.length, enqueued: pending.length, complete: listing.complete },
+      {
+        listed: rows.length,
+        enqueued: pending.length,
+        complete: listing.complete,
+        refused: listing.refused,
+      },
       'listing done',
     );
     // Covers a site with no postings, and a retried scrape whose postings all settled already.
     const closed = await finalizeRun(db, run.id);
     if (closed) log.info({ status: closed.status }, 'run finalized');
-    return { listed: rows.length, complete: listing.complete };
+    return { listed: rows.length, complete: listing.complete, refused: listing.refused };
   },
 
   async giveUp(payload, error, { db, log }) {
