@@ -11,6 +11,9 @@ import { enqueueBulk } from '@gleaner/queue';
 import { getAdapter, SourceError } from '@gleaner/sources';
 import type { JobHandler } from '../context.js';
 
+/** Postings upserted and enqueued per statement and bulk add. */
+const ENQUEUE_SLICE = 200;
+
 export const scrapeHandler: JobHandler<'scrape'> = {
   async run(payload, { db, queues, fetcher, log, signal }) {
     const run = await startRun(db, payload.runId);
@@ -38,18 +41,26 @@ export const scrapeHandler: JobHandler<'scrape'> = {
       { fetcher },
       { limit: run.resultsWanted, signal },
     );
-    const rows = await upsertListedPostings(db, site.id, run.id, listing.postings);
-    const pending = rows.filter((row) => row.status === 'pending');
-    await enqueueBulk(
-      queues,
-      'crawl',
-      pending.map((row) => ({
-        runId: run.id,
-        siteId: site.id,
-        postingId: row.id,
-        correlationId: payload.correlationId,
-      })),
-    );
+    // Upserted and enqueued in slices, so crawling starts while the rest is still being written.
+    const rows: Awaited<ReturnType<typeof upsertListedPostings>> = [];
+    let enqueued = 0;
+    for (let start = 0; start < listing.postings.length; start += ENQUEUE_SLICE) {
+      const slice = listing.postings.slice(start, start + ENQUEUE_SLICE);
+      const upserted = await upsertListedPostings(db, site.id, run.id, slice);
+      const pending = upserted.filter((row) => row.status === 'pending');
+      await enqueueBulk(
+        queues,
+        'crawl',
+        pending.map((row) => ({
+          runId: run.id,
+          siteId: site.id,
+          postingId: row.id,
+          correlationId: payload.correlationId,
+        })),
+      );
+      rows.push(...upserted);
+      enqueued += pending.length;
+    }
     await completeListing(db, run.id, {
       requestedPages: rows.length,
       listingComplete: listing.complete,
@@ -58,7 +69,7 @@ export const scrapeHandler: JobHandler<'scrape'> = {
     log.info(
       {
         listed: rows.length,
-        enqueued: pending.length,
+        enqueued,
         complete: listing.complete,
         refused: listing.refused,
       },
