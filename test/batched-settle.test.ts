@@ -5,7 +5,6 @@ import {
   createDb,
   createRun,
   getRun,
-  insertSite,
   loadBody,
   sha256Hex,
   startRun,
@@ -16,6 +15,7 @@ import {
 import { createLogger } from '@gleaner/logger';
 import { createPostingStore } from '@gleaner/worker';
 import { createTestDatabase, type TestDatabase } from '@gleaner/testing';
+import { seedRunWithPostings } from './support/seed.js';
 
 /**
  * The crawl stage's batched Postgres path: many postings read and settled per statement, with
@@ -34,28 +34,7 @@ afterAll(async () => {
   await testDb?.drop();
 });
 
-let siteCounter = 0;
-async function runWithPostings(count: number) {
-  siteCounter += 1;
-  const site = await insertSite(handle.db, {
-    siteName: `batched-${siteCounter}`,
-    kind: 'career-site',
-    config: { url: 'https://example.com', sitemapUrl: 'https://example.com/sitemap.xml' },
-  });
-  const run = await createRun(handle.db, { siteId: site.id, trigger: 'manual' });
-  await startRun(handle.db, run.id);
-  const postings = await upsertListedPostings(
-    handle.db,
-    site.id,
-    run.id,
-    Array.from({ length: count }, (_, i) => ({
-      externalId: `job-${i}`,
-      url: `https://example.com/jobs/${i}`,
-    })),
-  );
-  await completeListing(handle.db, run.id, { requestedPages: count, listingComplete: true });
-  return { site, run, postings };
-}
+const runWithPostings = (count: number) => seedRunWithPostings(handle.db, count, 'batched');
 
 function page(
   postingId: string,

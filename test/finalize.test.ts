@@ -13,6 +13,7 @@ import {
   type DbHandle,
 } from '@gleaner/db';
 import { createTestDatabase, type TestDatabase } from '@gleaner/testing';
+import { seedRunWithPostings } from './support/seed.js';
 
 let testDb: TestDatabase;
 let handle: DbHandle;
@@ -27,28 +28,7 @@ afterAll(async () => {
   await testDb?.drop();
 });
 
-let siteCounter = 0;
-async function runWithPostings(count: number) {
-  siteCounter += 1;
-  const site = await insertSite(handle.db, {
-    siteName: `site-${siteCounter}`,
-    kind: 'career-site',
-    config: { url: 'https://example.com', sitemapUrl: 'https://example.com/sitemap.xml' },
-  });
-  const run = await createRun(handle.db, { siteId: site.id, trigger: 'manual' });
-  await startRun(handle.db, run.id);
-  const postings = await upsertListedPostings(
-    handle.db,
-    site.id,
-    run.id,
-    Array.from({ length: count }, (_, i) => ({
-      externalId: `job-${i}`,
-      url: `https://example.com/jobs/${i}`,
-    })),
-  );
-  await completeListing(handle.db, run.id, { requestedPages: count, listingComplete: true });
-  return { site, run, postings };
-}
+const runWithPostings = (count: number) => seedRunWithPostings(handle.db, count, 'site');
 
 /** What each worker does: settle (autocommit), then try to finalize. */
 async function settleThenFinalize(
@@ -125,9 +105,8 @@ describe('run finalization', () => {
   });
 
   it('does not close while the listing is still running, even with nothing pending', async () => {
-    siteCounter += 1;
     const site = await insertSite(handle.db, {
-      siteName: `site-${siteCounter}`,
+      siteName: 'site-listing-open',
       kind: 'career-site',
       config: {},
     });

@@ -1,5 +1,4 @@
 import {
-  finalizeRun,
   getPostingsForWork,
   settleExtractedPages,
   settleUnchangedPostings,
@@ -9,6 +8,7 @@ import {
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import DataLoader from 'dataloader';
+import { finalizeAndLog } from './handlers/settle.js';
 
 /**
  * The crawl stage's Postgres traffic, gathered across the jobs a worker runs at once. While
@@ -83,22 +83,7 @@ export function createPostingStore(
 ): PostingStore {
   /** After the batch's commit: closes each run that no longer has a pending posting. */
   async function finalizeRuns(runIds: Iterable<string>): Promise<void> {
-    for (const runId of new Set(runIds)) {
-      const closed = await finalizeRun(db, runId);
-      if (closed) {
-        logger.info(
-          {
-            runId,
-            status: closed.status,
-            ready: closed.readyCount,
-            skipped: closed.skippedCount,
-            errors: closed.errorsCount,
-            expired: closed.expired,
-          },
-          'run finalized',
-        );
-      }
-    }
+    for (const runId of new Set(runIds)) await finalizeAndLog(db, logger.child({ runId }), runId);
   }
 
   const reads = groupCommit<string, PostingForWork | undefined>(async (ids) => {

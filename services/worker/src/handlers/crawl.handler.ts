@@ -1,4 +1,4 @@
-import { finalizeRun, recordFetchedBody, sha256Hex, storeBody } from '@gleaner/db';
+import { recordFetchedBody, sha256Hex, storeBody } from '@gleaner/db';
 import { textSha256 } from '@gleaner/extraction';
 import { enqueue } from '@gleaner/queue';
 import type { JobHandler } from '../context.js';
@@ -6,7 +6,7 @@ import { decodeBody } from '../decode-body.js';
 import { extractFields } from '../extract-fields.js';
 import { LISTING_CONTENT_TYPE } from '../listing-payload.js';
 import { fetchPolitely } from '../polite-fetch.js';
-import { settleAndFinalize } from './settle.js';
+import { finalizeAndLog, settleAndFinalize } from './settle.js';
 
 /**
  * Fetches a posting's page (or takes its ATS listing payload), skips it when its visible text
@@ -30,7 +30,7 @@ export const crawlHandler: JobHandler<'crawl'> = {
       );
       // A retry after a settle whose run check failed: that check is made again here.
       if (posting?.runId === payload.runId && posting.runStatus === 'running')
-        await finalizeRun(db, payload.runId);
+        await finalizeAndLog(db, log, payload.runId);
       return { skipped: true };
     }
     // An ATS listing already carried the whole posting: hand it on instead of fetching the page.

@@ -1,4 +1,4 @@
-import { finalizeRun, settlePosting, type ExtractedFields } from '@gleaner/db';
+import { finalizeRun, settlePosting, type Database, type ExtractedFields } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import type { WorkerDeps } from '../context.js';
 
@@ -16,7 +16,13 @@ export async function settleAndFinalize(
     | { status: 'error'; error: string },
 ): Promise<boolean> {
   const settled = await settlePosting(deps.db, target.postingId, target.runId, outcome);
-  const closed = await finalizeRun(deps.db, target.runId);
+  await finalizeAndLog(deps.db, log, target.runId);
+  return settled;
+}
+
+/** Tries to close the run (after the caller's settle has committed) and logs when it did. */
+export async function finalizeAndLog(db: Database, log: Logger, runId: string): Promise<void> {
+  const closed = await finalizeRun(db, runId);
   if (closed) {
     log.info(
       {
@@ -29,5 +35,4 @@ export async function settleAndFinalize(
       'run finalized',
     );
   }
-  return settled;
 }
