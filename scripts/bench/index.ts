@@ -17,7 +17,6 @@ interface BenchEntry {
   load(): Promise<BenchModule>;
 }
 
-/** Add later benches (e.g. `politeness`) here. */
 const benches: Record<string, BenchEntry> = {
   pipeline: {
     summary:
@@ -41,6 +40,17 @@ const benches: Record<string, BenchEntry> = {
       'services/worker/dist/main.js',
     ],
     load: () => import('./politeness.js'),
+  },
+  isolation: {
+    summary: 'an unthrottled site alone vs next to a 1 request/s site with a 500-posting backlog',
+    needs: [
+      'packages/testing/dist/index.js',
+      'packages/db/dist/index.js',
+      'packages/queue/dist/index.js',
+      'packages/config/dist/index.js',
+      'services/worker/dist/main.js',
+    ],
+    load: () => import('./isolation.js'),
   },
 };
 

@@ -4,7 +4,7 @@
  * crawling many sites at once?
  *
  * Setup: BENCH_SITES (20) fixture career sites, each its own `createFixtureCareerSite` HTTP server,
- * all in ONE helper process (plain `node -e`, importing packages/testing/dist), each registered as
+ * all in ONE helper process (`startFixtureSites` in support.ts), each registered as
  * a site with its own `rate_limit_rps` (cycled from BENCH_LIMITS, default 2,3,…,10), no random
  * pauses (`min/max_pause_seconds` 0) and `max_concurrency` 4, with BENCH_POSTINGS_PER_SITE (100)
  * postings each. BENCH_WORKERS (4) worker processes share one fresh Postgres database and Redis
@@ -27,8 +27,12 @@
  *                   (t, …, t + 1000) although the long-run rate is exactly the limit; the
  *                   half-open window holds `limit`. Target: ≤ limitRps. This is strict: arrival
  *                   jitter of even 1 ms between two requests granted exactly 1000/limit ms apart
- *                   can put limit + 1 in a window; `minGapMs` (smallest gap between consecutive
- *                   arrivals) vs `intervalMs` (1000/limit) tells jitter from a real burst.
+ *                   can put limit + 1 in a window, which is why the gate widens its interval by
+ *                   a start skew (packages/http/src/gate/README.md).
+ *   tightestWindowMs  the smallest span of limit + 1 consecutive arrivals: below 1000 exactly
+ *                   when some window holds more than the limit; its distance above 1000 is what
+ *                   is left of the skew. `minGapMs` (smallest gap between consecutive arrivals)
+ *                   vs `intervalMs` (1000/limit) shows the jitter of single gaps.
  *   utilisation     achieved rate over the busy period ÷ limit, where the busy period runs from
  *                   the site's first to its last posting request (all its crawl jobs are enqueued
  *                   together by the scrape, so it has a backlog the whole time) and the achieved
@@ -45,45 +49,39 @@
  * Environment: BENCH_SITES (20), BENCH_POSTINGS_PER_SITE (100), BENCH_LIMITS ("2,3,4,5,6,7,8,9,10";
  * whole numbers, so that a 1-second window can hold exactly the limit), BENCH_WORKERS (4),
  * BENCH_CRAWL_CONCURRENCY (16), BENCH_MAX_CONCURRENCY (4), BENCH_PAGE_BYTES (8000),
- * BENCH_TIMEOUT_MS (240000). TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
+ * BENCH_TIMEOUT_MS (240000), BENCH_ARRIVALS_FILE (unset; a path: every site's posting-request times,
+ * ms after the enqueue, are written there as JSON). TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
  */
-import { spawn } from 'node:child_process';
-import { getPriority, setPriority } from 'node:os';
-import path from 'node:path';
+import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
-import { createDb, createRun, getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
-import {
-  closeQueues,
-  createQueues,
-  createRedisConnection,
-  enqueue,
-  waitForRedis,
-  type Queues,
-} from '@gleaner/queue';
-import {
-  createTestDatabase,
-  createTestRedisNamespace,
-  repoRoot,
-  startService,
-  type ServiceProcess,
-} from '@gleaner/testing';
+import { createRun, insertSite } from '@gleaner/db';
+import { enqueue } from '@gleaner/queue';
 import { BenchUsageError, type BenchModule } from './bench.js';
+import {
+  createBenchStack,
+  integerFrom,
+  maxInWindow,
+  progressFor,
+  round2,
+  round3,
+  runWithTeardown,
+  startFixtureSites,
+  startWorkerProcesses,
+  waitForRuns,
+  wantsHelp,
+  workerWarnings,
+  type Teardown,
+} from './support.js';
 
 const USAGE = `usage: pnpm bench politeness
 environment: BENCH_SITES (20), BENCH_POSTINGS_PER_SITE (100), BENCH_LIMITS ("2,3,4,5,6,7,8,9,10"),
   BENCH_WORKERS (4), BENCH_CRAWL_CONCURRENCY (16), BENCH_MAX_CONCURRENCY (4),
-  BENCH_PAGE_BYTES (8000), BENCH_TIMEOUT_MS (240000)
+  BENCH_PAGE_BYTES (8000), BENCH_TIMEOUT_MS (240000), BENCH_ARRIVALS_FILE (unset)
 `;
 
 const TARGET_UTILISATION = 0.9;
 const WINDOW_MS = 1000;
 const POLL_MS = 250;
-/** Niceness of the fixture process, whose event loop is the arrival clock. */
-const FIXTURE_NICE = -10;
-const TERMINAL_RUN_STATUSES = new Set(['succeeded', 'partial', 'failed', 'cancelled']);
 
 interface Settings {
   sites: number;
@@ -94,30 +92,13 @@ interface Settings {
   maxConcurrency: number;
   pageBytes: number;
   timeoutMs: number;
+  arrivalsFile: string | undefined;
 }
 
-function progress(line: string): void {
-  process.stderr.write(`bench politeness: ${line}\n`);
-}
-
-const round2 = (value: number): number => Math.round(value * 100) / 100;
-const round3 = (value: number): number => Math.round(value * 1000) / 1000;
+const progress = progressFor('politeness');
 
 // ---------------------------------------------------------------------------------------------
 // Settings
-
-function integerFrom(variable: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[variable];
-  if (raw === undefined || raw === '') return fallback;
-  const value = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new BenchUsageError(
-      `${variable} must be a whole number in [${min}, ${max}] (got "${raw}")`,
-      USAGE,
-    );
-  }
-  return value;
-}
 
 function limitsFrom(variable: string, fallback: number[]): number[] {
   const raw = process.env[variable];
@@ -133,191 +114,18 @@ function limitsFrom(variable: string, fallback: number[]): number[] {
 }
 
 function readSettings(args: string[]): Settings | 'help' {
-  let values: { help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: { help: { type: 'boolean', short: 'h' } },
-      strict: true,
-    }));
-  } catch (error) {
-    throw new BenchUsageError(error instanceof Error ? error.message : String(error), USAGE);
-  }
-  if (values.help === true) return 'help';
+  if (wantsHelp(args, USAGE)) return 'help';
   return {
-    sites: integerFrom('BENCH_SITES', 20, 1, 200),
-    postingsPerSite: integerFrom('BENCH_POSTINGS_PER_SITE', 100, 2, 10_000),
+    sites: integerFrom('BENCH_SITES', 20, { min: 1, max: 200 }, USAGE),
+    postingsPerSite: integerFrom('BENCH_POSTINGS_PER_SITE', 100, { min: 2, max: 10_000 }, USAGE),
     limits: limitsFrom('BENCH_LIMITS', [2, 3, 4, 5, 6, 7, 8, 9, 10]),
-    workers: integerFrom('BENCH_WORKERS', 4, 1, 32),
-    crawlConcurrency: integerFrom('BENCH_CRAWL_CONCURRENCY', 16, 1, 1000),
-    maxConcurrency: integerFrom('BENCH_MAX_CONCURRENCY', 4, 1, 1000),
-    pageBytes: integerFrom('BENCH_PAGE_BYTES', 8000, 0, 1_000_000),
-    timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 240_000, 1000, 3_600_000),
+    workers: integerFrom('BENCH_WORKERS', 4, { min: 1, max: 32 }, USAGE),
+    crawlConcurrency: integerFrom('BENCH_CRAWL_CONCURRENCY', 16, { min: 1, max: 1000 }, USAGE),
+    maxConcurrency: integerFrom('BENCH_MAX_CONCURRENCY', 4, { min: 1, max: 1000 }, USAGE),
+    pageBytes: integerFrom('BENCH_PAGE_BYTES', 8000, { min: 0, max: 1_000_000 }, USAGE),
+    timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 240_000, { min: 1000, max: 3_600_000 }, USAGE),
+    arrivalsFile: process.env.BENCH_ARRIVALS_FILE || undefined,
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Teardown: LIFO, each step bounded by its own error handling, run once (also on Ctrl-C)
-
-class Teardown {
-  private readonly steps: { what: string; run: () => Promise<unknown> }[] = [];
-  private chain: Promise<void> = Promise.resolve();
-
-  add(what: string, run: () => Promise<unknown>): void {
-    this.steps.push({ what, run });
-  }
-
-  run(): Promise<void> {
-    this.chain = this.chain.then(async () => {
-      for (let step = this.steps.pop(); step !== undefined; step = this.steps.pop()) {
-        try {
-          await step.run();
-        } catch (error) {
-          progress(
-            `cleanup "${step.what}" failed: ${error instanceof Error ? error.message : String(error)}`,
-          );
-        }
-      }
-    });
-    return this.chain;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Fixture process: the 20 fixture servers and their arrival log, in one small helper process
-
-/**
- * Runs in the helper (plain Node, ESM, no tsx): creates the fixture sites, timestamps every
- * request from the `http.server.request.start` diagnostics channel (epoch ms with sub-ms
- * precision, `performance.timeOrigin + performance.now()`), and answers one JSON line per
- * command line on stdin: `counts` → {counts: [posting requests per site]}, `dump` →
- * {arrivals: [[ms…] per site], loopDelayMs: {p99, max}}.
- */
-const HELPER_SOURCE = `
-import diagnosticsChannel from 'node:diagnostics_channel';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-const { createFixtureCareerSite } = await import(process.env.FIXTURE_MODULE);
-const config = JSON.parse(process.env.FIXTURE_CONFIG);
-const sites = [];
-const logs = new Map();
-for (let index = 0; index < config.sites; index++) {
-  const site = await createFixtureCareerSite({ postings: config.postings, pageBytes: config.pageBytes, seed: index + 1 });
-  sites.push(site);
-  logs.set(Number(new URL(site.url).port), []);
-}
-const loop = monitorEventLoopDelay({ resolution: 10 });
-loop.enable();
-diagnosticsChannel.subscribe('http.server.request.start', ({ request }) => {
-  const at = performance.timeOrigin + performance.now();
-  const log = logs.get(request.socket.localPort);
-  if (log !== undefined && request.url.startsWith('/jobs/')) log.push(at);
-});
-const ports = sites.map((site) => Number(new URL(site.url).port));
-const reply = (value) => process.stdout.write(JSON.stringify(value) + '\\n');
-let pending = '';
-process.stdin.setEncoding('utf8').on('data', (chunk) => {
-  pending += chunk;
-  for (let newline = pending.indexOf('\\n'); newline >= 0; newline = pending.indexOf('\\n')) {
-    const command = pending.slice(0, newline).trim();
-    pending = pending.slice(newline + 1);
-    if (command === 'counts') reply({ counts: ports.map((port) => logs.get(port).length) });
-    else if (command === 'dump')
-      reply({
-        arrivals: ports.map((port) => logs.get(port)),
-        loopDelayMs: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
-      });
-    else reply({ error: 'unknown command ' + command });
-  }
-});
-const shutDown = () => {
-  process.stdin.destroy();
-  Promise.all(sites.map((site) => site.close())).finally(() => process.exit(0));
-};
-process.once('SIGTERM', shutDown);
-process.once('SIGINT', shutDown);
-reply({ sites: sites.map((site) => ({ url: site.url, sitemapUrl: site.sitemapUrl })) });
-`;
-
-interface FixtureProcess {
-  pid: number;
-  sites: { url: string; sitemapUrl: string }[];
-  counts(): Promise<number[]>;
-  dump(): Promise<{ arrivals: number[][]; loopDelayMs: { p99: number; max: number } }>;
-  stop(): Promise<void>;
-}
-
-async function startFixtureProcess(settings: Settings): Promise<FixtureProcess> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', HELPER_SOURCE], {
-    cwd: repoRoot,
-    env: {
-      PATH: process.env.PATH ?? '',
-      FIXTURE_MODULE: pathToFileURL(path.join(repoRoot, 'packages/testing/dist/index.js')).href,
-      FIXTURE_CONFIG: JSON.stringify({
-        sites: settings.sites,
-        postings: settings.postingsPerSite,
-        pageBytes: settings.pageBytes,
-      }),
-    },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr = (stderr + chunk).slice(-10_000);
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const waiters: { resolve: (line: string) => void; reject: (error: Error) => void }[] = [];
-  let pending = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    pending += chunk;
-    for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n')) {
-      const line = pending.slice(0, newline);
-      pending = pending.slice(newline + 1);
-      waiters.shift()?.resolve(line);
-    }
-  });
-  child.once('exit', (code, signal) => {
-    for (const waiter of waiters.splice(0))
-      waiter.reject(
-        new Error(`fixture process exited (${code ?? signal}): ${stderr.trim().slice(-2000)}`),
-      );
-  });
-  const nextLine = (): Promise<string> =>
-    new Promise((resolve, reject) => waiters.push({ resolve, reject }));
-  const ask = async <T>(command: string): Promise<T> => {
-    const line = nextLine();
-    child.stdin.write(`${command}\n`);
-    return JSON.parse(await line) as T;
-  };
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(timer);
-  };
-  try {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`fixture process not ready within 60 s: ${stderr.trim()}`)),
-        60_000,
-      );
-    });
-    const ready = JSON.parse(
-      await Promise.race([nextLine(), timeout]).finally(() => clearTimeout(timer)),
-    ) as { sites: { url: string; sitemapUrl: string }[] };
-    if (child.pid === undefined) throw new Error('fixture process did not start');
-    return {
-      pid: child.pid,
-      sites: ready.sites,
-      counts: async () => (await ask<{ counts: number[] }>('counts')).counts,
-      dump: () => ask('dump'),
-      stop,
-    };
-  } catch (error) {
-    await stop();
-    throw error;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -331,30 +139,30 @@ interface SiteMeasure {
   minGapMs: number | null;
   /** Gaps between consecutive arrivals, ms: 10th, 50th and 90th percentile. */
   gapPercentilesMs: [number, number, number] | null;
+  /**
+   * Smallest span of `limit + 1` consecutive arrivals, ms (null with fewer): a window
+   * [t, t + 1000) holds more than `limit` arrivals exactly when this is below 1000, and how far
+   * above 1000 it stays is the margin left to the gate's start skew.
+   */
+  tightestWindowMs: number | null;
   /** First to last arrival, ms. */
   busyMs: number;
   /** (n − 1) / busy seconds: requests per second while the site had a backlog. */
   achievedRps: number | null;
 }
 
-export function measureArrivals(unsorted: readonly number[]): SiteMeasure {
+export function measureArrivals(unsorted: readonly number[], limit: number): SiteMeasure {
   const times = [...unsorted].sort((a, b) => a - b);
-  let maxInWindow = 0;
-  let minGapMs: number | null = null;
-  for (let start = 0, end = 0; start < times.length; start++) {
-    const from = times[start] as number;
-    if (end < start) end = start;
-    while (end < times.length && (times[end] as number) < from + WINDOW_MS) end++;
-    maxInWindow = Math.max(maxInWindow, end - start);
-    if (start > 0) {
-      const gap = from - (times[start - 1] as number);
-      minGapMs = minGapMs === null ? gap : Math.min(minGapMs, gap);
-    }
+  let tightestWindowMs: number | null = null;
+  for (let start = 0; start + limit < times.length; start++) {
+    const span = (times[start + limit] as number) - (times[start] as number);
+    tightestWindowMs = tightestWindowMs === null ? span : Math.min(tightestWindowMs, span);
   }
   const gaps = times
     .slice(1)
     .map((time, index) => time - (times[index] as number))
     .sort((a, b) => a - b);
+  const minGapMs = gaps.length > 0 ? (gaps[0] as number) : null;
   const percentile = (q: number): number =>
     gaps[Math.min(gaps.length - 1, Math.floor(q * gaps.length))] as number;
   const gapPercentilesMs: SiteMeasure['gapPercentilesMs'] =
@@ -362,9 +170,10 @@ export function measureArrivals(unsorted: readonly number[]): SiteMeasure {
   const busyMs = times.length > 1 ? (times.at(-1) as number) - (times[0] as number) : 0;
   return {
     requests: times.length,
-    maxInWindow,
+    maxInWindow: maxInWindow(times, WINDOW_MS),
     minGapMs,
     gapPercentilesMs,
+    tightestWindowMs,
     busyMs,
     achievedRps: busyMs > 0 ? (times.length - 1) / (busyMs / 1000) : null,
   };
@@ -389,78 +198,31 @@ interface BenchSite {
   publicRunId: string;
 }
 
-async function waitForWorkers(
-  queues: Queues,
-  workers: readonly ServiceProcess[],
-  timeoutMs = 60_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  const served = [queues.scrape, queues.crawl, queues.extract];
-  while (Date.now() < deadline) {
-    for (const worker of workers) {
-      if (worker.child.exitCode !== null)
-        throw new Error(
-          `${worker.name} exited with ${worker.child.exitCode}: ${worker.stderr().trim()}`,
-        );
-    }
-    const counts = await Promise.all(served.map((queue) => queue.getWorkersCount()));
-    if (counts.every((count) => count >= workers.length)) return;
-    await sleep(100);
-  }
-  throw new Error(`${workers.length} workers did not all connect within ${timeoutMs} ms`);
-}
-
 async function bench(settings: Settings, teardown: Teardown): Promise<number> {
   const failures: string[] = [];
 
-  // Fixture sites and their arrival log, in one helper process at a raised priority, so that a
-  // busy machine delays its timestamps as little as possible (best effort: needs CAP_SYS_NICE).
-  const fixtures = await startFixtureProcess(settings);
-  teardown.add('stop fixture process', () => fixtures.stop());
-  let fixtureNice: number | null = null;
-  try {
-    setPriority(fixtures.pid, FIXTURE_NICE);
-    fixtureNice = getPriority(fixtures.pid);
-  } catch {
-    progress(
-      `could not renice the fixture process to ${FIXTURE_NICE}; timestamps may lag under load`,
-    );
-  }
+  const fixtures = await startFixtureSites(
+    Array.from({ length: settings.sites }, (_, index) => ({
+      postings: settings.postingsPerSite,
+      pageBytes: settings.pageBytes,
+      seed: index + 1,
+    })),
+    teardown,
+    progress,
+  );
+  const fixtureNice = fixtures.nice;
   progress(
     `${settings.sites} fixture sites × ${settings.postingsPerSite} postings in process ${fixtures.pid} (nice ${fixtureNice ?? 'unchanged'})`,
   );
 
-  // Database, Redis, workers.
-  const database = await createTestDatabase('bench_polite');
-  teardown.add('drop bench database', () => database.drop());
-  const redis = createTestRedisNamespace('bench-polite');
-  teardown.add('delete bench redis keys', () => redis.cleanup());
-  const handle: DbHandle = createDb({
-    url: database.url,
-    poolMax: 4,
-    applicationName: 'gleaner-bench',
-  });
-  teardown.add('close bench db pool', () => handle.close());
-  const producer = createRedisConnection(redis.url, 'producer');
-  teardown.add('disconnect bench redis', async () => producer.disconnect());
-  await waitForRedis(producer);
-  const queues = createQueues(producer, redis.prefix);
-  teardown.add('close bench queues', () => closeQueues(queues));
-
-  const env: Record<string, string> = {
-    DATABASE_URL: database.url,
-    REDIS_URL: redis.url,
-    QUEUE_PREFIX: redis.prefix,
-    HTTP_ALLOW_PRIVATE_NETWORKS: 'true',
-    LOG_LEVEL: 'warn',
-    WORKER_CONCURRENCY_CRAWL: String(settings.crawlConcurrency),
-  };
-  const workers: ServiceProcess[] = [];
-  teardown.add('stop workers', () => Promise.all(workers.map((worker) => worker.stop())));
-  for (let index = 0; index < settings.workers; index++) {
-    workers.push(startService('worker', env, `bench-worker-${index + 1}`));
-  }
-  await waitForWorkers(queues, workers);
+  const stack = await createBenchStack('polite', teardown);
+  const { handle, queues } = stack;
+  const workers = await startWorkerProcesses(
+    settings.workers,
+    { ...stack.workerEnv, WORKER_CONCURRENCY_CRAWL: String(settings.crawlConcurrency) },
+    stack,
+    teardown,
+  );
   progress(
     `${settings.workers} workers ready (pids ${workers.map((w) => w.child.pid).join(', ')}; crawl concurrency ${settings.crawlConcurrency} each)`,
   );
@@ -491,50 +253,50 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
   }
   progress(`limits (rps): ${sites.map((site) => site.limitRps).join(', ')}`);
 
-  const started = performance.timeOrigin + performance.now();
+  const startedAt = performance.now();
+  const started = performance.timeOrigin + startedAt;
   await Promise.all(
     sites.map((site) => enqueue(queues, 'scrape', { runId: site.runId, siteId: site.siteId })),
   );
   progress(`${sites.length} scrapes enqueued`);
 
-  const runs = new Map<string, RunRow>();
-  let lastReport = started;
-  let timedOut = false;
-  for (;;) {
-    await sleep(POLL_MS);
-    const rows = await Promise.all(sites.map((site) => getRun(handle.db, site.runId)));
-    for (const row of rows) if (row) runs.set(row.id, row);
-    const done = rows.filter((row) => row && TERMINAL_RUN_STATUSES.has(row.status)).length;
-    if (done === sites.length) break;
-    for (const worker of workers) {
-      if (worker.child.exitCode !== null)
-        throw new Error(
-          `${worker.name} exited with ${worker.child.exitCode} mid-run: ${worker.stderr().trim()}`,
+  const { runs, timedOut, endedAt } = await waitForRuns(
+    handle,
+    sites.map((site) => site.runId),
+    {
+      workers,
+      startedAt,
+      timeoutMs: settings.timeoutMs,
+      pollMs: POLL_MS,
+      onTick: async (elapsed, done) => {
+        const fetched = (await fixtures.counts()).reduce((sum, count) => sum + count, 0);
+        progress(
+          `  … ${elapsed.toFixed(0)} s: ${fetched}/${sites.length * settings.postingsPerSite} posting requests, ${done}/${sites.length} runs done`,
         );
-    }
-    const now = performance.timeOrigin + performance.now();
-    if (now - started > settings.timeoutMs) {
-      timedOut = true;
-      failures.push(
-        `${sites.length - done} runs still not terminal after ${settings.timeoutMs} ms`,
-      );
-      break;
-    }
-    if (now - lastReport >= 5_000) {
-      lastReport = now;
-      const fetched = (await fixtures.counts()).reduce((sum, count) => sum + count, 0);
-      progress(
-        `  … ${((now - started) / 1000).toFixed(0)} s: ${fetched}/${sites.length * settings.postingsPerSite} posting requests, ${done}/${sites.length} runs done`,
-      );
-    }
-  }
-  const seconds = (performance.timeOrigin + performance.now() - started) / 1000;
+      },
+    },
+  );
+  if (timedOut)
+    failures.push(
+      `${sites.length - endedAt.size} runs still not terminal after ${settings.timeoutMs} ms`,
+    );
+  const seconds = (performance.now() - startedAt) / 1000;
   const { arrivals, loopDelayMs } = await fixtures.dump();
+  if (settings.arrivalsFile !== undefined) {
+    // Raw material for a closer look: every site's posting-request times, ms after the enqueue.
+    const dump = sites.map((site) => ({
+      site: site.name,
+      limitRps: site.limitRps,
+      arrivalsMs: (arrivals[site.index] ?? []).map((at) => round2(at - started)),
+    }));
+    writeFileSync(settings.arrivalsFile, `${JSON.stringify(dump)}\n`);
+    progress(`arrival times written to ${settings.arrivalsFile}`);
+  }
 
   // Per-site results.
   const results = sites.map((site) => {
     const log = arrivals[site.index] ?? [];
-    const measure = measureArrivals(log);
+    const measure = measureArrivals(log, site.limitRps);
     const run = runs.get(site.runId);
     const utilisation =
       measure.achievedRps === null ? null : round3(measure.achievedRps / site.limitRps);
@@ -548,6 +310,8 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
       minGapMs: measure.minGapMs === null ? null : round2(measure.minGapMs),
       /** 10th, 50th, 90th percentile of the gaps between consecutive posting requests. */
       gapP10P50P90Ms: measure.gapPercentilesMs?.map(round2) ?? null,
+      /** Smallest span of limitRps + 1 consecutive posting requests: ≥ 1000 is within the limit. */
+      tightestWindowMs: measure.tightestWindowMs === null ? null : round2(measure.tightestWindowMs),
       busySeconds: round2(measure.busyMs / 1000),
       /** From the scrape enqueue to the site's first posting request. */
       firstRequestSeconds: log.length > 0 ? round2((Math.min(...log) - started) / 1000) : null,
@@ -561,7 +325,8 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
     progress(
       `${result.site}: limit ${result.limitRps} rps, max ${result.maxObservedRps} in 1 s, ` +
         `utilisation ${result.utilisation ?? '–'}, ${result.requests} requests over ${result.busySeconds} s, ` +
-        `gaps min ${result.minGapMs ?? '–'} / p10-p50-p90 ${result.gapP10P50P90Ms?.join('-') ?? '–'} ms (interval ${result.intervalMs} ms), run ${result.runStatus}`,
+        `gaps min ${result.minGapMs ?? '–'} / p10-p50-p90 ${result.gapP10P50P90Ms?.join('-') ?? '–'} ms (interval ${result.intervalMs} ms), ` +
+        `tightest ${result.limitRps + 1} requests ${result.tightestWindowMs ?? '–'} ms, run ${result.runStatus}`,
     );
     if (result.maxObservedRps > result.limitRps)
       failures.push(
@@ -584,9 +349,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
       );
   }
 
-  const warnings = workers.flatMap((worker) =>
-    worker.logs.filter((line) => typeof line.level === 'number' && line.level >= 40),
-  );
+  const warnings = workerWarnings(workers);
   for (const line of warnings.slice(0, 5))
     progress(`worker: ${JSON.stringify(line).slice(0, 500)}`);
 
@@ -617,18 +380,5 @@ export const run: BenchModule['run'] = async (args) => {
     process.stderr.write(USAGE);
     return 0;
   }
-  const teardown = new Teardown();
-  const onSignal = (signal: NodeJS.Signals): void => {
-    progress(`${signal}: cleaning up`);
-    void teardown.run().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  try {
-    return await bench(settings, teardown);
-  } finally {
-    await teardown.run();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
+  return runWithTeardown(progress, (teardown) => bench(settings, teardown));
 };

@@ -41,8 +41,8 @@ end
  * acquire — KEYS: state (hash), leases (zset: lease id → expiry), reservations (zset: holder → slot).
  * ARGV: leaseId, holder ('' = none), rpsIntervalMs, crawlDelayMs, minPauseMs, maxPauseMs,
  *       maxConcurrency, leaseTtlMs, random [0,1), horizonMs, reservationGraceMs, idleTtlMs,
- *       concurrencyRetryMs, halfOpenRetryMs.
- * Returns {granted 0|1, retryAt|now, reason, now, probe 0|1}.
+ *       concurrencyRetryMs, halfOpenRetryMs, startWithinMs.
+ * Returns {granted 0|1, start|retryAt, reason, now, probe 0|1}.
  *
  * Order of checks: cooldown → breaker → schedule (reservation) → hard spacing floor → concurrency.
  *
@@ -56,6 +56,15 @@ end
  *
  * Floor: whatever the schedule says, two starts are never closer than max(1000/rps, Crawl-delay,
  * min pause) × slowdown — a holder that comes back late must not land right before the next one.
+ * (`rpsIntervalMs` and `crawlDelayMs` arrive already widened by the start skew, site-gate.ts.)
+ *
+ * Timed grants: a caller that accepts a start up to `startWithinMs` ahead is granted the start
+ * time itself (its slot, or the floor after the latest grant) instead of being refused until it,
+ * and waits for it on its own clock. `last` and `tail` then record the granted start, not the
+ * moment of the call, so the next grant is spaced from when this request goes out and lateness
+ * does not pile up from one grant to the next. The lease counts towards the concurrency limit
+ * from the grant on; when every concurrency slot is taken, a caller whose start is still ahead
+ * keeps (or gets) a reservation at it and is told to come back then.
  */
 export const acquireScript = script(
   'gate-acquire',
@@ -67,6 +76,7 @@ local maxConc, leaseTtl = num(ARGV[7], 1), num(ARGV[8], 60000)
 local r = num(ARGV[9], 0)
 local horizon, grace, idle = num(ARGV[10], 600000), num(ARGV[11], 300000), num(ARGV[12], 3600000)
 local concRetry, halfOpenRetry = num(ARGV[13], 1000), num(ARGV[14], 5000)
+local within = num(ARGV[15], 0)
 
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. (now - grace))
@@ -78,6 +88,14 @@ local cooldown, breaker, openUntil, probe = num(s[4], 0), s[5] or 'closed', num(
 local function deny(retryAt, reason)
   touch(tail, cooldown, openUntil, idle, grace)
   return {0, math.floor(retryAt), reason, now, 0}
+end
+
+local function reserve(slot)
+  redis.call('ZADD', KEYS[3], slot, holder)
+  if slot > tail then
+    tail = slot
+    redis.call('HSET', KEYS[1], 'tail', tail)
+  end
 end
 
 if cooldown > now then return deny(cooldown, 'cooldown') end
@@ -99,38 +117,47 @@ end
 local floor = math.max(rpsInterval, crawlDelay, minPause) * slow
 local spacing = math.max(rpsInterval, crawlDelay, minPause + r * (maxPause - minPause)) * slow
 
+local start = now
+local reserved = false
 if not isProbe then
   local slot = nil
   if holder ~= '' then slot = tonumber(redis.call('ZSCORE', KEYS[3], holder)) end
   if slot == nil then
     local candidate = math.floor(math.max(now, tail + spacing))
-    if candidate > now then
+    if candidate > now + within then
       if candidate - now > horizon then
         return deny(candidate - horizon + r * horizon / 4, 'schedule-full')
       end
-      if holder ~= '' then
-        redis.call('ZADD', KEYS[3], candidate, holder)
-        tail = candidate
-        redis.call('HSET', KEYS[1], 'tail', tail)
-      end
+      if holder ~= '' then reserve(candidate) end
       return deny(candidate, 'rate')
     end
-  elseif slot > now then
-    return deny(slot, 'rate')
+    start = candidate
+  else
+    if slot > now + within then return deny(slot, 'rate') end
+    start = math.max(now, slot)
+    reserved = true
   end
 end
 
-if now < last + floor then return deny(last + floor, 'rate') end
-if redis.call('ZCARD', KEYS[2]) >= maxConc then return deny(now + concRetry * (1 + r), 'concurrency') end
+start = math.max(start, math.ceil(last + floor))
+if start > now + within then return deny(start, 'rate') end
+if redis.call('ZCARD', KEYS[2]) >= maxConc then
+  if start > now then
+    if holder ~= '' and not reserved and not isProbe then reserve(start) end
+    return deny(start, 'rate')
+  end
+  return deny(now + concRetry * (1 + r), 'concurrency')
+end
 
 if holder ~= '' then redis.call('ZREM', KEYS[3], holder) end
-redis.call('ZADD', KEYS[2], now + leaseTtl, leaseId)
-if tail < now then tail = now end
-redis.call('HSET', KEYS[1], 'tail', tail, 'last', now)
+redis.call('ZADD', KEYS[2], start + leaseTtl, leaseId)
+if tail < start then tail = start end
+-- 'prev' and 'lastLease' let a grant that is given back unused rewind 'last' (see giveBack).
+redis.call('HSET', KEYS[1], 'tail', tail, 'last', start, 'prev', last, 'lastLease', leaseId)
 if isProbe then redis.call('HSET', KEYS[1], 'probe', leaseId) end
 touch(tail, cooldown, openUntil, idle, grace)
-if isProbe then return {1, now, 'probe', now, 1} end
-return {1, now, 'granted', now, 0}
+if isProbe then return {1, start, 'probe', now, 1} end
+return {1, start, 'granted', now, 0}
 `,
 );
 
@@ -219,5 +246,40 @@ redis.call('HSET', KEYS[1], 'tail', tail, 'slow', slow, 'okrun', okrun, 'cooldow
   'breaker', breaker, 'openUntil', openUntil, 'probe', probe, 'fails', fails, 'opens', opens)
 touch(tail, cooldown, openUntil, idle, grace)
 return {now, cooldown, breaker, tostring(slow)}
+`,
+);
+
+/**
+ * giveBack — KEYS as acquire. ARGV: leaseId, holder ('' = none), grantedAt, idleTtlMs,
+ * reservationGraceMs. Returns {now, rewound 0|1}.
+ *
+ * The lease's request never went out (it could not start within its deadline). Its lease is
+ * dropped; if it is still the latest grant, 'last' goes back to the grant before it, so the site
+ * loses no interval to a request it never received. Its holder gets a reservation at the granted
+ * time (already due), so it is granted again as soon as the floor allows instead of queueing
+ * behind every slot booked since — unless a cooldown has started meanwhile, which dropped all
+ * reservations. A probe given back frees the half-open breaker for another probe.
+ */
+export const giveBackScript = script(
+  'gate-give-back',
+  `${prologue}${touch}
+local leaseId, holder, grantedAt = ARGV[1], ARGV[2], num(ARGV[3], 0)
+local idle, grace = num(ARGV[4], 3600000), num(ARGV[5], 300000)
+
+redis.call('ZREM', KEYS[2], leaseId)
+
+local s = redis.call('HMGET', KEYS[1], 'tail', 'prev', 'lastLease', 'cooldown', 'openUntil', 'probe')
+local tail, prev, lastLease = num(s[1], 0), num(s[2], 0), s[3] or ''
+local cooldown, openUntil, probe = num(s[4], 0), num(s[5], 0), s[6] or ''
+
+local rewound = 0
+if lastLease == leaseId then
+  redis.call('HSET', KEYS[1], 'last', prev, 'lastLease', '')
+  rewound = 1
+end
+if probe == leaseId then redis.call('HSET', KEYS[1], 'probe', '') end
+if holder ~= '' and cooldown <= now then redis.call('ZADD', KEYS[3], grantedAt, holder) end
+touch(tail, cooldown, openUntil, idle, grace)
+return {now, rewound}
 `,
 );

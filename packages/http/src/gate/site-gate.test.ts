@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createTestRedisNamespace, type TestRedisNamespace } from '@gleaner/testing';
 import { Redis } from 'ioredis';
@@ -129,12 +130,61 @@ describe('spacing', () => {
     expect(refused(await gates[3]!.acquire(siteId, policy, { holder: 'b' })).retryAt).toBe(
       b.retryAt,
     );
-    // Crawl-delay raises the floor above the pause.
+    // Crawl-delay raises the floor above the pause (widened by the default 30 ms start skew).
     const d = refused(
       await gates[0]!.acquire(siteId, { ...policy, crawlDelayMs: 3000 }, { holder: 'd' }),
     );
-    expect(d.retryAt - c.retryAt).toBe(3000);
+    expect(d.retryAt - c.retryAt).toBe(3030);
     expect((await gates[0]!.inspect(siteId)).reservations).toBe(3);
+  });
+
+  it('widens the rate interval and Crawl-delay by the start skew', async () => {
+    const gate = createSiteGate({ redis: clients[0]!, prefix: namespace.prefix, startSkewMs: 20 });
+    const nextSlotAfter = async (policy: SitePolicy): Promise<number> => {
+      const siteId = newSite();
+      const first = await gate.acquire(siteId, policy, { holder: 'first' });
+      if (!first.granted) throw new Error('expected a lease');
+      return (
+        refused(await gate.acquire(siteId, policy, { holder: 'second' })).retryAt -
+        first.lease.grantedAt
+      );
+    };
+    const base: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 10 };
+    // 4 requests/s: four intervals of 255 ms span 1020 ms, so starts that drift by up to 20 ms
+    // still put at most 4 into any 1-second window.
+    expect(await nextSlotAfter({ ...base, rateLimitRps: 4 })).toBe(255);
+    // Below one request per second each interval holds one start: it gets the whole skew.
+    expect(await nextSlotAfter({ ...base, rateLimitRps: 0.5 })).toBe(2020);
+    expect(await nextSlotAfter({ ...base, crawlDelayMs: 300 })).toBe(320);
+    // The pause is our own choice of pace, not a limit the site set: it is not widened.
+    expect(await nextSlotAfter({ ...base, minPauseMs: 300, maxPauseMs: 300 })).toBe(300);
+  });
+
+  it('spaces every ten grants at 10 requests/s over a second plus the skew', async () => {
+    const siteId = newSite();
+    const policy: SitePolicy = {
+      minPauseMs: 0,
+      maxPauseMs: 0,
+      maxConcurrency: 10,
+      rateLimitRps: 10,
+    };
+    const grants: number[] = [];
+    await Promise.all(
+      Array.from({ length: 24 }, async (_, index) => {
+        const lease = await acquireUntilGranted(
+          gates[index % gates.length]!,
+          siteId,
+          policy,
+          `job-${index}`,
+        );
+        grants.push(lease.grantedAt);
+        await lease.release({ status: 200 });
+      }),
+    );
+    grants.sort((a, b) => a - b);
+    // Ten consecutive grants span at least a second plus the default 25 ms skew.
+    for (let i = 10; i < grants.length; i += 1)
+      expect(grants[i]! - grants[i - 10]!).toBeGreaterThanOrEqual(1030);
   });
 
   it('does not reserve beyond the horizon', async () => {
@@ -218,6 +268,148 @@ describe('concurrency leases', () => {
       decision.lease.release({ status: 500 }),
     ]);
     expect((await gates[0]!.inspect(siteId)).consecutiveFailures).toBe(1);
+  });
+});
+
+describe('timed grants', () => {
+  // No start skew here, so that intervals are round: 10 requests/s is 100 ms.
+  let replicas: SiteGate[];
+  beforeAll(() => {
+    replicas = clients
+      .slice(0, 3)
+      .map((redis) => createSiteGate({ redis, prefix: namespace.prefix, startSkewMs: 0 }));
+  });
+  const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 4, rateLimitRps: 10 };
+
+  it('grants a start just ahead instead of refusing until it', async () => {
+    const siteId = newSite();
+    const first = await replicas[0]!.acquire(siteId, policy, { holder: 'a' });
+    if (!first.granted) throw new Error('expected a lease');
+    const asked = performance.now();
+    const second = await replicas[1]!.acquire(siteId, policy, { holder: 'b', startWithinMs: 250 });
+    if (!second.granted) throw new Error('expected a timed grant');
+    expect(second.lease.grantedAt - first.lease.grantedAt).toBe(100);
+    // Waiting until startAfter on the local clock never starts before the granted time.
+    expect(second.lease.startAfter - asked).toBeGreaterThanOrEqual(
+      second.lease.grantedAt - (await redisNow()) - 5,
+    );
+    expect(second.lease.startBy - second.lease.startAfter).toBeLessThanOrEqual(10);
+    const third = await replicas[2]!.acquire(siteId, policy, { holder: 'c', startWithinMs: 250 });
+    if (!third.granted) throw new Error('expected a timed grant');
+    expect(third.lease.grantedAt - second.lease.grantedAt).toBe(100);
+    // Beyond the accepted wait: a reservation, as before.
+    const fourth = refused(
+      await replicas[0]!.acquire(siteId, policy, { holder: 'd', startWithinMs: 250 }),
+    );
+    expect(fourth.reason).toBe('rate');
+    expect(fourth.retryAt - third.lease.grantedAt).toBe(100);
+    expect((await replicas[0]!.inspect(siteId)).reservations).toBe(1);
+    // The spacing counts from the granted start, not from when it was asked for.
+    const untimed = refused(await replicas[1]!.acquire(siteId, policy));
+    expect(untimed.retryAt).toBeGreaterThanOrEqual(third.lease.grantedAt + 100);
+  });
+
+  it('keeps the turn of a caller whose start is ahead while every concurrency slot is taken', async () => {
+    const siteId = newSite();
+    const narrow: SitePolicy = { ...policy, maxConcurrency: 2 };
+    const first = await replicas[0]!.acquire(siteId, narrow, { holder: 'a' });
+    const second = await replicas[1]!.acquire(siteId, narrow, { holder: 'b', startWithinMs: 250 });
+    if (!first.granted || !second.granted) throw new Error('expected two leases');
+    const third = refused(
+      await replicas[2]!.acquire(siteId, narrow, { holder: 'c', startWithinMs: 250 }),
+    );
+    expect(third.reason).toBe('rate');
+    expect(third.retryAt - second.lease.grantedAt).toBe(100);
+    expect((await replicas[2]!.inspect(siteId)).reservations).toBe(1);
+    await first.lease.release({ status: 200 });
+    const again = await replicas[2]!.acquire(siteId, narrow, { holder: 'c', startWithinMs: 250 });
+    if (!again.granted) throw new Error('expected the reserved start');
+    expect(again.lease.grantedAt).toBe(third.retryAt);
+  });
+
+  it('validates the accepted wait', async () => {
+    await expect(
+      replicas[0]!.acquire(newSite(), policy, { startWithinMs: Number.NaN }),
+    ).rejects.toThrow(RangeError);
+  });
+});
+
+describe('grants given back unused', () => {
+  let replicas: SiteGate[];
+  beforeAll(() => {
+    replicas = clients
+      .slice(0, 3)
+      .map((redis) => createSiteGate({ redis, prefix: namespace.prefix, startSkewMs: 0 }));
+  });
+  const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 4, rateLimitRps: 4 };
+
+  it('sets a start deadline on the local clock', async () => {
+    const gate = createSiteGate({
+      redis: clients[0]!,
+      prefix: namespace.prefix,
+      startDeadlineMs: 40,
+    });
+    const before = performance.now();
+    const decision = await gate.acquire(newSite(), policy);
+    if (!decision.granted) throw new Error('expected a lease');
+    expect(decision.lease.startAfter).toBeGreaterThanOrEqual(before);
+    expect(decision.lease.startAfter).toBeLessThanOrEqual(performance.now());
+    expect(decision.lease.startBy).toBeGreaterThanOrEqual(before + 40);
+    expect(decision.lease.startBy).toBeLessThanOrEqual(performance.now() + 40);
+  });
+
+  it('rewinds the spacing and keeps the holder first in line', async () => {
+    const siteId = newSite();
+    const first = await replicas[0]!.acquire(siteId, policy, { holder: 'late' });
+    if (!first.granted) throw new Error('expected a lease');
+    // Another job books the next slot while the grant is out.
+    const other = refused(await replicas[1]!.acquire(siteId, policy, { holder: 'other' }));
+    expect(other.retryAt - first.lease.grantedAt).toBe(250);
+    await first.lease.giveBack();
+    expect((await replicas[0]!.inspect(siteId)).leases).toBe(0);
+    // The request never went out: the holder is granted again at once, not after `other`.
+    const again = await replicas[2]!.acquire(siteId, policy, { holder: 'late' });
+    if (!again.granted) throw new Error('expected the holder to keep its turn');
+    // `other` keeps its slot, and the floor now counts from the grant that is used.
+    const otherLease = await acquireUntilGranted(replicas[1]!, siteId, policy, 'other');
+    expect(otherLease.grantedAt - again.lease.grantedAt).toBeGreaterThanOrEqual(250);
+    expect((await replicas[0]!.inspect(siteId)).reservations).toBe(0);
+  });
+
+  it('does not rewind past a grant made since, and settles the lease only once', async () => {
+    const siteId = newSite();
+    const fast: SitePolicy = { ...policy, rateLimitRps: 20 }; // 50 ms
+    const first = await replicas[0]!.acquire(siteId, fast, { holder: 'late' });
+    if (!first.granted) throw new Error('expected a lease');
+    const second = await acquireUntilGranted(replicas[1]!, siteId, fast, 'next');
+    await first.lease.giveBack();
+    await first.lease.release({ status: 500 }); // already settled: no failure is counted
+    expect((await replicas[0]!.inspect(siteId)).consecutiveFailures).toBe(0);
+    const again = refused(await replicas[0]!.acquire(siteId, fast, { holder: 'late' }));
+    expect(again.reason).toBe('rate');
+    expect(again.retryAt).toBe(second.grantedAt + 50);
+    const lease = await acquireUntilGranted(replicas[0]!, siteId, fast, 'late');
+    expect(lease.grantedAt - second.grantedAt).toBeGreaterThanOrEqual(50);
+    await Promise.all([second.release({ status: 200 }), lease.release({ status: 200 })]);
+  });
+
+  it('frees the half-open breaker for another probe', async () => {
+    const siteId = newSite();
+    const gate = createSiteGate({
+      redis: clients[0]!,
+      prefix: namespace.prefix,
+      failureThreshold: 1,
+      openMs: 200,
+    });
+    const open: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 10 };
+    await (await acquireUntilGranted(gate, siteId, open, 'w')).release({ failed: true });
+    await sleep(refused(await gate.acquire(siteId, open)).delayMs + 10);
+    const probe = await gate.acquire(siteId, open, { holder: 'p1' });
+    if (!probe.granted || !probe.lease.probe) throw new Error('expected the probe');
+    expect(refused(await gate.acquire(siteId, open)).reason).toBe('circuit-half-open');
+    await probe.lease.giveBack();
+    const next = await gate.acquire(siteId, open, { holder: 'p2' });
+    expect(next.granted && next.lease.probe).toBe(true);
   });
 });
 

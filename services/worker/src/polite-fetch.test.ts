@@ -1,0 +1,178 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { PostingSite } from '@gleaner/db';
+import {
+  createFetcher,
+  createRobotsCache,
+  createSiteGate,
+  type Fetcher,
+  type SiteGate,
+} from '@gleaner/http';
+import { createLogger } from '@gleaner/logger';
+import { Queue, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { fetchPolitely, WAKE_LEAD_MS } from './polite-fetch.js';
+
+/**
+ * fetchPolitely inside real BullMQ jobs, against a real gate and a loopback site: which waits are
+ * taken in-job, which park the job, and what happens to a grant that cannot start in time.
+ */
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
+const prefix = `gleaner-test-polite-fetch-${randomBytes(4).toString('hex')}`;
+const log = createLogger({ service: 'test', level: 'silent' });
+
+let server: Server;
+let origin: string;
+/** Arrival times (performance.now()) of posting requests. */
+const arrivals: number[] = [];
+let redis: Redis;
+let workerConnection: Redis;
+let fetcher: Fetcher;
+let queueCounter = 0;
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeAll(async () => {
+  server = createServer((request, response) => {
+    if (request.url?.startsWith('/jobs/')) {
+      arrivals.push(performance.now());
+      response.writeHead(200, { 'content-type': 'text/html' }).end('<html></html>');
+      return;
+    }
+    response.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  workerConnection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  fetcher = createFetcher({
+    userAgent: 'GleanerTest/1.0',
+    timeoutMs: 5_000,
+    maxBodyBytes: 1_000_000,
+    maxRedirects: 3,
+    allowPrivateNetworks: true,
+  });
+});
+
+afterEach(async () => {
+  for (let cleanup = cleanups.pop(); cleanup; cleanup = cleanups.pop()) await cleanup();
+  arrivals.length = 0;
+});
+
+afterAll(async () => {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.unlink(...keys);
+  } while (cursor !== '0');
+  await fetcher.close();
+  redis.disconnect();
+  workerConnection.disconnect();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+/** Runs fetchPolitely for every job of a fresh queue; counts each job's pickups. */
+function crawlQueue(site: PostingSite, gate: SiteGate, concurrency: number) {
+  const name = `crawl-${++queueCounter}`;
+  const siteId = `site-${queueCounter}`;
+  const queue = new Queue(name, { connection: redis, prefix });
+  const robots = createRobotsCache({ fetcher, redis, prefix, userAgent: 'GleanerTest/1.0' });
+  const pickups = new Map<string, number>();
+  const worker = new Worker(
+    name,
+    async (job: Job, token?: string, signal?: AbortSignal) => {
+      pickups.set(job.id ?? '', (pickups.get(job.id ?? '') ?? 0) + 1);
+      const { url } = job.data as { url: string };
+      await fetchPolitely(url, site, siteId, { robots, gate, fetcher, job, signal, token, log });
+    },
+    { connection: workerConnection, prefix, concurrency },
+  );
+  cleanups.push(async () => {
+    await worker.close(true);
+    await queue.obliterate({ force: true });
+    await queue.close();
+  });
+  return { queue, worker, pickups, siteId };
+}
+
+const site = (overrides: Partial<PostingSite>): PostingSite => ({
+  kind: 'career-site',
+  rateLimitRps: null,
+  minPauseSeconds: 0,
+  maxPauseSeconds: 0,
+  maxConcurrency: 4,
+  ...overrides,
+});
+
+async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error('timed out waiting');
+    await sleep(10);
+  }
+}
+
+describe('fetchPolitely', () => {
+  it('waits in-job for a start just ahead, and parks the job for one further out', async () => {
+    // 2.5 requests/s with the default 30 ms start skew: 412 ms apart. The second job's start is
+    // within the in-job bound; the third one's is not, so it is parked and woken early.
+    const gate = createSiteGate({ redis, prefix });
+    const { queue, pickups } = crawlQueue(site({ rateLimitRps: 2.5 }), gate, 3);
+    await queue.addBulk(
+      [1, 2, 3].map((n) => ({
+        name: 'crawl',
+        data: { url: `${origin}/jobs/${n}` },
+        opts: { jobId: `job-${n}` },
+      })),
+    );
+    const completed = async () => (await queue.getJobCounts('completed')).completed === 3;
+    await waitFor(completed);
+
+    expect(arrivals).toHaveLength(3);
+    const [first, second, third] = arrivals as [number, number, number];
+    expect(second - first).toBeGreaterThanOrEqual(412 - 30);
+    expect(third - second).toBeGreaterThanOrEqual(412 - 30);
+    // No queue round trip lost: the parked job was running again before its slot.
+    expect(third - first).toBeLessThan(2 * 412 + WAKE_LEAD_MS / 4);
+    expect([...pickups.values()].sort()).toEqual([1, 1, 2]);
+  });
+
+  it('parks a job for a long wait instead of holding its slot', async () => {
+    const gate = createSiteGate({ redis, prefix });
+    const { queue, pickups, siteId } = crawlQueue(site({ rateLimitRps: 1 }), gate, 4);
+    await queue.addBulk(
+      [1, 2, 3].map((n) => ({
+        name: 'crawl',
+        data: { url: `${origin}/jobs/${n}` },
+        opts: { jobId: `job-${n}` },
+      })),
+    );
+    await waitFor(async () => {
+      const counts = await queue.getJobCounts('delayed', 'active', 'completed');
+      return counts.delayed === 2 && counts.active === 0 && counts.completed === 1;
+    });
+    // One request went out; the other two wait in delayed, each with its own reserved slot.
+    expect(arrivals).toHaveLength(1);
+    expect((await gate.inspect(siteId)).reservations).toBe(2);
+    expect([...pickups.values()]).toEqual([1, 1, 1]);
+  });
+
+  it('gives back a grant that cannot start in time, and the job keeps its turn', async () => {
+    // A zero start deadline: every grant is already late when the job could send it.
+    const gate = createSiteGate({ redis, prefix, startDeadlineMs: 0 });
+    const { queue, worker, pickups, siteId } = crawlQueue(site({ rateLimitRps: 10 }), gate, 1);
+    await queue.add('crawl', { url: `${origin}/jobs/1` }, { jobId: 'late' });
+    await waitFor(() => (pickups.get('late') ?? 0) >= 2);
+    await worker.close(); // lets the pickup in progress give its grants back and park the job
+    expect(arrivals).toHaveLength(0);
+    expect((await queue.getJobCounts('delayed')).delayed).toBe(1);
+    const state = await gate.inspect(siteId);
+    expect(state.leases).toBe(0);
+    expect(state.reservations).toBe(1);
+    // Each give-back rewound the spacing: the site's last start is not a request never sent.
+    expect(state.last).toBe(0);
+  });
+});
