@@ -50,7 +50,8 @@ import {
   maxInWindow,
   progressFor,
   round2,
-  runWithTeardown,
+  benchRun,
+  report,
   startFixtureSites,
   startWorkerProcesses,
   Teardown,
@@ -416,16 +417,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
     crawlConcurrency: settings.crawlConcurrency,
     workerWarnings: warnings.length,
   };
-  for (const failure of failures) progress(`FAIL ${failure}`);
-  process.stdout.write(`${JSON.stringify(output)}\n`);
-  return failures.length === 0 ? 0 : 1;
+  return report(progress, failures, output);
 }
 
-export const run: BenchModule['run'] = async (args) => {
-  const settings = readSettings(args);
-  if (settings === 'help') {
-    process.stderr.write(USAGE);
-    return 0;
-  }
-  return runWithTeardown(progress, (teardown) => bench(settings, teardown));
-};
+export const run: BenchModule['run'] = benchRun(progress, USAGE, readSettings, bench);

@@ -27,8 +27,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { load } from 'cheerio/slim';
 import { Agent, request } from 'undici';
 import { workerFragment } from '@gleaner/config';
@@ -49,7 +47,19 @@ import {
   startService,
   type ServiceProcess,
 } from '@gleaner/testing';
-import { BenchUsageError, type BenchModule } from './bench.js';
+import { type BenchModule } from './bench.js';
+import {
+  concurrencyFrom,
+  integerFrom,
+  progressFor,
+  round2,
+  benchRun,
+  report,
+  TERMINAL_RUN_STATUSES,
+  wantsHelp,
+  workerProcessEnv,
+  Teardown,
+} from './support.js';
 
 const USAGE = `usage: pnpm bench pipeline
 environment: BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY (worker defaults), BENCH_POSTINGS (2000),
@@ -64,7 +74,6 @@ const WARM_UP_PAGES = 50;
 const NOISE_WARNING_CPU_SECONDS = 1;
 /** Process kinds that belong to what a window measures; the rest is someone else's work. */
 const MEASURED_PROCESSES = new Set(['bench', 'fixture-site', 'worker', 'postgres', 'redis-server']);
-const TERMINAL_RUN_STATUSES = new Set(['succeeded', 'partial', 'failed', 'cancelled']);
 
 interface Settings {
   postings: number;
@@ -72,103 +81,32 @@ interface Settings {
   crawlConcurrency: number;
   extractConcurrency: number;
   timeoutMs: number;
-  workerNodeOptions: string | undefined;
-  workerCpuProfileDir: string | undefined;
   skipCrawlee: boolean;
 }
 
-function progress(line: string): void {
-  process.stderr.write(`bench pipeline: ${line}\n`);
-}
-
-const round2 = (value: number): number => Math.round(value * 100) / 100;
+const progress = progressFor('pipeline');
 
 // ---------------------------------------------------------------------------------------------
 // Settings
 
-/** Concurrency knobs reuse the worker's own schema: same defaults, same bounds. */
-function concurrencyFrom(
-  variable: string,
-  schema: (typeof workerFragment)['WORKER_CONCURRENCY_CRAWL'],
-): number {
-  const raw = process.env[variable];
-  const result = schema.safeParse(raw === '' ? undefined : raw);
-  if (!result.success)
-    throw new BenchUsageError(
-      `${variable} ${result.error.issues[0]?.message ?? 'is invalid'} (got "${raw}")`,
-      USAGE,
-    );
-  return result.data;
-}
-
-function integerFrom(variable: string, fallback: number, min: number): number {
-  const raw = process.env[variable];
-  if (raw === undefined || raw === '') return fallback;
-  const value = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < min) {
-    throw new BenchUsageError(`${variable} must be a whole number >= ${min} (got "${raw}")`, USAGE);
-  }
-  return value;
-}
-
 function readSettings(args: string[]): Settings | 'help' {
-  let values: { help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: { help: { type: 'boolean', short: 'h' } },
-      strict: true,
-    }));
-  } catch (error) {
-    throw new BenchUsageError(error instanceof Error ? error.message : String(error), USAGE);
-  }
-  if (values.help === true) return 'help';
+  if (wantsHelp(args, USAGE)) return 'help';
   return {
-    postings: integerFrom('BENCH_POSTINGS', 2000, 1),
-    pageBytes: integerFrom('BENCH_PAGE_BYTES', 30_000, 0),
+    postings: integerFrom('BENCH_POSTINGS', 2000, { min: 1 }, USAGE),
+    pageBytes: integerFrom('BENCH_PAGE_BYTES', 30_000, { min: 0 }, USAGE),
     crawlConcurrency: concurrencyFrom(
       'BENCH_CRAWL_CONCURRENCY',
       workerFragment.WORKER_CONCURRENCY_CRAWL,
+      USAGE,
     ),
     extractConcurrency: concurrencyFrom(
       'BENCH_EXTRACT_CONCURRENCY',
       workerFragment.WORKER_CONCURRENCY_EXTRACT,
+      USAGE,
     ),
-    timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, 1000),
-    workerNodeOptions: process.env.BENCH_WORKER_NODE_OPTIONS || undefined,
-    workerCpuProfileDir: process.env.BENCH_WORKER_CPU_PROFILE
-      ? path.resolve(process.env.BENCH_WORKER_CPU_PROFILE)
-      : undefined,
+    timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, { min: 1000 }, USAGE),
     skipCrawlee: ['1', 'true'].includes(process.env.BENCH_SKIP_CRAWLEE ?? ''),
   };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Teardown: LIFO, each step bounded by its own error handling, run once (also on Ctrl-C)
-
-class Teardown {
-  private readonly steps: { what: string; run: () => Promise<unknown> }[] = [];
-  private chain: Promise<void> = Promise.resolve();
-
-  add(what: string, run: () => Promise<unknown>): void {
-    this.steps.push({ what, run });
-  }
-
-  /** Runs (and forgets) every step added so far, last first; safe to call again and concurrently. */
-  run(): Promise<void> {
-    this.chain = this.chain.then(async () => {
-      for (let step = this.steps.pop(); step !== undefined; step = this.steps.pop()) {
-        try {
-          await step.run();
-        } catch (error) {
-          progress(
-            `cleanup "${step.what}" failed: ${error instanceof Error ? error.message : String(error)}`,
-          );
-        }
-      }
-    });
-    return this.chain;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -536,7 +474,7 @@ async function runPipeline(
   site: FixtureSiteProcess,
   outer: Teardown,
 ): Promise<PipelineResult> {
-  const teardown = new Teardown();
+  const teardown = new Teardown(progress);
   outer.add('pipeline resources', () => teardown.run());
   try {
     return await pipelineRun(settings, site, teardown);
@@ -576,16 +514,7 @@ async function pipelineRun(
     WORKER_CONCURRENCY_CRAWL: String(settings.crawlConcurrency),
     WORKER_CONCURRENCY_EXTRACT: String(settings.extractConcurrency),
   };
-  const nodeOptions = [settings.workerNodeOptions ?? ''];
-  if (settings.workerCpuProfileDir) {
-    // Node 20 refuses --cpu-prof in NODE_OPTIONS; the preload starts the inspector's profiler.
-    nodeOptions.push(
-      `--import=${pathToFileURL(fileURLToPath(new URL('./cpu-profile.mjs', import.meta.url))).href}`,
-    );
-    env.BENCH_CPU_PROFILE_DIR = settings.workerCpuProfileDir;
-  }
-  if (nodeOptions.join('').trim() !== '') env.NODE_OPTIONS = nodeOptions.join(' ').trim();
-  const worker = startService('worker', env, 'bench-worker');
+  const worker = startService('worker', { ...env, ...workerProcessEnv() }, 'bench-worker');
   teardown.add('stop worker', () => worker.stop());
   const pid = worker.child.pid;
   if (pid === undefined) throw new Error('worker process did not start');
@@ -844,29 +773,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
     pipelineCpuSeconds: pipeline?.cpuSeconds ?? null,
     baselineCpuSeconds: baseline.cpuSeconds,
   };
-  for (const failure of failures) progress(`FAIL ${failure}`);
-  process.stdout.write(`${JSON.stringify(result)}\n`);
-  return failures.length === 0 ? 0 : 1;
+  return report(progress, failures, result);
 }
 
-export const run: BenchModule['run'] = async (args) => {
-  const settings = readSettings(args);
-  if (settings === 'help') {
-    process.stderr.write(USAGE);
-    return 0;
-  }
-  const teardown = new Teardown();
-  const onSignal = (signal: NodeJS.Signals): void => {
-    progress(`${signal}: cleaning up`);
-    void teardown.run().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  try {
-    return await bench(settings, teardown);
-  } finally {
-    await teardown.run();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  }
-};
+export const run: BenchModule['run'] = benchRun(progress, USAGE, readSettings, bench);

@@ -64,7 +64,8 @@ import {
   progressFor,
   round2,
   round3,
-  runWithTeardown,
+  benchRun,
+  report,
   startFixtureSites,
   startWorkerProcesses,
   waitForRuns,
@@ -369,16 +370,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
     fixtureNice,
     fixtureEventLoopDelayMs: { p99: round2(loopDelayMs.p99), max: round2(loopDelayMs.max) },
   };
-  for (const failure of failures) progress(`FAIL ${failure}`);
-  process.stdout.write(`${JSON.stringify(output)}\n`);
-  return failures.length === 0 ? 0 : 1;
+  return report(progress, failures, output);
 }
 
-export const run: BenchModule['run'] = async (args) => {
-  const settings = readSettings(args);
-  if (settings === 'help') {
-    process.stderr.write(USAGE);
-    return 0;
-  }
-  return runWithTeardown(progress, (teardown) => bench(settings, teardown));
-};
+export const run: BenchModule['run'] = benchRun(progress, USAGE, readSettings, bench);

@@ -26,7 +26,7 @@ import {
   startService,
   type ServiceProcess,
 } from '@gleaner/testing';
-import { BenchUsageError } from './bench.js';
+import { BenchUsageError, type BenchModule } from './bench.js';
 
 export const TERMINAL_RUN_STATUSES = new Set(['succeeded', 'partial', 'failed', 'cancelled']);
 
@@ -143,6 +143,36 @@ export async function runWithTeardown(
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/**
+ * A bench module's `run`: `--help` prints the usage, anything else runs the body under
+ * `runWithTeardown` with the settings read from the arguments and the environment.
+ */
+export function benchRun<S>(
+  progress: Progress,
+  usage: string,
+  readSettings: (args: string[]) => S | 'help',
+  body: (settings: S, teardown: Teardown) => Promise<number>,
+): BenchModule['run'] {
+  return async (args) => {
+    const settings = readSettings(args);
+    if (settings === 'help') {
+      process.stderr.write(usage);
+      return 0;
+    }
+    return runWithTeardown(progress, (teardown) => body(settings, teardown));
+  };
+}
+
+/**
+ * Ends a bench: each missed target on stderr, the result as JSON on the last line of stdout.
+ * Resolves with the exit code (1 when a target was missed).
+ */
+export function report(progress: Progress, failures: readonly string[], result: unknown): number {
+  for (const failure of failures) progress(`FAIL ${failure}`);
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+  return failures.length === 0 ? 0 : 1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -391,6 +421,25 @@ export function assertWorkersAlive(workers: readonly ServiceProcess[], when = ''
 }
 
 /**
+ * What every bench adds to its workers' environment from its own: BENCH_WORKER_NODE_OPTIONS
+ * (extra NODE_OPTIONS) and BENCH_WORKER_CPU_PROFILE=<dir>, which writes each worker's
+ * .cpuprofile there when it exits (cpu-profile.mjs; Node 20 refuses --cpu-prof in NODE_OPTIONS,
+ * so a preload starts the inspector's profiler instead).
+ */
+export function workerProcessEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  const nodeOptions = [process.env.BENCH_WORKER_NODE_OPTIONS ?? ''];
+  const profileDir = process.env.BENCH_WORKER_CPU_PROFILE;
+  if (profileDir) {
+    nodeOptions.push(`--import=${new URL('./cpu-profile.mjs', import.meta.url).href}`);
+    env.BENCH_CPU_PROFILE_DIR = path.resolve(profileDir);
+  }
+  const joined = nodeOptions.join(' ').trim();
+  if (joined !== '') env.NODE_OPTIONS = joined;
+  return env;
+}
+
+/**
  * Starts `count` worker processes (services/worker/dist/main.js) and waits until every one of
  * them serves scrape, crawl and extract. Stopped by the teardown.
  */
@@ -404,7 +453,9 @@ export async function startWorkerProcesses(
   const workers: ServiceProcess[] = [];
   teardown.add('stop workers', () => Promise.all(workers.map((worker) => worker.stop())));
   for (let index = 0; index < count; index++)
-    workers.push(startService('worker', env, `bench-worker-${index + 1}`));
+    workers.push(
+      startService('worker', { ...env, ...workerProcessEnv() }, `bench-worker-${index + 1}`),
+    );
   const deadline = Date.now() + timeoutMs;
   const served = [stack.queues.scrape, stack.queues.crawl, stack.queues.extract];
   while (Date.now() < deadline) {

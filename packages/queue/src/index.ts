@@ -3,7 +3,7 @@ export * from './connection.js';
 export * from './define-job.js';
 export * from './errors.js';
 export * from './queues.js';
-export { crawlJob } from './jobs/crawl.js';
+export { CRAWL_NEW_JOB_PRIORITY, crawlJob } from './jobs/crawl.js';
 export { deadLetterJob } from './jobs/dead-letter.js';
 export { extractJob } from './jobs/extract.js';
 export { llmExtractJob } from './jobs/llm-extract.js';

@@ -41,18 +41,19 @@ export async function enqueue<Q extends QueueName>(
   return job.id ?? opts.jobId!;
 }
 
-/** Adds many jobs of one queue in pipelined batches. */
+/** Adds many jobs of one queue in pipelined batches; `optionsFor` adds per-job options. */
 export async function enqueueBulk<Q extends QueueName>(
   queues: Queues,
   queue: Q,
   payloads: readonly JobPayload<Q>[],
+  optionsFor?: (payload: JobPayload<Q>) => JobsOptions | undefined,
   batchSize = 500,
 ): Promise<number> {
   let added = 0;
   for (let start = 0; start < payloads.length; start += batchSize) {
     const batch = payloads
       .slice(start, start + batchSize)
-      .map((payload) => prepareJob(queue, payload));
+      .map((payload) => prepareJob(queue, payload, optionsFor?.(payload)));
     await queues[queue].addBulk(batch);
     added += batch.length;
   }

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,17 +10,19 @@ import {
   type SiteGate,
 } from '@gleaner/http';
 import { createLogger } from '@gleaner/logger';
+import { CRAWL_NEW_JOB_PRIORITY } from '@gleaner/queue';
+import { createTestRedisNamespace } from '@gleaner/testing';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { fetchPolitely, WAKE_LEAD_MS } from './polite-fetch.js';
+import { bookCrawlStarts, fetchPolitely, WAKE_LEAD_MS } from './polite-fetch.js';
 
 /**
  * fetchPolitely inside real BullMQ jobs, against a real gate and a loopback site: which waits are
  * taken in-job, which park the job, and what happens to a grant that cannot start in time.
  */
-const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/0';
-const prefix = `gleaner-test-polite-fetch-${randomBytes(4).toString('hex')}`;
+const namespace = createTestRedisNamespace('polite-fetch');
+const { prefix } = namespace;
 const log = createLogger({ service: 'test', level: 'silent' });
 
 let server: Server;
@@ -45,8 +46,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-  workerConnection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  redis = new Redis(namespace.url, { maxRetriesPerRequest: 1 });
+  workerConnection = new Redis(namespace.url, { maxRetriesPerRequest: null });
   fetcher = createFetcher({
     userAgent: 'GleanerTest/1.0',
     timeoutMs: 5_000,
@@ -62,12 +63,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.unlink(...keys);
-  } while (cursor !== '0');
+  await namespace.cleanup();
   await fetcher.close();
   redis.disconnect();
   workerConnection.disconnect();
@@ -95,7 +91,7 @@ function crawlQueue(site: PostingSite, gate: SiteGate, concurrency: number) {
     await queue.obliterate({ force: true });
     await queue.close();
   });
-  return { queue, worker, pickups, siteId };
+  return { queue, worker, pickups, siteId, robots };
 }
 
 const site = (overrides: Partial<PostingSite>): PostingSite => ({
@@ -147,7 +143,7 @@ describe('fetchPolitely', () => {
       [1, 2, 3].map((n) => ({
         name: 'crawl',
         data: { url: `${origin}/jobs/${n}` },
-        opts: { jobId: `job-${n}` },
+        opts: { jobId: `job-${n}`, priority: CRAWL_NEW_JOB_PRIORITY },
       })),
     );
     await waitFor(async () => {
@@ -158,6 +154,34 @@ describe('fetchPolitely', () => {
     expect(arrivals).toHaveLength(1);
     expect((await gate.inspect(siteId)).reservations).toBe(2);
     expect([...pickups.values()]).toEqual([1, 1, 1]);
+    // They come back ahead of jobs that have not asked the gate yet: their slots wait for them.
+    const delayed = await queue.getDelayed();
+    expect(delayed.map((job) => job.priority)).toEqual([0, 0]);
+  });
+
+  it('books slots for jobs about to be queued, so that each runs once, at its slot', async () => {
+    const gate = createSiteGate({ redis, prefix });
+    const polite = site({ rateLimitRps: 2.5 }); // 412 ms apart with the 30 ms start skew
+    const { queue, pickups, siteId, robots } = crawlQueue(polite, gate, 4);
+    const jobs = [1, 2, 3, 4].map((n) => ({ jobId: `job-${n}`, url: `${origin}/jobs/${n}` }));
+    const delays = await bookCrawlStarts(polite, siteId, jobs, { robots, gate, log });
+    expect(delays.get('job-1')).toBe(0);
+    expect(delays.get('job-4')).toBeGreaterThanOrEqual(3 * 412 - WAKE_LEAD_MS - 20);
+    expect(delays.get('job-4')).toBeLessThanOrEqual(3 * 412 - WAKE_LEAD_MS + 20);
+    await queue.addBulk(
+      jobs.map(({ jobId, url }) => ({
+        name: 'crawl',
+        data: { url },
+        opts: { jobId, delay: delays.get(jobId), priority: 0 },
+      })),
+    );
+    await waitFor(async () => (await queue.getJobCounts('completed')).completed === 4);
+    expect(arrivals).toHaveLength(4);
+    for (let i = 1; i < arrivals.length; i += 1)
+      expect(arrivals[i]! - arrivals[i - 1]!).toBeGreaterThanOrEqual(412 - 30);
+    // Nobody was parked: each job ran once, shortly before its slot.
+    expect([...pickups.values()]).toEqual([1, 1, 1, 1]);
+    expect((await gate.inspect(siteId)).reservations).toBe(0);
   });
 
   it('gives back a grant that cannot start in time, and the job keeps its turn', async () => {

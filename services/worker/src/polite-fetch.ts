@@ -61,9 +61,15 @@ function policyOf(site: PostingSite, crawlDelayMs: number | undefined): SitePoli
   };
 }
 
-/** Puts the job back to delayed until `at` without spending an attempt or holding a slot. */
+/**
+ * Puts the job back to delayed until `at` without spending an attempt or holding a slot. It comes
+ * back without a priority, ahead of the crawl jobs that have not asked the gate yet
+ * (`CRAWL_NEW_JOB_PRIORITY`): its site's slot is waiting for it.
+ */
 async function delayUntil(context: PoliteFetchContext, at: number): Promise<never> {
-  await context.job.moveToDelayed(Math.max(at, Date.now() + 10), context.token);
+  const { job } = context;
+  if (job.priority !== 0) await job.changePriority({ priority: 0 });
+  await job.moveToDelayed(Math.max(at, Date.now() + 10), context.token);
   throw new DelayedError();
 }
 
@@ -126,6 +132,43 @@ async function acquireLease(
     const lead = decision.reason === 'rate' ? WAKE_LEAD_MS : 0;
     await delayUntil(context, Date.now() + decision.delayMs - lead);
   }
+}
+
+/**
+ * Books the site's next slots for crawl jobs about to be queued and returns, per job id, how long
+ * to delay each job so that its first run comes `WAKE_LEAD_MS` before its slot. Without it, every
+ * new crawl job runs once only to be told its slot and parked (a queue round trip, a posting
+ * read and a gate call per posting, for nothing). Jobs left out (beyond the gate's horizon, a site
+ * cooling down, robots.txt not answering) run at once and ask the gate themselves.
+ */
+export async function bookCrawlStarts(
+  site: PostingSite,
+  siteId: string,
+  jobs: readonly { jobId: string; url: string }[],
+  context: Pick<HandlerContext, 'robots' | 'gate' | 'log'>,
+): Promise<Map<string, number>> {
+  const delays = new Map<string, number>();
+  const first = jobs[0];
+  if (first === undefined) return delays;
+  let crawlDelayMs: number | undefined;
+  try {
+    // Crawl-delay is a floor of the spacing; the postings of a site share its robots.txt.
+    crawlDelayMs = (await context.robots.check(first.url)).crawlDelayMs;
+  } catch (error) {
+    context.log.debug({ err: error }, 'robots.txt not available; crawl jobs will book their own slots');
+    return delays;
+  }
+  const { now, slots } = await context.gate.reserve(
+    siteId,
+    policyOf(site, crawlDelayMs),
+    jobs.map((job) => job.jobId),
+  );
+  jobs.forEach((job, index) => {
+    const slot = slots[index];
+    if (slot !== null && slot !== undefined)
+      delays.set(job.jobId, Math.max(0, slot - now - WAKE_LEAD_MS));
+  });
+  return delays;
 }
 
 /** Fetches a posting page through robots.txt and the site's gate. */

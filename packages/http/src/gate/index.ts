@@ -6,6 +6,7 @@ export {
   type GateDenyReason,
   type GateLease,
   type GateOutcome,
+  type GateReservations,
   type GateState,
   type SiteGate,
   type SiteGateKeys,

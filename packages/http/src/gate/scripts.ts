@@ -140,7 +140,18 @@ if not isProbe then
 end
 
 start = math.max(start, math.ceil(last + floor))
-if start > now + within then return deny(start, 'rate') end
+if start > now + within then
+  -- The floor after the latest grant is beyond what the caller accepts: holders that came back
+  -- late (their slots taken meanwhile) arrive together, and would all be told the same start.
+  -- Each is given a slot of its own at the end of the schedule instead, so that they come back
+  -- one by one rather than crowding the floor again.
+  if holder ~= '' and not isProbe then
+    local slot = math.floor(math.max(start, tail + spacing))
+    reserve(slot)
+    return deny(slot, 'rate')
+  end
+  return deny(start, 'rate')
+end
 if redis.call('ZCARD', KEYS[2]) >= maxConc then
   if start > now then
     if holder ~= '' and not reserved and not isProbe then reserve(start) end
@@ -281,5 +292,52 @@ if probe == leaseId then redis.call('HSET', KEYS[1], 'probe', '') end
 if holder ~= '' and cooldown <= now then redis.call('ZADD', KEYS[3], grantedAt, holder) end
 touch(tail, cooldown, openUntil, idle, grace)
 return {now, rewound}
+`,
+);
+
+/**
+ * reserve — KEYS as acquire. ARGV: rpsIntervalMs, crawlDelayMs, minPauseMs, maxPauseMs,
+ * horizonMs, reservationGraceMs, idleTtlMs, count, then `count` randoms in [0, 1), then `count`
+ * holders. Returns {now, slot₁, …, slotₙ}: each holder's reserved start (epoch ms), an existing
+ * reservation kept as it is, or -1 where none was made (beyond the horizon, or the site is
+ * cooling down or its breaker is not closed, which its acquire will tell the holder).
+ *
+ * Booking ahead for work that is about to be queued: the holders get the slots the acquire
+ * script would give them one by one on their first visit (same spacing, same tail), without
+ * that visit. A holder coming back to its slot is then granted as in acquire.
+ */
+export const reserveScript = script(
+  'gate-reserve',
+  `${prologue}${touch}
+local rpsInterval, crawlDelay = num(ARGV[1], 0), num(ARGV[2], 0)
+local minPause, maxPause = num(ARGV[3], 0), num(ARGV[4], 0)
+local horizon, grace, idle = num(ARGV[5], 600000), num(ARGV[6], 300000), num(ARGV[7], 3600000)
+local count = num(ARGV[8], 0)
+
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. (now - grace))
+
+local s = redis.call('HMGET', KEYS[1], 'tail', 'slow', 'cooldown', 'breaker', 'openUntil')
+local tail, slow = num(s[1], 0), num(s[2], 1)
+local cooldown, breaker, openUntil = num(s[3], 0), s[4] or 'closed', num(s[5], 0)
+
+local result = {now}
+local open = cooldown > now or breaker ~= 'closed'
+for i = 1, count do
+  local r, holder = num(ARGV[8 + i], 0), ARGV[8 + count + i]
+  local slot = tonumber(redis.call('ZSCORE', KEYS[3], holder))
+  if slot == nil and not open then
+    local spacing = math.max(rpsInterval, crawlDelay, minPause + r * (maxPause - minPause)) * slow
+    local candidate = math.floor(math.max(now, tail + spacing))
+    if candidate - now <= horizon then
+      redis.call('ZADD', KEYS[3], candidate, holder)
+      tail = candidate
+      slot = candidate
+    end
+  end
+  result[i + 1] = slot or -1
+end
+redis.call('HSET', KEYS[1], 'tail', tail)
+touch(tail, cooldown, openUntil, idle, grace)
+return result
 `,
 );

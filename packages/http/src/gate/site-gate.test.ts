@@ -334,6 +334,82 @@ describe('timed grants', () => {
   });
 });
 
+describe('holders that come back late', () => {
+  it('gives each of them its own slot after the floor instead of one shared start', async () => {
+    const gate = createSiteGate({ redis: clients[0]!, prefix: namespace.prefix, startSkewMs: 0 });
+    const siteId = newSite();
+    const policy: SitePolicy = {
+      minPauseMs: 0,
+      maxPauseMs: 0,
+      maxConcurrency: 4,
+      rateLimitRps: 10,
+    };
+    const first = await gate.acquire(siteId, policy, { holder: 'a' });
+    if (!first.granted) throw new Error('expected a lease');
+    const booked = await gate.reserve(siteId, policy, ['x', 'y', 'z']);
+    expect(booked.slots).toEqual([0, 1, 2].map((i) => first.lease.grantedAt + 100 * (i + 1)));
+    // All three come back after every one of their slots has passed.
+    await sleep(Math.max(0, booked.slots[2]! - (await redisNow())) + 50);
+    const x = await gate.acquire(siteId, policy, { holder: 'x' });
+    if (!x.granted) throw new Error('expected the late holder to be granted at once');
+    const y = refused(await gate.acquire(siteId, policy, { holder: 'y' }));
+    const z = refused(await gate.acquire(siteId, policy, { holder: 'z' }));
+    expect([y.reason, z.reason]).toEqual(['rate', 'rate']);
+    expect(y.retryAt).toBe(x.lease.grantedAt + 100);
+    expect(z.retryAt).toBe(y.retryAt + 100);
+    expect((await gate.inspect(siteId)).reservations).toBe(2);
+    // Each is granted at the slot it was given.
+    await sleep(Math.max(0, y.retryAt - (await redisNow())));
+    const again = await gate.acquire(siteId, policy, { holder: 'y' });
+    if (!again.granted) throw new Error('expected the new slot to be granted');
+    expect(again.lease.grantedAt).toBeGreaterThanOrEqual(y.retryAt);
+    expect(again.lease.grantedAt).toBeLessThan(z.retryAt);
+  });
+});
+
+describe('booking ahead', () => {
+  const policy: SitePolicy = { minPauseMs: 1000, maxPauseMs: 1000, maxConcurrency: 10 };
+
+  it('books the slots that first acquires would get, and grants each holder at its slot', async () => {
+    const siteId = newSite();
+    const { now, slots } = await gates[0]!.reserve(siteId, policy, ['a', 'b', 'c']);
+    expect(slots).toEqual([now, now + 1000, now + 2000]);
+    expect((await gates[0]!.inspect(siteId)).reservations).toBe(3);
+    // Booking again keeps an existing slot and appends a new holder after the tail.
+    const again = await gates[1]!.reserve(siteId, policy, ['b', 'd']);
+    expect(again.slots).toEqual([now + 1000, now + 3000]);
+    // A holder is granted at its slot, and one that asks early is told its slot, not a new one.
+    const a = await gates[2]!.acquire(siteId, policy, { holder: 'a' });
+    expect(a.granted).toBe(true);
+    expect(refused(await gates[3]!.acquire(siteId, policy, { holder: 'b' })).retryAt).toBe(
+      now + 1000,
+    );
+    // A newcomer queues after every booked slot.
+    expect(refused(await gates[3]!.acquire(siteId, policy, { holder: 'e' })).retryAt).toBe(
+      now + 4000,
+    );
+  });
+
+  it('books nothing beyond the horizon, nor while the site cools down', async () => {
+    const gate = createSiteGate({ redis: clients[0]!, prefix: namespace.prefix, horizonMs: 2_500 });
+    const siteId = newSite();
+    const { now, slots } = await gate.reserve(siteId, policy, ['a', 'b', 'c', 'd']);
+    expect(slots).toEqual([now, now + 1000, now + 2000, null]);
+
+    const cooling = newSite();
+    const open: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 4 };
+    const lease = await acquireUntilGranted(gate, cooling, open, 'first');
+    await lease.release({ status: 429, retryAfterMs: 5_000 });
+    expect((await gate.reserve(cooling, open, ['x', 'y'])).slots).toEqual([null, null]);
+    expect((await gate.inspect(cooling)).reservations).toBe(0);
+  });
+
+  it('validates holders', async () => {
+    await expect(gates[0]!.reserve(newSite(), policy, ['a', ''])).rejects.toThrow(RangeError);
+    expect((await gates[0]!.reserve(newSite(), policy, [])).slots).toEqual([]);
+  });
+});
+
 describe('grants given back unused', () => {
   let replicas: SiteGate[];
   beforeAll(() => {

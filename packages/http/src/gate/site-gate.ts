@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Cluster, Redis } from 'ioredis';
-import { acquireScript, giveBackScript, releaseScript, type LuaScript } from './scripts.js';
+import {
+  acquireScript,
+  giveBackScript,
+  releaseScript,
+  reserveScript,
+  type LuaScript,
+} from './scripts.js';
 
 /**
  * A site's politeness settings, from its `site_schedules` row (seed 003's min/max pause, our
@@ -168,8 +174,26 @@ export interface GateState {
   reservations: number;
 }
 
+/** What `reserve` booked: Redis's clock at the time, and each holder's slot. */
+export interface GateReservations {
+  /** Epoch ms on Redis's clock when the slots were booked: `slot - now` is the wait. */
+  now: number;
+  /**
+   * Per holder, in order: its reserved start (epoch ms on Redis's clock; an existing reservation
+   * is kept), or null where none was made (beyond the horizon, or the site is cooling down or
+   * its breaker is not closed) and the holder's first acquire decides.
+   */
+  slots: (number | null)[];
+}
+
 export interface SiteGate {
   acquire(siteId: string, policy: SitePolicy, options?: AcquireOptions): Promise<GateDecision>;
+  /**
+   * Books the next slots of the site's schedule for holders that will ask for them later (the
+   * crawl jobs a scrape is about to queue), as their first acquires would, without those
+   * visits: each holder is then queued to come back at its slot. Takes no lease.
+   */
+  reserve(siteId: string, policy: SitePolicy, holders: readonly string[]): Promise<GateReservations>;
   /** The site's current state, for admin views and tests. */
   inspect(siteId: string): Promise<GateState>;
   /** Forgets everything about a site: schedule, reservations, leases, cooldown and breaker. */
@@ -430,6 +454,28 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
         leases,
         reservations,
       };
+    },
+
+    async reserve(siteId, policy, holders) {
+      if (holders.length === 0) return { now: Date.now(), slots: [] };
+      if (holders.some((holder) => holder === ''))
+        throw new RangeError('gate reserve needs non-empty holder ids');
+      const keys = siteGateKeys(prefix, siteId);
+      const normalised = normalisePolicy(policy, settings.startSkewMs);
+      const reply = (await run(reserveScript, keys, [
+        normalised.rpsIntervalMs,
+        normalised.crawlDelayMs,
+        normalised.minPauseMs,
+        normalised.maxPauseMs,
+        settings.horizonMs,
+        settings.reservationGraceMs,
+        settings.idleTtlMs,
+        holders.length,
+        ...holders.map(() => random()),
+        ...holders,
+      ])) as number[];
+      const [now, ...slots] = reply;
+      return { now: now!, slots: slots.map((slot) => (slot < 0 ? null : slot)) };
     },
 
     async reset(siteId) {

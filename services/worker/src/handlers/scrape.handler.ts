@@ -7,15 +7,17 @@ import {
   startRun,
   upsertListedPostings,
 } from '@gleaner/db';
-import { enqueueBulk } from '@gleaner/queue';
+import { crawlJob, enqueueBulk } from '@gleaner/queue';
 import { getAdapter, SourceError } from '@gleaner/sources';
 import type { JobHandler } from '../context.js';
+import { bookCrawlStarts } from '../polite-fetch.js';
 
 /** Postings upserted and enqueued per statement and bulk add. */
 const ENQUEUE_SLICE = 200;
 
 export const scrapeHandler: JobHandler<'scrape'> = {
-  async run(payload, { db, queues, fetcher, log, signal }) {
+  async run(payload, context) {
+    const { db, queues, fetcher, log, signal } = context;
     const run = await startRun(db, payload.runId);
     if (!run) {
       const current = await getRun(db, payload.runId);
@@ -48,16 +50,27 @@ export const scrapeHandler: JobHandler<'scrape'> = {
       const slice = listing.postings.slice(start, start + ENQUEUE_SLICE);
       const upserted = await upsertListedPostings(db, site.id, run.id, slice);
       const pending = upserted.filter((row) => row.status === 'pending');
-      await enqueueBulk(
-        queues,
-        'crawl',
-        pending.map((row) => ({
-          runId: run.id,
-          siteId: site.id,
-          postingId: row.id,
-          correlationId: payload.correlationId,
-        })),
-      );
+      const jobs = pending.map((row) => ({
+        runId: run.id,
+        siteId: site.id,
+        postingId: row.id,
+        correlationId: payload.correlationId,
+      }));
+      // Postings whose page will be fetched get their slots at the site's gate now, and their
+      // jobs are queued to run when those come (without a priority: they are due, unlike jobs
+      // that have not asked the gate yet). ATS payloads need no fetch.
+      const listed = new Map(slice.map((posting) => [posting.externalId, posting]));
+      const toFetch = pending.flatMap((row, index) => {
+        const posting = listed.get(row.externalId);
+        return posting && posting.payload === undefined
+          ? [{ jobId: crawlJob.jobId(jobs[index]!), url: posting.url }]
+          : [];
+      });
+      const delays = await bookCrawlStarts(site, site.id, toFetch, context);
+      await enqueueBulk(queues, 'crawl', jobs, (job) => {
+        const delay = delays.get(crawlJob.jobId(job));
+        return delay === undefined ? undefined : { delay, priority: 0 };
+      });
       rows.push(...upserted);
       enqueued += pending.length;
     }
