@@ -155,7 +155,10 @@ export async function bookCrawlStarts(
     // Crawl-delay is a floor of the spacing; the postings of a site share its robots.txt.
     crawlDelayMs = (await context.robots.check(first.url)).crawlDelayMs;
   } catch (error) {
-    context.log.debug({ err: error }, 'robots.txt not available; crawl jobs will book their own slots');
+    context.log.debug(
+      { err: error },
+      'robots.txt not available; crawl jobs will book their own slots',
+    );
     return delays;
   }
   const { now, slots } = await context.gate.reserve(

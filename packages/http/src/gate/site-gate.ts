@@ -193,7 +193,11 @@ export interface SiteGate {
    * crawl jobs a scrape is about to queue), as their first acquires would, without those
    * visits: each holder is then queued to come back at its slot. Takes no lease.
    */
-  reserve(siteId: string, policy: SitePolicy, holders: readonly string[]): Promise<GateReservations>;
+  reserve(
+    siteId: string,
+    policy: SitePolicy,
+    holders: readonly string[],
+  ): Promise<GateReservations>;
   /** The site's current state, for admin views and tests. */
   inspect(siteId: string): Promise<GateState>;
   /** Forgets everything about a site: schedule, reservations, leases, cooldown and breaker. */
