@@ -119,6 +119,24 @@ export class HttpFetchAbortedError extends HttpError {
 }
 
 /**
+ * The request could not be written before its `sendBy` time (a connection still being set up, a
+ * busy event loop), so nothing was sent. A gate lease that ran out this way is given back.
+ */
+export class HttpSendDeadlineError extends HttpError {
+  constructor(
+    url: string,
+    readonly lateByMs: number,
+  ) {
+    super(
+      `${url} was not sent: ready ${Math.round(lateByMs)} ms after its deadline`,
+      'HTTP_SEND_DEADLINE',
+      'transient',
+      url,
+    );
+  }
+}
+
+/**
  * The origin's robots.txt could not be fetched (unreachable, 5xx or 429): RFC 9309 §2.3.1.3 says
  * to assume complete disallow until it answers. `retryAt` (epoch ms) is when it is asked again.
  */

@@ -4,10 +4,13 @@ import { createSecureContext } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpSendDeadlineError } from './errors.js';
 import { createFetcher, parseRetryAfter } from './fetcher.js';
 
 let server: Server;
 let origin: string;
+/** Paths of `/counted…` requests the server received. */
+const counted: string[] = [];
 
 beforeAll(async () => {
   server = createServer((request, response) => {
@@ -48,6 +51,12 @@ beforeAll(async () => {
         .end(Buffer.concat([head, Buffer.from([0x8b, 0x81, 0x90, 0x6c]), Buffer.from('</body>')]));
     } else if (url === '/user-agent') {
       response.writeHead(200).end(request.headers['user-agent']);
+    } else if (url.startsWith('/counted')) {
+      counted.push(url);
+      if (url === '/counted/hop') {
+        // Answers the first hop late, so that the second starts after the first's send deadline.
+        setTimeout(() => response.writeHead(302, { location: '/counted/target' }).end(), 60);
+      } else response.writeHead(200).end('ok');
     } else if (url === '/slow') {
       response.writeHead(200);
       response.write('a');
@@ -166,6 +175,63 @@ describe('createFetcher', () => {
       retryClass: 'permanent',
     });
     await strict.close();
+  });
+});
+
+describe('send deadline', () => {
+  const fetcher = createFetcher({ ...base, allowPrivateNetworks: true });
+  afterAll(() => fetcher.close());
+
+  it('sends nothing when the request is ready only after its deadline', async () => {
+    counted.length = 0;
+    await expect(
+      fetcher.fetch({ url: `${origin}/counted/late`, sendBy: performance.now() - 1 }),
+    ).rejects.toMatchObject({ code: 'HTTP_SEND_DEADLINE', retryClass: 'transient' });
+    await expect(
+      fetcher.fetch({ url: `${origin}/counted/late`, sendBy: performance.now() - 1 }),
+    ).rejects.toBeInstanceOf(HttpSendDeadlineError);
+    // The same fetcher still sends on time.
+    const sent = await fetcher.fetch({
+      url: `${origin}/counted/on-time`,
+      sendBy: performance.now() + 1_000,
+    });
+    expect(sent.status).toBe(200);
+    expect(counted).toEqual(['/counted/on-time']);
+  });
+
+  it('counts connection setup against the deadline', async () => {
+    counted.length = 0;
+    const port = new URL(origin).port;
+    // A name that takes 50 ms to resolve: the request is ready long after its 20 ms.
+    const slowDns = createFetcher({
+      ...base,
+      allowPrivateNetworks: true,
+      lookup: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return [{ address: '127.0.0.1', family: 4 }];
+      },
+    });
+    try {
+      await expect(
+        slowDns.fetch({
+          url: `http://slow-dns.test:${port}/counted/connect`,
+          sendBy: performance.now() + 20,
+        }),
+      ).rejects.toMatchObject({ code: 'HTTP_SEND_DEADLINE' });
+      expect(counted).toEqual([]);
+    } finally {
+      await slowDns.close();
+    }
+  });
+
+  it('binds only the first request, not the redirect hops after it', async () => {
+    counted.length = 0;
+    const result = await fetcher.fetch({
+      url: `${origin}/counted/hop`,
+      sendBy: performance.now() + 30,
+    });
+    expect(result.finalUrl).toBe(`${origin}/counted/target`);
+    expect(counted).toEqual(['/counted/hop', '/counted/target']);
   });
 });
 

@@ -1,5 +1,6 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { pipeline, Transform, type Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import {
@@ -18,6 +19,7 @@ import {
   HttpEncodingUnsupportedError,
   HttpError,
   HttpFetchAbortedError,
+  HttpSendDeadlineError,
   HttpNetworkError,
   HttpStatusError,
   HttpTimeoutError,
@@ -74,6 +76,12 @@ export interface FetchRequest {
   maxBodyBytes?: number;
   /** Stop at the cap and return what was read (`truncated: true`) instead of failing. */
   truncateBody?: boolean;
+  /**
+   * `performance.now()` time after which the request must not go out. Checked when the request is
+   * about to be written to its connection, after any connection setup: a request that is ready
+   * too late fails with `HttpSendDeadlineError` and sends nothing. Redirect hops are not bound.
+   */
+  sendBy?: number;
 }
 
 export interface FetchResult {
@@ -341,6 +349,35 @@ export function createFetcher(options: FetcherOptions): Fetcher {
       return dispatch(dispatchOptions, handler);
     };
 
+  /**
+   * Enforces `sendBy` at the moment undici is about to write the request (`onRequestStart`), which
+   * comes after the connection is set up. Sits inside the redirect interceptor, which dispatches
+   * every hop with the same handler: only the first dispatch of a handler is bound.
+   */
+  const bound = new WeakSet<Dispatcher.DispatchHandler>();
+  const sendDeadline: Dispatcher.DispatcherComposeInterceptor =
+    (dispatch) => (dispatchOptions, handler) => {
+      const { sendBy, ...rest } = dispatchOptions as Dispatcher.DispatchOptions & {
+        sendBy?: number;
+      };
+      if (sendBy === undefined || bound.has(handler)) return dispatch(rest, handler);
+      bound.add(handler);
+      const url = new URL(rest.path, rest.origin).href;
+      const deadlined: Dispatcher.DispatchHandler = {
+        onRequestStart(controller, context) {
+          const late = performance.now() - sendBy;
+          if (late > 0) controller.abort(new HttpSendDeadlineError(url, late));
+          else handler.onRequestStart?.(controller, context);
+        },
+        onRequestUpgrade: (...args) => handler.onRequestUpgrade?.(...args),
+        onResponseStart: (...args) => handler.onResponseStart?.(...args),
+        onResponseData: (...args) => handler.onResponseData?.(...args),
+        onResponseEnd: (...args) => handler.onResponseEnd?.(...args),
+        onResponseError: (...args) => handler.onResponseError?.(...args),
+      };
+      return dispatch(rest, deadlined);
+    };
+
   const agent = new Agent({
     connect: guardedConnect,
     connections: options.connectionsPerOrigin ?? 16,
@@ -352,6 +389,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
   // dispatched through `hopGuard` and the guarded connector (TOOLCHAIN.md, item 12).
   const dispatcher: Dispatcher = agent.compose(
     hopGuard,
+    sendDeadline,
     interceptors.redirect({ maxRedirections: options.maxRedirects }),
   );
 
@@ -382,6 +420,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
         method: 'GET',
         headers,
         signal,
+        ...(request.sendBy === undefined ? {} : { sendBy: request.sendBy }),
       });
       const responseHeaders = response.headers as Record<string, string | string[] | undefined>;
       const history = (response.context as { history?: readonly URL[] } | undefined)?.history ?? [];

@@ -54,6 +54,8 @@ beforeAll(async () => {
     maxBodyBytes: 1_000_000,
     maxRedirects: 3,
     allowPrivateNetworks: true,
+    // Test host names (slow-dns.test) are this server.
+    lookup: async () => [{ address: '127.0.0.1', family: 4 }],
   });
 });
 
@@ -71,18 +73,36 @@ afterAll(async () => {
 });
 
 /** Runs fetchPolitely for every job of a fresh queue; counts each job's pickups. */
-function crawlQueue(site: PostingSite, gate: SiteGate, concurrency: number) {
+function crawlQueue(
+  site: PostingSite,
+  gate: SiteGate,
+  concurrency: number,
+  jobFetcher: Fetcher = fetcher,
+) {
   const name = `crawl-${++queueCounter}`;
   const siteId = `site-${queueCounter}`;
   const queue = new Queue(name, { connection: redis, prefix });
-  const robots = createRobotsCache({ fetcher, redis, prefix, userAgent: 'GleanerTest/1.0' });
+  const robots = createRobotsCache({
+    fetcher,
+    redis,
+    prefix,
+    userAgent: 'GleanerTest/1.0',
+  });
   const pickups = new Map<string, number>();
   const worker = new Worker(
     name,
     async (job: Job, token?: string, signal?: AbortSignal) => {
       pickups.set(job.id ?? '', (pickups.get(job.id ?? '') ?? 0) + 1);
       const { url } = job.data as { url: string };
-      await fetchPolitely(url, site, siteId, { robots, gate, fetcher, job, signal, token, log });
+      await fetchPolitely(url, site, siteId, {
+        robots,
+        gate,
+        fetcher: jobFetcher,
+        job,
+        signal,
+        token,
+        log,
+      });
     },
     { connection: workerConnection, prefix, concurrency },
   );
@@ -182,6 +202,35 @@ describe('fetchPolitely', () => {
     // Nobody was parked: each job ran once, shortly before its slot.
     expect([...pickups.values()]).toEqual([1, 1, 1, 1]);
     expect((await gate.inspect(siteId)).reservations).toBe(0);
+  });
+
+  it('gives back a grant whose connection was set up too late, and sends on a new one', async () => {
+    // Posting fetches get their own connections (robots.txt comes through the shared fetcher),
+    // and the first one waits 60 ms for DNS, well past the grant's 10 ms send deadline.
+    let lookups = 0;
+    const slowFirst = createFetcher({
+      userAgent: 'GleanerTest/1.0',
+      timeoutMs: 5_000,
+      maxBodyBytes: 1_000_000,
+      maxRedirects: 3,
+      allowPrivateNetworks: true,
+      lookup: async () => {
+        lookups += 1;
+        if (lookups === 1) await sleep(60);
+        return [{ address: '127.0.0.1', family: 4 }];
+      },
+    });
+    cleanups.push(() => slowFirst.close());
+    const gate = createSiteGate({ redis, prefix });
+    const { queue, pickups, siteId } = crawlQueue(site({ rateLimitRps: 10 }), gate, 1, slowFirst);
+    const port = new URL(origin).port;
+    await queue.add('crawl', { url: `http://slow-dns.test:${port}/jobs/1` }, { jobId: 'slow' });
+    await waitFor(async () => (await queue.getJobCounts('completed')).completed === 1);
+    // One request, sent on the second connection, in the same run of the job.
+    expect(arrivals).toHaveLength(1);
+    expect(lookups).toBe(2);
+    expect(pickups.get('slow')).toBe(1);
+    expect((await gate.inspect(siteId)).leases).toBe(0);
   });
 
   it('gives back a grant that cannot start in time, and the job keeps its turn', async () => {

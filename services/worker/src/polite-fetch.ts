@@ -4,6 +4,7 @@ import type { PostingSite } from '@gleaner/db';
 import {
   HttpRobotsDisallowedError,
   HttpRobotsUnavailableError,
+  HttpSendDeadlineError,
   outcomeOfError,
   outcomeOfResult,
   type FetchResult,
@@ -79,6 +80,36 @@ async function waitUntil(at: number, signal: AbortSignal | undefined): Promise<v
     await sleep(Math.ceil(left), undefined, signal ? { signal } : undefined);
 }
 
+/** One fetch's in-job waiting so far: when it began and how many grants came too late. */
+interface InJobWaits {
+  started: number;
+  lateStarts: number;
+}
+
+/**
+ * Gives back a grant that could not go out by its deadline (a slow reply, a busy event loop, a
+ * connection still being set up): sent late, the request could land too close to the next
+ * grant's. The gate keeps this job's turn; past the in-job bound the job is parked.
+ */
+async function giveBackLate(
+  lease: GateLease,
+  waits: InJobWaits,
+  siteId: string,
+  context: PoliteFetchContext,
+): Promise<void> {
+  const { signal, log } = context;
+  await lease.giveBack();
+  waits.lateStarts += 1;
+  log.debug(
+    { siteId, lateStarts: waits.lateStarts },
+    'gate grant could not start in time; given back',
+  );
+  if (performance.now() - waits.started > MAX_IN_JOB_TOTAL_MS)
+    await delayUntil(context, Date.now());
+  // Let the busy event loop catch up before asking again (2, 4, … 32 ms).
+  await sleep(Math.min(2 ** waits.lateStarts, 32), undefined, signal ? { signal } : undefined);
+}
+
 /**
  * Asks the site's gate until it grants a lease whose request can start in time. A start up to
  * `MAX_IN_JOB_WAIT_MS` ahead is waited for in-job; anything further (a far slot, a cooldown, an
@@ -89,10 +120,9 @@ async function acquireLease(
   siteId: string,
   policy: SitePolicy,
   context: PoliteFetchContext,
+  waits: InJobWaits,
 ): Promise<GateLease> {
-  const { gate, job, signal, log } = context;
-  const started = performance.now();
-  let lateStarts = 0;
+  const { gate, job, signal } = context;
   for (;;) {
     const decision = await gate.acquire(siteId, policy, {
       holder: job.id,
@@ -107,19 +137,12 @@ async function acquireLease(
         throw error;
       }
       if (performance.now() <= lease.startBy) return lease;
-      // Too late to start (a slow reply, a busy event loop): sent now, the request could land
-      // too close to the next grant's. Hand it back; the gate keeps this job's turn.
-      await lease.giveBack();
-      lateStarts += 1;
-      log.debug({ siteId, lateStarts }, 'gate grant could not start in time; given back');
-      if (performance.now() - started > MAX_IN_JOB_TOTAL_MS) await delayUntil(context, Date.now());
-      // Let the busy event loop catch up before asking again (2, 4, … 32 ms).
-      await sleep(Math.min(2 ** lateStarts, 32), undefined, signal ? { signal } : undefined);
+      await giveBackLate(lease, waits, siteId, context);
       continue;
     }
     // A start just ahead that could not be granted yet (every concurrency slot taken, or the
     // floor after a grant made meanwhile): wait for it here, within the same bounds.
-    const waited = performance.now() - started;
+    const waited = performance.now() - waits.started;
     if (
       decision.reason === 'rate' &&
       decision.delayMs <= MAX_IN_JOB_WAIT_MS &&
@@ -194,13 +217,23 @@ export async function fetchPolitely(
   }
   if (!verdict.allowed) throw new HttpRobotsDisallowedError(url);
 
-  const lease = await acquireLease(siteId, policyOf(site, verdict.crawlDelayMs), context);
-  try {
-    const response = await fetcher.fetch({ url, signal });
+  const policy = policyOf(site, verdict.crawlDelayMs);
+  const waits: InJobWaits = { started: performance.now(), lateStarts: 0 };
+  for (;;) {
+    const lease = await acquireLease(siteId, policy, context, waits);
+    let response: FetchResult;
+    try {
+      // The deadline is checked again when the request is written, after connection setup.
+      response = await fetcher.fetch({ url, signal, sendBy: lease.startBy });
+    } catch (error) {
+      if (error instanceof HttpSendDeadlineError) {
+        await giveBackLate(lease, waits, siteId, context);
+        continue;
+      }
+      await lease.release(outcomeOfError(error));
+      throw error;
+    }
     await lease.release(outcomeOfResult(response));
     return response;
-  } catch (error) {
-    await lease.release(outcomeOfError(error));
-    throw error;
   }
 }
