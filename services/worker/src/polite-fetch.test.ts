@@ -7,6 +7,7 @@ import {
   createRobotsCache,
   createSiteGate,
   type Fetcher,
+  type RobotsCache,
   type SiteGate,
 } from '@gleaner/http';
 import { createLogger } from '@gleaner/logger';
@@ -202,6 +203,30 @@ describe('fetchPolitely', () => {
     // Nobody was parked: each job ran once, shortly before its slot.
     expect([...pickups.values()]).toEqual([1, 1, 1, 1]);
     expect((await gate.inspect(siteId)).reservations).toBe(0);
+  });
+
+  it('books no slot for a page robots.txt disallows, and spaces the rest by its Crawl-delay', async () => {
+    const gate = createSiteGate({ redis, prefix });
+    const siteId = `site-${++queueCounter}`;
+    const robots: RobotsCache = {
+      check: async (url) => ({
+        allowed: !url.includes('/private/'),
+        sitemaps: [],
+        crawlDelayMs: 2_000,
+      }),
+      forget: async () => undefined,
+    };
+    const jobs = ['/jobs/1', '/private/2', '/jobs/3'].map((path, index) => ({
+      jobId: `job-${index + 1}`,
+      url: `${origin}${path}`,
+    }));
+    const delays = await bookCrawlStarts(site({}), siteId, jobs, { robots, gate, log });
+    expect([...delays.keys()]).toEqual(['job-1', 'job-3']);
+    expect(delays.get('job-1')).toBe(0);
+    // Crawl-delay 2 s, widened by the 30 ms start skew; woken WAKE_LEAD_MS before the slot.
+    expect(delays.get('job-3')).toBe(2_030 - WAKE_LEAD_MS);
+    expect((await gate.inspect(siteId)).reservations).toBe(2);
+    await gate.reset(siteId);
   });
 
   it('gives back a grant whose connection was set up too late, and sends on a new one', async () => {

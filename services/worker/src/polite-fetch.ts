@@ -162,7 +162,8 @@ async function acquireLease(
  * to delay each job so that its first run comes `WAKE_LEAD_MS` before its slot. Without it, every
  * new crawl job runs once only to be told its slot and parked (a queue round trip, a posting
  * read and a gate call per posting, for nothing). Jobs left out (beyond the gate's horizon, a site
- * cooling down, robots.txt not answering) run at once and ask the gate themselves.
+ * cooling down, robots.txt not answering or disallowing the page) run at once and ask the gate
+ * themselves or end without a fetch.
  */
 export async function bookCrawlStarts(
   site: PostingSite,
@@ -171,12 +172,18 @@ export async function bookCrawlStarts(
   context: Pick<HandlerContext, 'robots' | 'gate' | 'log'>,
 ): Promise<Map<string, number>> {
   const delays = new Map<string, number>();
-  const first = jobs[0];
-  if (first === undefined) return delays;
+  const allowed: { jobId: string; url: string }[] = [];
   let crawlDelayMs: number | undefined;
   try {
-    // Crawl-delay is a floor of the spacing; the postings of a site share its robots.txt.
-    crawlDelayMs = (await context.robots.check(first.url)).crawlDelayMs;
+    // Only pages robots.txt allows get slots (the others end without a fetch), and the longest
+    // Crawl-delay among their origins is the floor. Verdicts come from the in-process cache.
+    for (const job of jobs) {
+      const verdict = await context.robots.check(job.url);
+      if (!verdict.allowed) continue;
+      allowed.push(job);
+      if (verdict.crawlDelayMs !== undefined)
+        crawlDelayMs = Math.max(crawlDelayMs ?? 0, verdict.crawlDelayMs);
+    }
   } catch (error) {
     context.log.debug(
       { err: error },
@@ -184,12 +191,13 @@ export async function bookCrawlStarts(
     );
     return delays;
   }
+  if (allowed.length === 0) return delays;
   const { now, slots } = await context.gate.reserve(
     siteId,
     policyOf(site, crawlDelayMs),
-    jobs.map((job) => job.jobId),
+    allowed.map((job) => job.jobId),
   );
-  jobs.forEach((job, index) => {
+  allowed.forEach((job, index) => {
     const slot = slots[index];
     if (slot !== null && slot !== undefined)
       delays.set(job.jobId, Math.max(0, slot - now - WAKE_LEAD_MS));
