@@ -53,6 +53,7 @@ import {
   integerFrom,
   progressFor,
   round2,
+  stopChild,
   benchRun,
   report,
   TERMINAL_RUN_STATUSES,
@@ -141,13 +142,7 @@ async function startFixtureSite(settings: Settings): Promise<FixtureSiteProcess>
     stderr = (stderr + chunk).slice(-10_000);
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(timer);
-  };
+  const stop = (): Promise<void> => stopChild(child, exited);
   try {
     const ready = await new Promise<{ url: string; sitemapUrl: string }>((resolve, reject) => {
       let pending = '';

@@ -4,7 +4,7 @@
  * arrival log in one helper process, a fresh database + Redis prefix + worker processes, and
  * waiting for runs to end.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -143,6 +143,15 @@ export async function runWithTeardown(
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/** SIGTERM, then SIGKILL after 5 s; resolves once the child has exited (`exited`). */
+export async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
 }
 
 /**
@@ -311,13 +320,7 @@ export async function startFixtureSites(
     child.stdin.write(`${command}\n`);
     return JSON.parse(await line) as T;
   };
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(timer);
-  };
+  const stop = (): Promise<void> => stopChild(child, exited);
   teardown.add('stop fixture process', stop);
 
   let timer: NodeJS.Timeout | undefined;
