@@ -30,26 +30,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { load } from 'cheerio/slim';
 import { Agent, request } from 'undici';
 import { workerFragment } from '@gleaner/config';
-import { createDb, createRun, getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
-import {
-  closeQueues,
-  createQueues,
-  createRedisConnection,
-  enqueue,
-  waitForRedis,
-  type Queues,
-} from '@gleaner/queue';
-import {
-  createTestDatabase,
-  createTestRedisNamespace,
-  freePort,
-  repoRoot,
-  startService,
-  type ServiceProcess,
-} from '@gleaner/testing';
+import { createRun, getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
+import { enqueue, type Queues } from '@gleaner/queue';
+import { freePort, repoRoot, startService, type ServiceProcess } from '@gleaner/testing';
 import { type BenchModule } from './bench.js';
 import {
   concurrencyFrom,
+  createBenchStack,
   integerFrom,
   progressFor,
   round2,
@@ -483,29 +470,11 @@ async function pipelineRun(
   site: FixtureSiteProcess,
   teardown: Teardown,
 ): Promise<PipelineResult> {
-  const database = await createTestDatabase('bench');
-  teardown.add('drop bench database', () => database.drop());
-  const redis = createTestRedisNamespace('bench');
-  teardown.add('delete bench redis keys', () => redis.cleanup());
-
-  const handle: DbHandle = createDb({
-    url: database.url,
+  const { databaseName, handle, queues, workerEnv } = await createBenchStack('pipeline', teardown, {
     poolMax: 2,
-    applicationName: 'gleaner-bench',
   });
-  teardown.add('close bench db pool', () => handle.close());
-  const producer = createRedisConnection(redis.url, 'producer');
-  teardown.add('disconnect bench redis', async () => producer.disconnect());
-  await waitForRedis(producer);
-  const queues = createQueues(producer, redis.prefix);
-  teardown.add('close bench queues', () => closeQueues(queues));
-
   const env: Record<string, string> = {
-    DATABASE_URL: database.url,
-    REDIS_URL: redis.url,
-    QUEUE_PREFIX: redis.prefix,
-    HTTP_ALLOW_PRIVATE_NETWORKS: 'true',
-    LOG_LEVEL: 'warn',
+    ...workerEnv,
     WORKER_CONCURRENCY_CRAWL: String(settings.crawlConcurrency),
     WORKER_CONCURRENCY_EXTRACT: String(settings.extractConcurrency),
   };
@@ -563,7 +532,7 @@ async function pipelineRun(
     [process.pid, 'bench'],
     [site.child.pid ?? -1, 'fixture-site'],
   ]);
-  const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), cpuLabels, database.name);
+  const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), cpuLabels, databaseName);
   const peakRssMB = rss.peakMb(); // before the worker exits, while /proc/<pid> still exists
   rss.stop();
   const phases = await runPhases(handle, created.id, enqueuedAt);

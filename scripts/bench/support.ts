@@ -386,13 +386,20 @@ export interface BenchStack {
   workerEnv: Record<string, string>;
 }
 
-/** A fresh database and Redis prefix, a pool and producer queues on them; removed by the teardown. */
-export async function createBenchStack(name: string, teardown: Teardown): Promise<BenchStack> {
+/**
+ * A fresh database and Redis prefix, a pool (`poolMax` connections, 4 by default) and producer
+ * queues on them; removed by the teardown.
+ */
+export async function createBenchStack(
+  name: string,
+  teardown: Teardown,
+  { poolMax = 4 }: { poolMax?: number } = {},
+): Promise<BenchStack> {
   const database = await createTestDatabase(`bench_${name}`);
   teardown.add('drop bench database', () => database.drop());
   const redis = createTestRedisNamespace(`bench-${name}`);
   teardown.add('delete bench redis keys', () => redis.cleanup());
-  const handle = createDb({ url: database.url, poolMax: 4, applicationName: 'gleaner-bench' });
+  const handle = createDb({ url: database.url, poolMax, applicationName: 'gleaner-bench' });
   teardown.add('close bench db pool', () => handle.close());
   const producer = createRedisConnection(redis.url, 'producer');
   teardown.add('disconnect bench redis', async () => producer.disconnect());

@@ -55,6 +55,38 @@ async function acquireUntilGranted(
   }
 }
 
+/**
+ * `count` jobs spread over the replicas, all arriving at once, each acquiring until granted (with
+ * `policyOf(index)`) and releasing at once. Resolves with the granted starts, sorted.
+ */
+async function grantAll(
+  siteId: string,
+  count: number,
+  policyOf: (index: number) => SitePolicy,
+): Promise<number[]> {
+  const grants: number[] = [];
+  await Promise.all(
+    Array.from({ length: count }, async (_, index) => {
+      const lease = await acquireUntilGranted(
+        gates[index % gates.length]!,
+        siteId,
+        policyOf(index),
+        `job-${index}`,
+      );
+      grants.push(lease.grantedAt);
+      await lease.release({ status: 200 });
+    }),
+  );
+  return grants.sort((a, b) => a - b);
+}
+
+/** Three replicas' gates with no start skew, so that intervals are round (4 requests/s: 250 ms). */
+function replicasWithoutSkew(): SiteGate[] {
+  return clients
+    .slice(0, 3)
+    .map((redis) => createSiteGate({ redis, prefix: namespace.prefix, startSkewMs: 0 }));
+}
+
 function refused(decision: GateDecision): Extract<GateDecision, { granted: false }> {
   if (decision.granted) throw new Error('expected a refusal, got a lease');
   return decision;
@@ -64,23 +96,10 @@ describe('spacing', () => {
   it('keeps request starts at least the minimum pause apart across many concurrent clients', async () => {
     const siteId = newSite();
     const policy: SitePolicy = { minPauseMs: 80, maxPauseMs: 160, maxConcurrency: 10 };
-    const starts: number[] = [];
     // 24 jobs spread over 8 clients, all arriving at once.
-    await Promise.all(
-      Array.from({ length: 24 }, async (_, index) => {
-        const lease = await acquireUntilGranted(
-          gates[index % gates.length]!,
-          siteId,
-          policy,
-          `job-${index}`,
-        );
-        starts.push(lease.grantedAt);
-        await lease.release({ status: 200 });
-      }),
-    );
+    const starts = await grantAll(siteId, 24, () => policy);
     const state = await gates[0]!.inspect(siteId);
     expect(state.reservations).toBe(0);
-    starts.sort((a, b) => a - b);
     const gaps = starts.slice(1).map((start, index) => start - starts[index]!);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(80);
     // Randomized: not every gap is the minimum, and the average sits inside [min, max].
@@ -98,21 +117,9 @@ describe('spacing', () => {
       maxConcurrency: 50,
       rateLimitRps: 10,
     };
-    const grants: number[] = [];
-    await Promise.all(
-      Array.from({ length: 12 }, async (_, index) => {
-        const withDelay = index >= 6 ? { ...policy, crawlDelayMs: 150 } : policy;
-        const lease = await acquireUntilGranted(
-          gates[index % gates.length]!,
-          siteId,
-          withDelay,
-          `job-${index}`,
-        );
-        grants.push(lease.grantedAt);
-        await lease.release({ status: 200 });
-      }),
+    const grants = await grantAll(siteId, 12, (index) =>
+      index >= 6 ? { ...policy, crawlDelayMs: 150 } : policy,
     );
-    grants.sort((a, b) => a - b);
     for (let i = 1; i < grants.length; i += 1)
       expect(grants[i]! - grants[i - 1]!).toBeGreaterThanOrEqual(100);
   });
@@ -168,20 +175,7 @@ describe('spacing', () => {
       maxConcurrency: 10,
       rateLimitRps: 10,
     };
-    const grants: number[] = [];
-    await Promise.all(
-      Array.from({ length: 24 }, async (_, index) => {
-        const lease = await acquireUntilGranted(
-          gates[index % gates.length]!,
-          siteId,
-          policy,
-          `job-${index}`,
-        );
-        grants.push(lease.grantedAt);
-        await lease.release({ status: 200 });
-      }),
-    );
-    grants.sort((a, b) => a - b);
+    const grants = await grantAll(siteId, 24, () => policy);
     // Ten consecutive grants span at least a second plus the default 25 ms skew.
     for (let i = 10; i < grants.length; i += 1)
       expect(grants[i]! - grants[i - 10]!).toBeGreaterThanOrEqual(1030);
@@ -275,9 +269,7 @@ describe('timed grants', () => {
   // No start skew here, so that intervals are round: 10 requests/s is 100 ms.
   let replicas: SiteGate[];
   beforeAll(() => {
-    replicas = clients
-      .slice(0, 3)
-      .map((redis) => createSiteGate({ redis, prefix: namespace.prefix, startSkewMs: 0 }));
+    replicas = replicasWithoutSkew();
   });
   const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 4, rateLimitRps: 10 };
 
@@ -413,9 +405,7 @@ describe('booking ahead', () => {
 describe('grants given back unused', () => {
   let replicas: SiteGate[];
   beforeAll(() => {
-    replicas = clients
-      .slice(0, 3)
-      .map((redis) => createSiteGate({ redis, prefix: namespace.prefix, startSkewMs: 0 }));
+    replicas = replicasWithoutSkew();
   });
   const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 4, rateLimitRps: 4 };
 
