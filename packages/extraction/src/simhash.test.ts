@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   hammingDistance,
@@ -81,5 +82,29 @@ describe('words', () => {
     expect(
       pageTokens('<p>Senior&nbsp;Engineer</p><!-- <b>hidden</b> -->&amp;<i>Remote</i>'),
     ).toEqual(['senior', 'engineer', 'remote']);
+  });
+});
+
+describe('fingerprints computed in place', () => {
+  // The fast paths must keep the stored fingerprints' definitions: rows written before and
+  // after compare equal.
+  const samples = [
+    '',
+    '  ,;  ',
+    'Engineer',
+    'Zürich – São Paulo, 東京 x2; naïve—ÉCOLE 𝐀𝐁 Ⅻ',
+    '€5k 10°C a©b 🚀go 𝐀𝐁c ½ \u00a0nbsp\u3000ideographic\ufeffbom',
+    'ΣΊΣΥΦΟΣ İstanbul ǅemal ß',
+    `<p>Senior&nbsp;Engineer</p><script>var x = "Hidden";</script><!-- note -->${words}`,
+  ];
+
+  it('hash the words textTokens and pageTokens split out', () => {
+    for (const sample of samples) {
+      expect(textSimhash(sample)).toBe(simhash(textTokens(sample)));
+      expect(pageSimhash(sample)).toBe(simhash(pageTokens(sample)));
+      expect(textSha256(sample)).toBe(
+        createHash('sha256').update(pageTokens(sample).join(' ')).digest('hex'),
+      );
+    }
   });
 });

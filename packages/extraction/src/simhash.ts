@@ -23,31 +23,50 @@ const INVISIBLE =
  * runs are exactly the words: maximal runs of Unicode letters and digits (\p{L}\p{N}).
  */
 const CANDIDATE = /[a-z0-9\u0080-\u1fff\u2070-\uffff]+/g;
-const NON_ASCII = /[\u0080-\u1fff\u2070-\u{10ffff}]/gu;
 const WORD_CHARACTER = /^[\p{L}\p{N}]$/u;
+
+/** Everything between two words: what `CANDIDATE` does not match. */
+const BETWEEN_WORDS = /[^a-z0-9\u0080-\u1fff\u2070-\uffff]+/g;
 
 /** The page's visible words, lower-cased, in order. */
 export function pageTokens(html: string): string[] {
   return textTokens(html.replace(INVISIBLE, ' '));
 }
 
-/** Two independent 32-bit FNV-1a hashes of a word: the halves of its 64-bit feature hash. */
-function wordHashes(words: readonly string[]): { high: Uint32Array; low: Uint32Array } {
-  const high = new Uint32Array(words.length);
-  const low = new Uint32Array(words.length);
-  for (let index = 0; index < words.length; index += 1) {
-    const word = words[index]!;
-    let h = 0xcbf29ce4;
-    let l = 0x84222325;
-    for (let offset = 0; offset < word.length; offset += 1) {
-      const code = word.charCodeAt(offset);
-      h = Math.imul(h ^ code, 0x01000193);
-      l = Math.imul(l ^ ((code * 31) & 0xffff), 0x01000193);
-    }
-    high[index] = h;
-    low[index] = l;
+/**
+ * Lower-cased text in which every character that is not a letter or digit lies outside
+ * `CANDIDATE`, so that the runs `CANDIDATE` matches are exactly the words.
+ */
+function wordText(text: string): string {
+  const lower = text.toLowerCase();
+  const separators = nonWordCharacters(lower);
+  if (separators.length === 0) return lower;
+  return lower.replace(new RegExp(`[${separators.join('')}]`, 'gu'), ' ');
+}
+
+/** The distinct characters in `CANDIDATE`'s class that are neither letters nor digits. */
+function nonWordCharacters(text: string): string[] {
+  let seen: Set<string> | undefined;
+  for (let offset = 0; offset < text.length; offset += 1) {
+    const code = text.charCodeAt(offset);
+    if (code < 0x80 || (code >= 0x2000 && code < 0x2070)) continue;
+    const char = String.fromCodePoint(text.codePointAt(offset)!);
+    offset += char.length - 1;
+    (seen ??= new Set()).add(char);
   }
-  return { high, low };
+  return seen === undefined ? [] : [...seen].filter((char) => !WORD_CHARACTER.test(char));
+}
+
+/** The words of a plain text, lower-cased, in order. */
+export function textTokens(text: string): string[] {
+  return wordText(text).match(CANDIDATE) ?? [];
+}
+
+/** Whether a UTF-16 code unit belongs to `CANDIDATE`'s class. */
+function isCandidate(code: number): boolean {
+  return code < 0x80
+    ? (code >= 0x61 && code <= 0x7a) || (code >= 0x30 && code <= 0x39)
+    : code <= 0x1fff || code >= 0x2070;
 }
 
 /** murmur3's finaliser: spreads a combined pair of word hashes over all 32 bits. */
@@ -59,73 +78,138 @@ function mix32(value: number): number {
 }
 
 /**
- * SimHash (Charikar) over word bigrams, as 16 hex digits; an empty text hashes to all zeros.
- * Each bigram occurrence votes once, so a repeated bigram weighs as often as it occurs.
+ * SimHash votes, tallied per (byte position, byte value) and only spread over the 64 bits at
+ * the end: 8 increments per feature instead of 64.
  */
-export function simhash(tokens: readonly string[]): string {
-  const { high, low } = wordHashes(tokens);
-  // Votes are tallied per (byte position, byte value) and only then spread over the 64 bits:
-  // 8 increments per feature instead of 64.
-  const tally = new Int32Array(8 * 256);
-  for (let index = 0; index < tokens.length; index += 1) {
-    const last = index + 1 === tokens.length;
-    // A single trailing word is a feature of its own, as in a one-word text.
-    const h = last ? high[index]! : mix32(high[index]! ^ Math.imul(high[index + 1]!, 0x9e3779b1));
-    const l = last ? low[index]! : mix32(low[index]! ^ Math.imul(low[index + 1]!, 0x85ebca77));
-    tally[h & 0xff]! += 1;
-    tally[256 + ((h >>> 8) & 0xff)]! += 1;
-    tally[512 + ((h >>> 16) & 0xff)]! += 1;
-    tally[768 + (h >>> 24)]! += 1;
-    tally[1024 + (l & 0xff)]! += 1;
-    tally[1280 + ((l >>> 8) & 0xff)]! += 1;
-    tally[1536 + ((l >>> 16) & 0xff)]! += 1;
-    tally[1792 + (l >>> 24)]! += 1;
+class SimhashTally {
+  private readonly counts = new Int32Array(8 * 256);
+
+  /** One feature: the two 32-bit halves of its 64-bit hash. */
+  add(h: number, l: number): void {
+    const counts = this.counts;
+    counts[h & 0xff]! += 1;
+    counts[256 + ((h >>> 8) & 0xff)]! += 1;
+    counts[512 + ((h >>> 16) & 0xff)]! += 1;
+    counts[768 + (h >>> 24)]! += 1;
+    counts[1024 + (l & 0xff)]! += 1;
+    counts[1280 + ((l >>> 8) & 0xff)]! += 1;
+    counts[1536 + ((l >>> 16) & 0xff)]! += 1;
+    counts[1792 + (l >>> 24)]! += 1;
   }
-  const halves = [0, 0];
-  for (let position = 0; position < 8; position += 1) {
-    for (let bit = 0; bit < 8; bit += 1) {
-      // A bit is set when more features have it set than clear.
-      let vote = 0;
-      for (let value = 0; value < 256; value += 1) {
-        const count = tally[position * 256 + value]!;
-        vote += (value >>> bit) & 1 ? count : -count;
+
+  /** 16 hex digits; a bit is set when more features have it set than clear. */
+  digest(): string {
+    const halves = [0, 0];
+    for (let position = 0; position < 8; position += 1) {
+      for (let bit = 0; bit < 8; bit += 1) {
+        let vote = 0;
+        for (let value = 0; value < 256; value += 1) {
+          const count = this.counts[position * 256 + value]!;
+          vote += (value >>> bit) & 1 ? count : -count;
+        }
+        if (vote > 0) halves[position >> 2]! |= 1 << ((position & 3) * 8 + bit);
       }
-      if (vote > 0) halves[position >> 2]! |= 1 << ((position & 3) * 8 + bit);
     }
+    return (
+      (halves[0]! >>> 0).toString(16).padStart(8, '0') +
+      (halves[1]! >>> 0).toString(16).padStart(8, '0')
+    );
   }
-  return (
-    (halves[0]! >>> 0).toString(16).padStart(8, '0') +
-    (halves[1]! >>> 0).toString(16).padStart(8, '0')
-  );
 }
 
-/** The words of a plain text, lower-cased, in order. */
-export function textTokens(text: string): string[] {
-  let lower = text.toLowerCase();
-  const nonAscii = lower.match(NON_ASCII);
-  if (nonAscii !== null) {
-    const separators = [...new Set(nonAscii)].filter((char) => !WORD_CHARACTER.test(char));
-    if (separators.length > 0)
-      lower = lower.replace(new RegExp(`[${separators.join('')}]`, 'gu'), ' ');
+/**
+ * Word bigrams as SimHash features. A word hashes to two independent 32-bit FNV-1a hashes (the
+ * halves of its 64-bit feature hash); a bigram mixes its two words' hashes; a single trailing
+ * word is a feature of its own, as in a one-word text. Each bigram occurrence votes once, so a
+ * repeated bigram weighs as often as it occurs.
+ */
+class BigramFeatures {
+  private readonly tally = new SimhashTally();
+  private words = 0;
+  private previousHigh = 0;
+  private previousLow = 0;
+
+  word(high: number, low: number): void {
+    if (this.words > 0) {
+      this.tally.add(
+        mix32(this.previousHigh ^ Math.imul(high, 0x9e3779b1)),
+        mix32(this.previousLow ^ Math.imul(low, 0x85ebca77)),
+      );
+    }
+    this.words += 1;
+    this.previousHigh = high;
+    this.previousLow = low;
   }
-  return lower.match(CANDIDATE) ?? [];
+
+  digest(): string {
+    if (this.words > 0) this.tally.add(this.previousHigh >>> 0, this.previousLow >>> 0);
+    return this.tally.digest();
+  }
+}
+
+const FNV_OFFSET_HIGH = 0xcbf29ce4;
+const FNV_OFFSET_LOW = 0x84222325;
+const FNV_PRIME = 0x01000193;
+
+/** SimHash (Charikar) over word bigrams, as 16 hex digits; an empty text hashes to all zeros. */
+export function simhash(tokens: readonly string[]): string {
+  const features = new BigramFeatures();
+  for (const word of tokens) {
+    let h = FNV_OFFSET_HIGH;
+    let l = FNV_OFFSET_LOW;
+    for (let offset = 0; offset < word.length; offset += 1) {
+      const code = word.charCodeAt(offset);
+      h = Math.imul(h ^ code, FNV_PRIME);
+      l = Math.imul(l ^ ((code * 31) & 0xffff), FNV_PRIME);
+    }
+    features.word(h, l);
+  }
+  return features.digest();
 }
 
 /**
  * SimHash of a posting's own text (its description): near-duplicates are the same posting
- * under another URL or site, which share that text but not the page around it.
+ * under another URL or site, which share that text but not the page around it. Equal to
+ * `simhash(textTokens(text))`, hashing the words in place instead of splitting them out.
  */
 export function textSimhash(text: string): string {
-  return simhash(textTokens(text));
+  const words = wordText(text);
+  const features = new BigramFeatures();
+  let inWord = false;
+  let h = 0;
+  let l = 0;
+  for (let offset = 0; offset < words.length; offset += 1) {
+    const code = words.charCodeAt(offset);
+    if (isCandidate(code)) {
+      if (!inWord) {
+        inWord = true;
+        h = FNV_OFFSET_HIGH;
+        l = FNV_OFFSET_LOW;
+      }
+      h = Math.imul(h ^ code, FNV_PRIME);
+      l = Math.imul(l ^ ((code * 31) & 0xffff), FNV_PRIME);
+    } else if (inWord) {
+      inWord = false;
+      features.word(h, l);
+    }
+  }
+  if (inWord) features.word(h, l);
+  return features.digest();
 }
 
 export function pageSimhash(html: string): string {
-  return simhash(pageTokens(html));
+  return textSimhash(html.replace(INVISIBLE, ' '));
 }
 
-/** sha256 of a page's visible words: equal for pages that differ only outside their text. */
+/**
+ * sha256 of a page's visible words joined by single spaces: equal for pages that differ only
+ * outside their text. The words are joined by collapsing what lies between them, not split out.
+ */
 export function textSha256(html: string): string {
-  return createHash('sha256').update(pageTokens(html).join(' ')).digest('hex');
+  let words = wordText(html.replace(INVISIBLE, ' ')).replace(BETWEEN_WORDS, ' ');
+  if (words.startsWith(' ')) words = words.slice(1);
+  if (words.endsWith(' ')) words = words.slice(0, -1);
+  return createHash('sha256').update(words).digest('hex');
 }
 
 /** Number of differing bits between two SimHashes. */
