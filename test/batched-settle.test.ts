@@ -10,6 +10,7 @@ import {
   startRun,
   upsertListedPostings,
   type DbHandle,
+  settleExtractedPages,
   type ExtractedPage,
 } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
@@ -128,6 +129,47 @@ describe('batched posting store', () => {
     expect(bodies.rows[0]!.n).toBe(39);
     const stored = await loadBody(handle.db, page(postings[5]!.id, run.id, 'Engineer 5').sha256);
     expect(stored?.body.toString()).toBe('<h1>Engineer 5</h1>');
+  });
+
+  it('settles batches of every size through the prepared statements, bodies shared or not', async () => {
+    const { run, postings } = await runWithPostings(12);
+    // One connection, so that its prepared statements are all of this test's.
+    const single = createDb({ url: testDb.url, poolMax: 1 });
+    try {
+      // 1, 3 and 5 distinct bodies take the 1-, 4- and 8-slot statements (3 and 5 padded with
+      // NULL slots); the last batch's three pages hold two distinct bodies (2 slots).
+      const batches = [
+        postings.slice(0, 1),
+        postings.slice(1, 4),
+        postings.slice(4, 9),
+        postings.slice(9),
+      ];
+      for (const [index, batch] of batches.entries()) {
+        const pages = batch.map((p, i) =>
+          page(p.id, run.id, index === 3 && i > 0 ? 'Shared page' : `Engineer ${p.externalId}`),
+        );
+        const settled = await settleExtractedPages(single.db, pages);
+        expect([...settled].sort()).toEqual(batch.map((p) => p.id).sort());
+      }
+      const { rows: prepared } = await single.pool.query<{ name: string }>(
+        `SELECT name FROM pg_prepared_statements WHERE name LIKE 'gleaner-settle-extracted-%' ORDER BY name`,
+      );
+      // Batch sizes share a few prepared texts: body slots come in powers of two.
+      expect(prepared.map((row) => row.name)).toEqual(
+        ['1', '2', '4', '8'].map((slots) => `gleaner-settle-extracted-${slots}`),
+      );
+    } finally {
+      await single.close();
+    }
+    const { rows } = await handle.pool.query<{ ready: number; bodies: number; stored: number }>(
+      `SELECT count(*) FILTER (WHERE p.status = 'ready')::int AS ready,
+              count(DISTINCT p.body_sha256)::int AS bodies,
+              count(DISTINCT b.sha256)::int AS stored
+       FROM postings p LEFT JOIN page_bodies b ON b.sha256 = p.body_sha256
+       WHERE p.run_id = $1`,
+      [run.id],
+    );
+    expect(rows[0]).toEqual({ ready: 12, bodies: 11, stored: 11 });
   });
 
   it('stores page bodies as fetched, compressed by Postgres with lz4', async () => {

@@ -114,22 +114,7 @@ export async function failRun(db: Database, id: string, message: string): Promis
   return rows.length > 0;
 }
 
-/**
- * Closes a run exactly once: a single guarded statement that succeeds only while the run is
- * `running`, its listing is done and none of its postings is `pending`. Call it after the
- * caller's own posting update has COMMITTED — two workers whose uncommitted updates hid each
- * other would both see a pending posting and leave the run open. When two callers race, the
- * loser's UPDATE re-checks `status = 'running'` on the row the winner wrote and matches nothing.
- *
- * In the same statement, a run that ended `succeeded` after listing the whole site (and listed
- * at least one posting) expires the site's postings it did not list.
- * Returns the closed run, or undefined when this call did not close it.
- */
-export async function finalizeRun(
-  db: Database,
-  id: string,
-): Promise<(RunRow & { expired: number }) | undefined> {
-  const result = await db.execute<Record<string, unknown>>(sql`
+const FINALIZE_RUN = `
     WITH closed AS (
       UPDATE scrape_runs r
       SET (status, ready_count, skipped_count, errors_count, completed_pages, expired_count, finished_at, updated_at) = (
@@ -151,10 +136,10 @@ export async function finalizeRun(
           FROM postings p WHERE p.run_id = r.id
         ) t
       )
-      WHERE r.id = ${id}
+      WHERE r.id = $1
         AND r.status = 'running'
         AND r.listing_done
-        AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = ${id} AND p.status = 'pending')
+        AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = $1 AND p.status = 'pending')
       RETURNING r.*
     ), expired AS (
       UPDATE postings p SET status = 'expired', updated_at = now()
@@ -166,7 +151,29 @@ export async function finalizeRun(
       RETURNING p.id
     )
     SELECT c.id, (SELECT count(*) FROM expired)::int AS expired FROM closed c
-  `);
+  `;
+
+/**
+ * Closes a run exactly once: a single guarded statement that succeeds only while the run is
+ * `running`, its listing is done and none of its postings is `pending`. Call it after the
+ * caller's own posting update has COMMITTED — two workers whose uncommitted updates hid each
+ * other would both see a pending posting and leave the run open. When two callers race, the
+ * loser's UPDATE re-checks `status = 'running'` on the row the winner wrote and matches nothing.
+ *
+ * In the same statement, a run that ended `succeeded` after listing the whole site (and listed
+ * at least one posting) expires the site's postings it did not list.
+ * Returns the closed run, or undefined when this call did not close it.
+ */
+export async function finalizeRun(
+  db: Database,
+  id: string,
+): Promise<(RunRow & { expired: number }) | undefined> {
+  // Run after every settled batch: prepared once per connection rather than planned each time.
+  const result = await db.$client.query<{ id: string; expired: number }>({
+    name: 'gleaner-finalize-run',
+    text: FINALIZE_RUN,
+    values: [id],
+  });
   const row = result.rows[0];
   if (!row) return undefined;
   const run = await getRun(db, id);

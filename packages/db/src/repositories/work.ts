@@ -108,6 +108,49 @@ const fieldColumns = extractedFieldKeys.map((key) => columns[key].name);
 const setExtractedFields = fieldColumns.map((name) => `${name} = i.${name}`).join(', ');
 
 /**
+ * The settle statement for up to `bodies` distinct bodies, with its body slots rounded up to a
+ * power of two (the unused ones are NULL and skipped): a handful of fixed texts, each prepared
+ * once per connection, instead of parsing and planning a new text for every batch size.
+ */
+const settleExtractedStatement = (() => {
+  const statements = new Map<number, { name: string; text: string; slots: number }>();
+  return (bodies: number): { name: string; text: string; slots: number } => {
+    const slots = 2 ** Math.ceil(Math.log2(Math.max(1, bodies)));
+    let statement = statements.get(slots);
+    if (statement === undefined) {
+      const bodyParams = Array.from({ length: slots }, (_, index) => `$${index + 4}::bytea`);
+      statement = {
+        slots,
+        name: `gleaner-settle-extracted-${slots}`,
+        text: `
+    WITH input AS (
+      SELECT * FROM jsonb_populate_recordset(NULL::postings, $1::jsonb)
+    ), bodies AS (
+      INSERT INTO page_bodies (sha256, content, content_encoding, content_type, byte_length)
+      SELECT b.sha256, b.content, 'identity', b.content_type, octet_length(b.content)
+      FROM unnest($2::text[], $3::text[], ARRAY[${bodyParams.join(', ')}]) AS b(sha256, content_type, content)
+      WHERE b.sha256 IS NOT NULL
+      ON CONFLICT (sha256) DO NOTHING
+    ), previous AS (
+      SELECT p.* FROM postings p JOIN input i ON i.id = p.id AND i.run_id = p.run_id
+      WHERE p.status = 'pending' AND p.extracted_at IS NOT NULL
+        AND p.body_sha256 IS DISTINCT FROM i.body_sha256
+    ), kept AS (${KEEP_PREVIOUS_VERSION})
+    UPDATE postings p
+    SET status = 'ready', error = NULL, body_sha256 = i.body_sha256, text_sha256 = i.text_sha256,
+        ${setExtractedFields},
+        fetched_at = now(), extracted_at = now(), updated_at = now()
+    FROM input i
+    WHERE p.id = i.id AND p.run_id = i.run_id AND p.status = 'pending'
+    RETURNING p.id`,
+      };
+      statements.set(slots, statement);
+    }
+    return statement;
+  };
+})();
+
+/**
  * Stores each page's body and settles its posting `ready` with the extracted fields, keeping
  * the fields it had before as a `posting_versions` row when it had been extracted. Guarded like
  * `settlePosting`: a posting no longer pending in the given run is left alone. Returns the ids
@@ -134,35 +177,20 @@ export async function settleExtractedPages(
   const bodies = new Map<string, ExtractedPage>();
   for (const page of pages) bodies.set(page.sha256, page);
   const stored = [...bodies.values()];
-  const bodyParams = stored.map((_, index) => `$${index + 4}::bytea`).join(', ');
-  const text = `
-    WITH input AS (
-      SELECT * FROM jsonb_populate_recordset(NULL::postings, $1::jsonb)
-    ), bodies AS (
-      INSERT INTO page_bodies (sha256, content, content_encoding, content_type, byte_length)
-      SELECT b.sha256, b.content, 'identity', b.content_type, octet_length(b.content)
-      FROM unnest($2::text[], $3::text[], ARRAY[${bodyParams}]) AS b(sha256, content_type, content)
-      ON CONFLICT (sha256) DO NOTHING
-    ), previous AS (
-      SELECT p.* FROM postings p JOIN input i ON i.id = p.id AND i.run_id = p.run_id
-      WHERE p.status = 'pending' AND p.extracted_at IS NOT NULL
-        AND p.body_sha256 IS DISTINCT FROM i.body_sha256
-    ), kept AS (${KEEP_PREVIOUS_VERSION})
-    UPDATE postings p
-    SET status = 'ready', error = NULL, body_sha256 = i.body_sha256, text_sha256 = i.text_sha256,
-        ${setExtractedFields},
-        fetched_at = now(), extracted_at = now(), updated_at = now()
-    FROM input i
-    WHERE p.id = i.id AND p.run_id = i.run_id AND p.status = 'pending'
-    RETURNING p.id`;
-  const { rows } = await db.$client.query<{ id: string }>(text, [
-    JSON.stringify(input),
-    stored.map((page) => page.sha256),
-    stored.map((page) => page.contentType),
-    ...stored.map((page) =>
-      Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength),
-    ),
-  ]);
+  const { name, text, slots } = settleExtractedStatement(stored.length);
+  const { rows } = await db.$client.query<{ id: string }>({
+    name,
+    text,
+    values: [
+      JSON.stringify(input),
+      stored.map((page) => page.sha256),
+      stored.map((page) => page.contentType),
+      ...stored.map((page) =>
+        Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength),
+      ),
+      ...Array.from({ length: slots - stored.length }, () => null),
+    ],
+  });
   return new Set(rows.map((row) => row.id));
 }
 
