@@ -10,6 +10,8 @@ import {
   type TestRedisNamespace,
 } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
+import { Agent, get, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { buildApp } from './app.js';
 
@@ -163,6 +165,61 @@ describe('POST /jobs/scrape rejects bad input with problem bodies', () => {
       'params.runId',
     );
     expectProblem(await app.inject({ method: 'GET', url: '/jobs/scrape/bad%20id' }), 400);
+  });
+});
+
+describe('shutdown', () => {
+  it('closes while a keep-alive request is in flight, telling its client to close the connection', async () => {
+    const closing = await buildApp({
+      config: {
+        API_BODY_LIMIT_BYTES: 4096,
+        API_PUBLIC_URL: undefined,
+        ADMIN_USERNAME: 'admin',
+        ADMIN_PASSWORD: 'correct-horse',
+        SYNC_SCRAPE_TIMEOUT_MS: 1000,
+        HTTP_ALLOW_PRIVATE_NETWORKS: false,
+      },
+      logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
+      db: handle.db,
+      pool: handle.pool,
+      redis,
+      queues,
+    });
+    let entered!: () => void;
+    const inHandler = new Promise<void>((resolve) => (entered = resolve));
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
+    closing.get('/slow', async () => {
+      entered();
+      await finished;
+      return { ok: true };
+    });
+    await closing.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = closing.server.address() as AddressInfo;
+    const agent = new Agent({ keepAlive: true });
+    try {
+      const response = new Promise<IncomingMessage>((resolve, reject) =>
+        get(`http://127.0.0.1:${port}/slow`, { agent }, resolve).on('error', reject),
+      );
+      await inHandler;
+      let closed = false;
+      const closeDone = closing.close().then(() => (closed = true));
+      // The server has stopped listening (server.close() ran) before the response goes out.
+      while (closing.server.listening) await new Promise((resolve) => setTimeout(resolve, 10));
+      finish();
+      const answer = await response;
+      let body = '';
+      for await (const chunk of answer) body += String(chunk);
+      expect(answer.statusCode).toBe(200);
+      expect(JSON.parse(body)).toEqual({ ok: true });
+      expect(answer.headers.connection).toBe('close');
+      // Without the header the socket stays open and close() waits for the keep-alive timeout.
+      await Promise.race([closeDone, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+      expect(closed).toBe(true);
+    } finally {
+      agent.destroy();
+      await closing.close();
+    }
   });
 });
 

@@ -36,8 +36,16 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  // A request in flight when the server starts closing is answered with `Connection: close`.
+  // server.close() reaps only idle keep-alive sockets: one that turned idle afterwards would hold
+  // the shutdown open until its keep-alive timeout, past any grace period.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);
+    if (closing) void reply.header('connection', 'close');
   });
 
   await app.register(problemPlugin);
