@@ -1,8 +1,11 @@
 /**
  * `pnpm bench pipeline`: pages per second through the real pipeline, against two references.
  *
- *   pipeline  one worker process (scrape → crawl → extract, Postgres + Redis) scraping the
- *             fixture career site, timed from the scrape enqueue until the run row is terminal;
+ *   pipeline  one worker process (BENCH_WORKERS to run more), scrape → crawl → extract with
+ *             Postgres + Redis, scraping the fixture career site, timed from the scrape enqueue
+ *             until the run row is terminal; the site's gate lets the workers fetch as many
+ *             pages at once as the baseline loop does. On 2 cores a second worker is slower:
+ *             it halves every worker's write batches while Postgres and Redis keep one core;
  *   baseline  a bare loop in this process: undici `request` + `cheerio/slim` + JSON.parse of
  *             every JSON-LD block, same URL list and same concurrency as the crawl queue;
  *   crawlee   `CheerioCrawler` with its defaults reading the same JSON-LD.
@@ -15,7 +18,7 @@
  * Last stdout line: {"pagesPerSec","baselinePagesPerSec","ratio","crawleePagesPerSec","peakRssMB",…}.
  * Exit code 1 when the run did not succeed or a target (ratio ≥ 0.8, peak RSS ≤ 250 MB) is missed.
  *
- * Environment: BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY (default: the worker's own
+ * Environment: BENCH_WORKERS (1), BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY (default: the worker's own
  * defaults from @gleaner/config), BENCH_POSTINGS (2000), BENCH_PAGE_BYTES (30000),
  * BENCH_TIMEOUT_MS (300000), BENCH_WORKER_NODE_OPTIONS (extra NODE_OPTIONS for the worker),
  * BENCH_WORKER_CPU_PROFILE=<dir> (writes the worker's .cpuprofile there, see cpu-profile.mjs),
@@ -31,8 +34,8 @@ import { load } from 'cheerio/slim';
 import { Agent, request } from 'undici';
 import { workerFragment } from '@gleaner/config';
 import { createRun, getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
-import { enqueue, type Queues } from '@gleaner/queue';
-import { freePort, repoRoot, startService, type ServiceProcess } from '@gleaner/testing';
+import { enqueue } from '@gleaner/queue';
+import { freePort, repoRoot } from '@gleaner/testing';
 import { type BenchModule } from './bench.js';
 import {
   concurrencyFrom,
@@ -45,12 +48,14 @@ import {
   report,
   TERMINAL_RUN_STATUSES,
   wantsHelp,
-  workerProcessEnv,
+  startWorkerProcesses,
+  assertWorkersAlive,
+  workerWarnings,
   Teardown,
 } from './support.js';
 
 const USAGE = `usage: pnpm bench pipeline
-environment: BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY (worker defaults), BENCH_POSTINGS (2000),
+environment: BENCH_WORKERS (1), BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY (worker defaults), BENCH_POSTINGS (2000),
   BENCH_PAGE_BYTES (30000), BENCH_TIMEOUT_MS (300000), BENCH_WORKER_NODE_OPTIONS,
   BENCH_WORKER_CPU_PROFILE=<dir>, BENCH_SKIP_CRAWLEE=1
 `;
@@ -64,6 +69,7 @@ const NOISE_WARNING_CPU_SECONDS = 1;
 const MEASURED_PROCESSES = new Set(['bench', 'fixture-site', 'worker', 'postgres', 'redis-server']);
 
 interface Settings {
+  workers: number;
   postings: number;
   pageBytes: number;
   crawlConcurrency: number;
@@ -80,6 +86,7 @@ const progress = progressFor('pipeline');
 function readSettings(args: string[]): Settings | 'help' {
   if (wantsHelp(args, USAGE)) return 'help';
   return {
+    workers: integerFrom('BENCH_WORKERS', 1, { min: 1 }, USAGE),
     postings: integerFrom('BENCH_POSTINGS', 2000, { min: 1 }, USAGE),
     pageBytes: integerFrom('BENCH_PAGE_BYTES', 30_000, { min: 0 }, USAGE),
     crawlConcurrency: concurrencyFrom(
@@ -425,29 +432,11 @@ interface PipelineResult {
   phases: { pickup: number; listing: number; pages: number } | null;
   run: RunRow;
   peakRssMB: number;
-  workerExitCode: number | null;
+  /** Each worker's exit code on SIGTERM. */
+  workerExitCodes: (number | null)[];
   workerWarnings: number;
   /** CPU seconds per process kind (worker, postgres, redis-server, fixture-site…) during the run. */
   cpuSeconds: Record<string, number>;
-}
-
-async function waitForWorkers(
-  queues: Queues,
-  worker: ServiceProcess,
-  timeoutMs = 30_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  const served = [queues.scrape, queues.crawl, queues.extract];
-  while (Date.now() < deadline) {
-    if (worker.child.exitCode !== null)
-      throw new Error(`worker exited with ${worker.child.exitCode}: ${worker.stderr().trim()}`);
-    const counts = await Promise.all(served.map((queue) => queue.getWorkersCount()));
-    if (counts.every((count) => count > 0)) return;
-    await sleep(100);
-  }
-  throw new Error(
-    `worker did not connect to scrape, crawl and extract within ${timeoutMs} ms: ${worker.stderr().trim()}`,
-  );
 }
 
 /** Runs the pipeline; its database, Redis keys and worker are gone when it returns or throws. */
@@ -470,31 +459,31 @@ async function pipelineRun(
   site: FixtureSiteProcess,
   teardown: Teardown,
 ): Promise<PipelineResult> {
-  const { databaseName, handle, queues, workerEnv } = await createBenchStack('pipeline', teardown, {
-    poolMax: 2,
-  });
+  const stack = await createBenchStack('pipeline', teardown, { poolMax: 2 });
+  const { databaseName, handle, queues, workerEnv } = stack;
   const env: Record<string, string> = {
     ...workerEnv,
     WORKER_CONCURRENCY_CRAWL: String(settings.crawlConcurrency),
     WORKER_CONCURRENCY_EXTRACT: String(settings.extractConcurrency),
   };
-  const worker = startService('worker', { ...env, ...workerProcessEnv() }, 'bench-worker');
-  teardown.add('stop worker', () => worker.stop());
-  const pid = worker.child.pid;
-  if (pid === undefined) throw new Error('worker process did not start');
-  const rss = sampleRss(pid);
-  teardown.add('stop RSS sampler', async () => rss.stop());
-  await waitForWorkers(queues, worker);
+  const workers = await startWorkerProcesses(settings.workers, env, stack, teardown);
+  const pids = workers.map((worker) => {
+    const pid = worker.child.pid;
+    if (pid === undefined) throw new Error(`${worker.name} did not start`);
+    return pid;
+  });
+  const samplers = pids.map((pid) => sampleRss(pid));
+  teardown.add('stop RSS samplers', async () => samplers.forEach((sampler) => sampler.stop()));
   progress(
-    `worker ${pid} ready (crawl ${settings.crawlConcurrency}, extract ${settings.extractConcurrency})`,
+    `${workers.length} worker process(es) ready, pids ${pids.join(', ')} (crawl ${settings.crawlConcurrency}, extract ${settings.extractConcurrency} each)`,
   );
 
   const siteRow = await insertSite(handle.db, {
     siteName: 'bench-fixture-careers',
     kind: 'career-site',
     config: { url: site.url, sitemapUrl: site.sitemapUrl },
-    // Measure the pipeline, not politeness: no pauses, and as many concurrent fetches as the
-    // worker runs crawl jobs (the same concurrency the baseline loop gets).
+    // Measure the pipeline, not politeness: no pauses, and as many concurrent fetches as one
+    // worker runs crawl jobs (the same concurrency the baseline loop gets), across all workers.
     minPauseSeconds: 0,
     maxPauseSeconds: 0,
     maxConcurrency: settings.crawlConcurrency,
@@ -511,10 +500,7 @@ async function pipelineRun(
     await sleep(100);
     run = await getRun(handle.db, created.id);
     if (run && TERMINAL_RUN_STATUSES.has(run.status)) break;
-    if (worker.child.exitCode !== null)
-      throw new Error(
-        `worker exited with ${worker.child.exitCode} mid-run: ${worker.stderr().trim()}`,
-      );
+    assertWorkersAlive(workers, ' mid-run');
     const now = performance.now();
     if (now - started > settings.timeoutMs) {
       throw new Error(
@@ -528,16 +514,17 @@ async function pipelineRun(
   }
   const seconds = (performance.now() - started) / 1000;
   const cpuLabels = new Map([
-    [pid, 'worker'],
+    ...pids.map((pid) => [pid, 'worker'] as const),
     [process.pid, 'bench'],
     [site.child.pid ?? -1, 'fixture-site'],
   ]);
   const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), cpuLabels, databaseName);
-  const peakRssMB = rss.peakMb(); // before the worker exits, while /proc/<pid> still exists
-  rss.stop();
+  // Before the workers exit, while /proc/<pid> still exists: the largest of any one worker.
+  const peakRssMB = Math.max(...samplers.map((sampler) => sampler.peakMb()));
+  samplers.forEach((sampler) => sampler.stop());
   const phases = await runPhases(handle, created.id, enqueuedAt);
-  const workerExitCode = await worker.stop();
-  const warnings = worker.logs.filter((line) => typeof line.level === 'number' && line.level >= 40);
+  const exitCodes = await Promise.all(workers.map((worker) => worker.stop()));
+  const warnings = workerWarnings(workers);
   for (const line of warnings.slice(0, 5))
     progress(`worker: ${JSON.stringify(line).slice(0, 500)}`);
   return {
@@ -545,7 +532,7 @@ async function pipelineRun(
     phases,
     run,
     peakRssMB,
-    workerExitCode,
+    workerExitCodes: exitCodes,
     workerWarnings: warnings.length,
     cpuSeconds,
   };
@@ -660,7 +647,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
       `baseline found ${baseline.postingsFound} JobPostings, expected ${settings.postings}`,
     );
 
-  progress('pipeline: one worker process, scrape → crawl → extract');
+  progress(`pipeline: ${settings.workers} worker process(es), scrape → crawl → extract`);
   let pipeline: PipelineResult | undefined;
   try {
     pipeline = await runPipeline(settings, site, teardown);
@@ -688,8 +675,8 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
         `run ended ${run.status} with ${run.readyCount}/${settings.postings} ready (${run.errorsCount} errors): ${run.message ?? ''}`,
       );
     }
-    if (pipeline.workerExitCode !== 0)
-      failures.push(`worker exited with ${pipeline.workerExitCode} on SIGTERM`);
+    for (const [index, code] of pipeline.workerExitCodes.entries())
+      if (code !== 0) failures.push(`worker ${index + 1} exited with ${code} on SIGTERM`);
   }
   let crawlee: CrawleeResult | undefined;
   if (!settings.skipCrawlee) {
@@ -720,6 +707,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
     peakRssMB: peakRssMB === null ? null : round2(peakRssMB),
     postings: settings.postings,
     pageBytes: settings.pageBytes,
+    workers: settings.workers,
     crawlConcurrency: settings.crawlConcurrency,
     extractConcurrency: settings.extractConcurrency,
     pipelineSeconds: pipeline ? round2(pipeline.seconds) : null,
