@@ -193,6 +193,22 @@ describe('batched posting store', () => {
     expect((await loadBody(handle.db, big.sha256))?.body.toString()).toBe(html);
   });
 
+  it('compresses long descriptions with lz4', async () => {
+    const { run, postings } = await runWithPostings(1);
+    const store = createPostingStore(handle.db, silent());
+    const text = 'Design and build the services our customers rely on. '.repeat(200);
+    const long = page(postings[0]!.id, run.id, 'Long description');
+    long.fields = { ...long.fields, description: `<p>${text}</p>`, descriptionText: text };
+    expect(await store.settleExtracted(long)).toBe(true);
+    const { rows } = await handle.pool.query(
+      `SELECT pg_column_compression(description) AS description,
+              pg_column_compression(description_text) AS description_text, description_text AS text
+       FROM postings WHERE id = $1`,
+      [postings[0]!.id],
+    );
+    expect(rows[0]).toEqual({ description: 'lz4', description_text: 'lz4', text });
+  });
+
   it('settles nothing twice, keeps the previous version and clears fields the page dropped', async () => {
     const { site, run, postings } = await runWithPostings(2);
     const store = createPostingStore(handle.db, silent());

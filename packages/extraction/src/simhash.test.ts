@@ -96,10 +96,40 @@ describe('fingerprints computed in place', () => {
     '€5k 10°C a©b 🚀go 𝐀𝐁c ½ \u00a0nbsp\u3000ideographic\ufeffbom',
     'ΣΊΣΥΦΟΣ İstanbul ǅemal ß',
     `<p>Senior&nbsp;Engineer</p><script>var x = "Hidden";</script><!-- note -->${words}`,
+    // A separator outside the BMP next to a letter outside it, a word at the end.
+    'c 😀𝐀 x😀😀y 𝐀',
+    '😀',
+    ' trailing space ',
   ];
 
+  /** Random texts over an alphabet of every kind of character the scans tell apart. */
+  function randomSamples(count: number): string[] {
+    const alphabet = [
+      ...'aZ09 ,.-_<>&;#\n\t',
+      ...'éÉßİΣǅ東京–—…€©°½\u00a0\u3000\ufeff\u2070\u1fff\u2000',
+      '😀',
+      '𝐀',
+      '<script>x</script>',
+      '<!-- c -->',
+      '&amp;',
+      '&#233;',
+    ];
+    let seed = 42;
+    const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    return Array.from({ length: count }, () =>
+      Array.from({ length: 1 + Math.floor(next() * 40) }, () => {
+        return alphabet[Math.floor(next() * alphabet.length)]!;
+      }).join(''),
+    );
+  }
+
+  it('treat a lone surrogate (a JSON escape can make one) as a separator', () => {
+    expect(textSimhash('a\ud800b \udc00c')).toBe(simhash(['a', 'b', 'c']));
+    expect(textSha256('a\ud800b \udc00c')).toBe(createHash('sha256').update('a b c').digest('hex'));
+  });
+
   it('hash the words textTokens and pageTokens split out', () => {
-    for (const sample of samples) {
+    for (const sample of [...samples, ...randomSamples(2000)]) {
       expect(textSimhash(sample)).toBe(simhash(textTokens(sample)));
       expect(pageSimhash(sample)).toBe(simhash(pageTokens(sample)));
       expect(textSha256(sample)).toBe(

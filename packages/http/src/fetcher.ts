@@ -420,7 +420,8 @@ export function createFetcher(options: FetcherOptions): Fetcher {
         method: 'GET',
         headers,
         signal,
-        ...(request.sendBy === undefined ? {} : { sendBy: request.sendBy }),
+        // No deadline (undefined, or Infinity for a site without spacing): no interceptor work.
+        ...(Number.isFinite(request.sendBy) ? { sendBy: request.sendBy } : {}),
       });
       const responseHeaders = response.headers as Record<string, string | string[] | undefined>;
       const history = (response.context as { history?: readonly URL[] } | undefined)?.history ?? [];
@@ -534,6 +535,7 @@ async function readBody(
     discard(raw);
     throw error;
   }
+  if (decoders.length === 0) return readIdentityBody(url, raw, limits);
   const streams: (Readable | Transform)[] = [raw, rawByteCounter(url, limits.maxRaw), ...decoders];
   // pipeline destroys every stream on failure; the reader of the last one sees the error.
   const output = pipeline(streams, () => undefined) as unknown as Readable;
@@ -567,6 +569,50 @@ async function readBody(
   } finally {
     limits.signal.removeEventListener('abort', onAbort);
     for (const stream of streams) discard(stream);
+  }
+  return { body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), truncated };
+}
+
+/**
+ * `readBody` for a body sent as is (most pages): the bytes on the wire are the body, so both caps
+ * are checked in the read loop itself. A stream pipeline with a counting Transform cost about
+ * 40 µs of CPU per page, a fifth of a page's fetch.
+ */
+async function readIdentityBody(
+  url: string,
+  raw: Readable,
+  limits: ReadLimits,
+): Promise<{ body: Buffer; truncated: boolean }> {
+  const onAbort = () =>
+    raw.destroy(
+      limits.signal.reason instanceof Error ? limits.signal.reason : new Error('aborted'),
+    );
+  limits.signal.addEventListener('abort', onAbort, { once: true });
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let truncated = false;
+  try {
+    if (limits.signal.aborted) onAbort();
+    for await (const chunk of raw) {
+      const buffer = chunk as Buffer;
+      if (size + buffer.byteLength > limits.maxRaw) {
+        if (!limits.truncate) throw new HttpBodyTooLargeError(url, limits.maxRaw);
+        truncated = true; // the raw cap of a truncating read: keep what was read so far
+        break;
+      }
+      if (size + buffer.byteLength > limits.maxBody) {
+        if (!limits.truncate) throw new HttpBodyTooLargeError(url, limits.maxBody);
+        chunks.push(buffer.subarray(0, limits.maxBody - size));
+        size = limits.maxBody;
+        truncated = true;
+        break;
+      }
+      size += buffer.byteLength;
+      chunks.push(buffer);
+    }
+  } finally {
+    limits.signal.removeEventListener('abort', onAbort);
+    discard(raw);
   }
   return { body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), truncated };
 }

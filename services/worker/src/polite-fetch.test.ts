@@ -28,6 +28,8 @@ const log = createLogger({ service: 'test', level: 'silent' });
 
 let server: Server;
 let origin: string;
+/** Requests to /slow/ in flight now, and the most at once. */
+const slowInFlight = { now: 0, max: 0 };
 /** Arrival times (performance.now()) of posting requests. */
 const arrivals: number[] = [];
 let redis: Redis;
@@ -38,6 +40,15 @@ const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
   server = createServer((request, response) => {
+    if (request.url?.startsWith('/slow/')) {
+      // Answers after 40 ms, counting the requests in flight meanwhile.
+      slowInFlight.max = Math.max(slowInFlight.max, ++slowInFlight.now);
+      setTimeout(() => {
+        slowInFlight.now -= 1;
+        response.writeHead(200, { 'content-type': 'text/html' }).end('<html></html>');
+      }, 40);
+      return;
+    }
     if (request.url?.startsWith('/jobs/')) {
       arrivals.push(performance.now());
       response.writeHead(200, { 'content-type': 'text/html' }).end('<html></html>');
@@ -155,6 +166,26 @@ describe('fetchPolitely', () => {
     // No queue round trip lost: the parked job was running again before its slot.
     expect(third - first).toBeLessThan(2 * 412 + WAKE_LEAD_MS / 4);
     expect([...pickups.values()].sort()).toEqual([1, 1, 2]);
+  });
+
+  it('waits in-job for a concurrency slot instead of parking the job', async () => {
+    // One fetch at a time: the other jobs are refused with `concurrency` (a 1–2 s retry) and
+    // are woken by the lease their neighbour frees instead.
+    const gate = createSiteGate({ redis, prefix });
+    const { queue, pickups } = crawlQueue(site({ maxConcurrency: 1 }), gate, 4);
+    slowInFlight.max = 0;
+    const started = performance.now();
+    await queue.addBulk(
+      [1, 2, 3, 4].map((n) => ({
+        name: 'crawl',
+        data: { url: `${origin}/slow/${n}` },
+        opts: { jobId: `job-${n}` },
+      })),
+    );
+    await waitFor(async () => (await queue.getJobCounts('completed')).completed === 4);
+    expect(slowInFlight.max).toBe(1);
+    expect([...pickups.values()]).toEqual([1, 1, 1, 1]);
+    expect(performance.now() - started).toBeLessThan(1_000);
   });
 
   it('parks a job for a long wait instead of holding its slot', async () => {

@@ -52,6 +52,12 @@ export const WAKE_LEAD_MS = 400;
  */
 const MAX_IN_JOB_TOTAL_MS = 1_000;
 
+/**
+ * While every concurrency slot of a site is taken, how often a waiting job asks the gate again
+ * when no lease of this process frees meanwhile (a lease freed by another replica).
+ */
+const CONCURRENCY_RECHECK_MS = 25;
+
 function policyOf(site: PostingSite, crawlDelayMs: number | undefined): SitePolicy {
   return {
     rateLimitRps: site.rateLimitRps,
@@ -140,9 +146,18 @@ async function acquireLease(
       await giveBackLate(lease, waits, siteId, context);
       continue;
     }
-    // A start just ahead that could not be granted yet (every concurrency slot taken, or the
-    // floor after a grant made meanwhile): wait for it here, within the same bounds.
     const waited = performance.now() - waits.started;
+    // Every slot is taken by fetches under way: one frees as soon as any of them ends, usually
+    // within a fetch's time, while the refusal's retry (1–2 s) is a guess. Wait in-job for a
+    // lease this process frees, or a moment for one freed elsewhere, within the in-job bound.
+    if (decision.reason === 'concurrency' && waited < MAX_IN_JOB_TOTAL_MS) {
+      await gate.nextRelease(siteId, CONCURRENCY_RECHECK_MS, signal);
+      signal?.throwIfAborted();
+      continue;
+    }
+    // A start just ahead that could not be granted yet (the floor after a grant made
+    // meanwhile, or every slot taken with the start still ahead): wait for it here, within the
+    // same bounds.
     if (
       decision.reason === 'rate' &&
       decision.delayMs <= MAX_IN_JOB_WAIT_MS &&

@@ -217,6 +217,36 @@ describe('concurrency leases', () => {
     expect((await gates[2]!.acquire(siteId, policy)).granted).toBe(true);
   });
 
+  it('wakes a caller waiting in this process when a lease of the site is freed', async () => {
+    const siteId = newSite();
+    const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 1 };
+    const gate = gates[0]!;
+    const held = await gate.acquire(siteId, policy);
+    if (!held.granted) throw new Error('expected a lease');
+    expect(refused(await gate.acquire(siteId, policy)).reason).toBe('concurrency');
+
+    // Another site's lease, or one freed by another replica, wakes nobody here before the timeout.
+    const other = await gate.acquire(newSite(), policy);
+    if (!other.granted) throw new Error('expected a lease');
+    let woken = false;
+    const waiting = gate.nextRelease(siteId, 5_000).then(() => (woken = true));
+    await other.lease.release({ status: 200 });
+    await sleep(50);
+    expect(woken).toBe(false);
+
+    const started = performance.now();
+    await held.lease.release({ status: 200 });
+    await waiting;
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect((await gate.acquire(siteId, policy)).granted).toBe(true);
+
+    // Without a release: the timeout, or the caller's signal, ends the wait.
+    const timedOut = performance.now();
+    await gate.nextRelease(siteId, 30);
+    expect(performance.now() - timedOut).toBeGreaterThanOrEqual(25);
+    await gate.nextRelease(siteId, 60_000, AbortSignal.abort());
+  });
+
   it('expires the lease of a worker that died, so its slot comes back', async () => {
     const siteId = newSite();
     const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 1 };
@@ -422,6 +452,24 @@ describe('grants given back unused', () => {
     expect(decision.lease.startAfter).toBeLessThanOrEqual(performance.now());
     expect(decision.lease.startBy).toBeGreaterThanOrEqual(before + 40);
     expect(decision.lease.startBy).toBeLessThanOrEqual(performance.now() + 40);
+  });
+
+  it('sets no deadline where the site has no spacing at all', async () => {
+    const unspaced = await replicas[0]!.acquire(newSite(), {
+      minPauseMs: 0,
+      maxPauseMs: 0,
+      maxConcurrency: 4,
+    });
+    if (!unspaced.granted) throw new Error('expected a lease');
+    expect(unspaced.lease.startBy).toBe(Number.POSITIVE_INFINITY);
+    // Any spacing, a random pause included, brings the deadline back.
+    const paused = await replicas[0]!.acquire(newSite(), {
+      minPauseMs: 0,
+      maxPauseMs: 5,
+      maxConcurrency: 4,
+    });
+    if (!paused.granted) throw new Error('expected a lease');
+    expect(Number.isFinite(paused.lease.startBy)).toBe(true);
   });
 
   it('rewinds the spacing and keeps the holder first in line', async () => {

@@ -55,6 +55,8 @@ export interface GateLease {
    * Local deadline (a `performance.now()` value) for putting the request on the wire. The spacing
    * tolerates starts that drift from their grants by up to `startSkewMs`; a request that could
    * not start by then (a slow reply, a busy event loop) must `giveBack()` instead of going out.
+   * Infinity for a site with no spacing at all (no rate, Crawl-delay or pause): a late start
+   * there lands too close to nothing.
    */
   readonly startBy: number;
   /** Frees the concurrency slot and reports the outcome; idempotent. Call it once the fetch settles. */
@@ -202,6 +204,14 @@ export interface SiteGate {
   inspect(siteId: string): Promise<GateState>;
   /** Forgets everything about a site: schedule, reservations, leases, cooldown and breaker. */
   reset(siteId: string): Promise<void>;
+  /**
+   * Resolves when this process next releases or gives back a lease of the site, or after
+   * `timeoutMs`, whichever comes first (never rejects; an aborted `signal` resolves it too). For
+   * a caller refused with `concurrency`: a slot frees when any fetch of the site ends, usually
+   * within one fetch's time, far sooner than the refusal's suggested retry. Leases freed by other
+   * processes are seen at the timeout.
+   */
+  nextRelease(siteId: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
 }
 
 export interface SiteGateKeys {
@@ -262,6 +272,16 @@ function normalisePolicy(policy: SitePolicy, startSkewMs: number): NormalisedPol
     maxPauseMs: Math.floor(maxPauseMs),
     maxConcurrency: policy.maxConcurrency,
   };
+}
+
+/** Whether two grants on the site must be apart at all (see `GateLease.startBy`). */
+function isSpaced(policy: NormalisedPolicy): boolean {
+  return (
+    policy.rpsIntervalMs > 0 ||
+    policy.crawlDelayMs > 0 ||
+    policy.minPauseMs > 0 ||
+    policy.maxPauseMs > 0
+  );
 }
 
 const denyReasons = new Set<string>([
@@ -325,6 +345,14 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
     }
   }
 
+  /** Per site, the callers of `nextRelease` waiting in this process, woken one per freed lease. */
+  const releaseWaiters = new Map<string, Set<() => void>>();
+  function wakeOne(siteId: string): void {
+    const waiters = releaseWaiters.get(siteId);
+    const first = waiters?.values().next();
+    if (first && !first.done) first.value();
+  }
+
   function createLease(
     siteId: string,
     keys: SiteGateKeys,
@@ -361,7 +389,7 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
           settings.recoverAfter,
           settings.idleTtlMs,
           settings.reservationGraceMs,
-        ]).then(() => undefined);
+        ]).then(() => wakeOne(siteId));
         return settled;
       },
       giveBack() {
@@ -371,7 +399,7 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
           grant.grantedAt,
           settings.idleTtlMs,
           settings.reservationGraceMs,
-        ]).then(() => undefined);
+        ]).then(() => wakeOne(siteId));
         return settled;
       },
     };
@@ -421,7 +449,9 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
             grantedAt: retryAt,
             probe: probe === 1,
             startAfter: repliedAt + wait,
-            startBy: askedAt + wait + settings.startDeadlineMs,
+            startBy: isSpaced(normalised)
+              ? askedAt + wait + settings.startDeadlineMs
+              : Number.POSITIVE_INFINITY,
           }),
         };
       }
@@ -480,6 +510,25 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
       ])) as number[];
       const [now, ...slots] = reply;
       return { now: now!, slots: slots.map((slot) => (slot < 0 ? null : slot)) };
+    },
+
+    nextRelease(siteId, timeoutMs, signal) {
+      return new Promise<void>((resolve) => {
+        let waiters = releaseWaiters.get(siteId);
+        if (!waiters) releaseWaiters.set(siteId, (waiters = new Set()));
+        const done = () => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', done);
+          waiters.delete(done);
+          if (waiters.size === 0 && releaseWaiters.get(siteId) === waiters)
+            releaseWaiters.delete(siteId);
+          resolve();
+        };
+        const timer = setTimeout(done, timeoutMs);
+        waiters.add(done);
+        if (signal?.aborted) done();
+        else signal?.addEventListener('abort', done, { once: true });
+      });
     },
 
     async reset(siteId) {
