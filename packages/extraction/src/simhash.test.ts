@@ -128,8 +128,52 @@ describe('fingerprints computed in place', () => {
     expect(textSha256('a\ud800b \udc00c')).toBe(createHash('sha256').update('a b c').digest('hex'));
   });
 
+  /** Random pages whose text is ASCII and dashes (the one-scan path), markup of every kind. */
+  function randomAsciiPages(count: number): string[] {
+    const pieces = [
+      ...'aZ09 ,.-_<>&;#/!x\n\t',
+      '–',
+      '—',
+      '<p>',
+      '</P>',
+      '<script>hidden</script>',
+      '<SCRIPT type="x">a<b</ScRiPt >',
+      '<script>never closed',
+      '<scripts>shown</scripts>',
+      '<style>.a{}</style\n>',
+      '<noscript>n</noscript>',
+      '<template><p>t</p></template>',
+      '</script>',
+      '<!-- c -->',
+      '<!-->',
+      '<!--->',
+      '&amp;',
+      '&AMP;',
+      '&#233;',
+      '&#x4A;',
+      '&#X4a;',
+      '&#12x;',
+      '&#x;',
+      '&a1;',
+      '&1a;',
+      '<a href="x">',
+      '<br/>',
+      'Engineer',
+      'SENIOR',
+      ' \u00a0',
+      '\u3000',
+    ];
+    let seed = 7;
+    const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    return Array.from({ length: count }, () =>
+      Array.from({ length: 1 + Math.floor(next() * 30) }, () => {
+        return pieces[Math.floor(next() * pieces.length)]!;
+      }).join(''),
+    );
+  }
+
   it('hash the words textTokens and pageTokens split out', () => {
-    for (const sample of [...samples, ...randomSamples(2000)]) {
+    for (const sample of [...samples, ...randomSamples(2000), ...randomAsciiPages(3000)]) {
       expect(textSimhash(sample)).toBe(simhash(textTokens(sample)));
       expect(pageSimhash(sample)).toBe(simhash(pageTokens(sample)));
       expect(textSha256(sample)).toBe(

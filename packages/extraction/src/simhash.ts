@@ -249,8 +249,210 @@ export function pageSimhash(html: string): string {
   return textSimhash(html.replace(INVISIBLE, ' '));
 }
 
-/** Grown on demand and reused: `textSha256` writes a page's words here before hashing them. */
+const SCRIPT_LIKE = ['script', 'style', 'noscript', 'template'] as const;
+
+/** Whether `text` has `name` (lower-case ASCII) at `offset`, in any case. */
+function hasNameAt(text: string, offset: number, name: string): boolean {
+  for (let index = 0; index < name.length; index += 1) {
+    if ((text.charCodeAt(offset + index) | 0x20) !== name.charCodeAt(index)) return false;
+  }
+  return true;
+}
+
+function isAsciiWordCharacter(code: number): boolean {
+  return (
+    (code >= 0x30 && code <= 0x39) ||
+    ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) ||
+    code === 0x5f
+  );
+}
+
+/** What `\s` matches in a JavaScript regular expression. */
+function isJsWhitespace(code: number): boolean {
+  return (
+    (code >= 0x09 && code <= 0x0d) ||
+    code === 0x20 ||
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000 ||
+    code === 0xfeff
+  );
+}
+
+/**
+ * Where the `INVISIBLE` match starting at `start` (a `<` or `&`) ends, or -1 when none starts
+ * there: the regex's alternatives, tried in its order.
+ */
+function invisibleEnd(html: string, start: number): number {
+  if (html.charCodeAt(start) === 0x26) {
+    const next = html.charCodeAt(start + 1);
+    let end = start + 2;
+    if (next === 0x23) {
+      while (html.charCodeAt(end) >= 0x30 && html.charCodeAt(end) <= 0x39) end += 1;
+      if (end > start + 2 && html.charCodeAt(end) === 0x3b) return end + 1;
+      if ((html.charCodeAt(start + 2) | 0x20) !== 0x78) return -1;
+      end = start + 3;
+      for (;;) {
+        const code = html.charCodeAt(end);
+        if (!((code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x66)))
+          break;
+        end += 1;
+      }
+      return end > start + 3 && html.charCodeAt(end) === 0x3b ? end + 1 : -1;
+    }
+    if ((next | 0x20) < 0x61 || (next | 0x20) > 0x7a) return -1;
+    for (;;) {
+      const code = html.charCodeAt(end);
+      if (!((code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a)))
+        break;
+      end += 1;
+    }
+    return html.charCodeAt(end) === 0x3b ? end + 1 : -1;
+  }
+  for (const name of SCRIPT_LIKE) {
+    const afterName = start + 1 + name.length;
+    if (!hasNameAt(html, start + 1, name) || isAsciiWordCharacter(html.charCodeAt(afterName)))
+      continue;
+    const opened = html.indexOf('>', afterName);
+    if (opened === -1) break;
+    for (let from = opened + 1; ; ) {
+      const closing = html.indexOf('</', from);
+      if (closing === -1) break;
+      from = closing + 1;
+      if (!hasNameAt(html, closing + 2, name)) continue;
+      let end = closing + 2 + name.length;
+      while (isJsWhitespace(html.charCodeAt(end))) end += 1;
+      if (html.charCodeAt(end) === 0x3e) return end + 1;
+    }
+    break;
+  }
+  if (html.startsWith('<!--', start)) {
+    const end = html.indexOf('-->', start + 4);
+    if (end !== -1) return end + 3;
+  }
+  const end = html.indexOf('>', start + 1);
+  return end === -1 ? -1 : end + 1;
+}
+
+/** Lower-case forms of the non-ASCII characters pages use, cached (up to a bound). */
+const lowerCases = new Map<number, string>();
+function lowerCaseOf(codePoint: number): string {
+  let lower = lowerCases.get(codePoint);
+  if (lower === undefined) {
+    lower = String.fromCodePoint(codePoint).toLowerCase();
+    if (lowerCases.size < 65_536) lowerCases.set(codePoint, lower);
+  }
+  return lower;
+}
+
+/** Writes one word character's UTF-8 bytes (1 or 2 UTF-16 units at `offset`) at `length`. */
+function writeUtf8(out: Buffer, length: number, text: string, offset: number, units: number): number {
+  const code = text.charCodeAt(offset);
+  if (code < 0x80) {
+    out[length++] = code;
+  } else if (units === 2) {
+    const codePoint = (code - 0xd800) * 0x400 + (text.charCodeAt(offset + 1) - 0xdc00) + 0x10000;
+    out[length++] = 0xf0 | (codePoint >> 18);
+    out[length++] = 0x80 | ((codePoint >> 12) & 0x3f);
+    out[length++] = 0x80 | ((codePoint >> 6) & 0x3f);
+    out[length++] = 0x80 | (codePoint & 0x3f);
+  } else if (code < 0x800) {
+    out[length++] = 0xc0 | (code >> 6);
+    out[length++] = 0x80 | (code & 0x3f);
+  } else {
+    out[length++] = 0xe0 | (code >> 12);
+    out[length++] = 0x80 | ((code >> 6) & 0x3f);
+    out[length++] = 0x80 | (code & 0x3f);
+  }
+  return length;
+}
+
+/**
+ * `textSha256`'s words in one scan of the page, with no intermediate strings: what `INVISIBLE`
+ * matches is skipped, and each visible character is lower-cased on its own (ASCII in place, the
+ * rest through a cache). Writes them to `out` and returns their length, or -1 for a page
+ * whose text has a capital sigma: its lower case depends on where it stands in its word, and the
+ * general path lower-cases the whole text.
+ */
+function visibleWords(html: string, out: Buffer): number {
+  let length = 0;
+  let separated = false;
+  for (let offset = 0; offset < html.length; ) {
+    const code = html.charCodeAt(offset);
+    if (code === 0x3c || code === 0x26) {
+      const end = invisibleEnd(html, offset);
+      separated = length > 0;
+      offset = end === -1 ? offset + 1 : end;
+      continue;
+    }
+    offset += 1;
+    if (code < 0x80) {
+      const lower = code >= 0x41 && code <= 0x5a ? code | 0x20 : code;
+      if ((lower >= 0x61 && lower <= 0x7a) || (lower >= 0x30 && lower <= 0x39)) {
+        if (separated) {
+          out[length++] = 0x20;
+          separated = false;
+        }
+        out[length++] = lower;
+      } else {
+        separated = length > 0;
+      }
+      continue;
+    }
+    if (code >= 0x2000 && code < 0x2070) {
+      separated = length > 0;
+      continue;
+    }
+    if (code === 0x3a3) return -1;
+    let codePoint = code;
+    if (code >= 0xd800 && code <= 0xdbff) {
+      const next = html.charCodeAt(offset);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        codePoint = (code - 0xd800) * 0x400 + (next - 0xdc00) + 0x10000;
+        offset += 1;
+      }
+    }
+    const lower = lowerCaseOf(codePoint);
+    for (let index = 0; index < lower.length; index += 1) {
+      const lowerCode = lower.charCodeAt(index);
+      const units =
+        lowerCode < 0x80
+          ? (lowerCode >= 0x61 && lowerCode <= 0x7a) || (lowerCode >= 0x30 && lowerCode <= 0x39)
+            ? 1
+            : 0
+          : wordUnitsAt(lower, index, lowerCode);
+      if (units <= 0) {
+        separated = length > 0;
+        if (units < 0) index += 1;
+        continue;
+      }
+      if (separated) {
+        out[length++] = 0x20;
+        separated = false;
+      }
+      length = writeUtf8(out, length, lower, index, units);
+      index += units - 1;
+    }
+  }
+  return length;
+}
+
+/** Reused by `textSha256` for pages' words: grown on demand up to 1 MiB, kept for the next page. */
 let wordBytes = Buffer.allocUnsafe(64 * 1024);
+const MAX_KEPT_WORD_BYTES = 1024 * 1024;
+
+/** A buffer of at least `size` bytes: the reused one, or for a huge page one of its own. */
+function scratch(size: number): Buffer {
+  if (size <= wordBytes.length) return wordBytes;
+  if (size > MAX_KEPT_WORD_BYTES) return Buffer.allocUnsafe(size);
+  wordBytes = Buffer.allocUnsafe(size);
+  return wordBytes;
+}
 
 /**
  * sha256 of a page's visible words joined by single spaces: equal for pages that differ only
@@ -258,10 +460,12 @@ let wordBytes = Buffer.allocUnsafe(64 * 1024);
  * of the lower-cased text (a regex collapse of what lies between them cost twice as much).
  */
 export function textSha256(html: string): string {
+  // A UTF-16 unit gives at most 3 UTF-8 bytes (İ lower-cases to two units, 3 bytes), plus a
+  // separator before it.
+  const out = scratch(html.length * 4);
+  const scanned = visibleWords(html, out);
+  if (scanned >= 0) return createHash('sha256').update(out.subarray(0, scanned)).digest('hex');
   const lower = html.replace(INVISIBLE, ' ').toLowerCase();
-  // At most 3 UTF-8 bytes per UTF-16 unit, plus a separator per word.
-  if (wordBytes.length < lower.length * 4) wordBytes = Buffer.allocUnsafe(lower.length * 4);
-  const out = wordBytes;
   let length = 0;
   let separated = false;
   for (let offset = 0; offset < lower.length; offset += 1) {
@@ -288,21 +492,8 @@ export function textSha256(html: string): string {
       out[length++] = 0x20;
       separated = false;
     }
-    if (units === 2) {
-      const codePoint = (code - 0xd800) * 0x400 + (lower.charCodeAt(offset + 1) - 0xdc00) + 0x10000;
-      out[length++] = 0xf0 | (codePoint >> 18);
-      out[length++] = 0x80 | ((codePoint >> 12) & 0x3f);
-      out[length++] = 0x80 | ((codePoint >> 6) & 0x3f);
-      out[length++] = 0x80 | (codePoint & 0x3f);
-      offset += 1;
-    } else if (code < 0x800) {
-      out[length++] = 0xc0 | (code >> 6);
-      out[length++] = 0x80 | (code & 0x3f);
-    } else {
-      out[length++] = 0xe0 | (code >> 12);
-      out[length++] = 0x80 | ((code >> 6) & 0x3f);
-      out[length++] = 0x80 | (code & 0x3f);
-    }
+    length = writeUtf8(out, length, lower, offset, units);
+    offset += units - 1;
   }
   return createHash('sha256').update(out.subarray(0, length)).digest('hex');
 }
