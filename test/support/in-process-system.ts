@@ -106,6 +106,8 @@ export async function startInProcessSystem(
         prefix: namespace.prefix,
         queues: ['scrape', 'crawl', 'extract'],
         concurrency: { scrape: 1, crawl: crawlConcurrency, extract: extractConcurrency },
+        // As a worker runs by default: pages are analysed in a thread of their own.
+        extractThreads: 1,
       },
     );
     return { runtime, queues };

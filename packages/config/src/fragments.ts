@@ -70,6 +70,11 @@ export const workerFragment = {
    */
   WORKER_CONCURRENCY_CRAWL: integerFromEnv(64, { min: 1, max: 256 }),
   WORKER_CONCURRENCY_EXTRACT: integerFromEnv(8, { min: 1, max: 256 }),
+  /**
+   * Threads that fingerprint and extract fetched pages beside the event loop, so that one worker
+   * uses a second core; 0 does that work on the event loop.
+   */
+  WORKER_EXTRACT_THREADS: integerFromEnv(1, { min: 0, max: 32 }),
   /** Port of the worker's /health endpoint; 0 turns it off (several local replicas). */
   WORKER_HEALTH_PORT: integerFromEnv(0, { min: 0, max: 65_535 }),
 };

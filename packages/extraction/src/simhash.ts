@@ -72,7 +72,13 @@ function mix32(value: number): number {
  * the end: 8 increments per feature instead of 64.
  */
 class SimhashTally {
-  private readonly counts = new Int32Array(8 * 256);
+  /**
+   * One tally for every SimHash of the process, cleared for each: hashing is synchronous, and a
+   * typed array of this size per call lives outside the heap (8 KB allocated, zeroed and
+   * finalised per posting).
+   */
+  private static readonly shared = new Int32Array(8 * 256);
+  private readonly counts = SimhashTally.shared.fill(0);
 
   /** One feature: the two 32-bit halves of its 64-bit hash. */
   add(h: number, l: number): void {
@@ -87,17 +93,26 @@ class SimhashTally {
     counts[1792 + (l >>> 24)]! += 1;
   }
 
-  /** 16 hex digits; a bit is set when more features have it set than clear. */
+  /**
+   * 16 hex digits; a bit is set when more features have it set than clear. Per byte position,
+   * one pass over its 256 counts sums those of the values with each bit set.
+   */
   digest(): string {
+    const counts = this.counts;
     const halves = [0, 0];
+    const ones = new Int32Array(8);
     for (let position = 0; position < 8; position += 1) {
+      ones.fill(0);
+      let total = 0;
+      for (let value = 0, index = position * 256; value < 256; value += 1, index += 1) {
+        const count = counts[index]!;
+        if (count === 0) continue;
+        total += count;
+        for (let bits = value, bit = 0; bits !== 0; bits >>>= 1, bit += 1)
+          if (bits & 1) ones[bit]! += count;
+      }
       for (let bit = 0; bit < 8; bit += 1) {
-        let vote = 0;
-        for (let value = 0; value < 256; value += 1) {
-          const count = this.counts[position * 256 + value]!;
-          vote += (value >>> bit) & 1 ? count : -count;
-        }
-        if (vote > 0) halves[position >> 2]! |= 1 << ((position & 3) * 8 + bit);
+        if (2 * ones[bit]! > total) halves[position >> 2]! |= 1 << ((position & 3) * 8 + bit);
       }
     }
     return (

@@ -3,6 +3,7 @@ import type { Fetcher, RobotsCache, SiteGate } from '@gleaner/http';
 import type { Logger } from '@gleaner/logger';
 import type { JobPayload, QueueName, Queues } from '@gleaner/queue';
 import type { Job } from 'bullmq';
+import type { PageAnalyser } from './page-analyser.js';
 import type { PostingStore } from './posting-store.js';
 
 /** What every handler gets: built once in main.ts and passed in. */
@@ -19,6 +20,8 @@ export interface WorkerDeps {
 export interface HandlerContext extends WorkerDeps {
   /** Batched posting reads and settles, shared by the process's jobs (built in runtime.ts). */
   store: PostingStore;
+  /** Fingerprints and extraction of fetched pages, in threads (built in runtime.ts). */
+  analyser: PageAnalyser;
   job: Job;
   log: Logger;
   signal: AbortSignal | undefined;

@@ -1,8 +1,7 @@
 import type { ExtractedFields } from '@gleaner/db';
-import { EXTRACTOR_VERSION, extractPosting, textSimhash } from '@gleaner/extraction';
-import { ExtractError } from './errors.js';
-import { LISTING_CONTENT_TYPE, mapListingPayload } from './listing-payload.js';
 import { decodeBody } from './decode-body.js';
+import { LISTING_CONTENT_TYPE, mapListingPayload } from './listing-payload.js';
+import { extractPageFields, toExtractedFields } from './page-fields.js';
 
 /**
  * The deterministic extraction step, shared by the crawl job (from the bytes it just fetched)
@@ -17,17 +16,7 @@ export function extractFields(input: {
   /** The body already decoded, when the caller has it. */
   html?: string;
 }): ExtractedFields {
-  const result =
-    input.contentType === LISTING_CONTENT_TYPE
-      ? mapListingPayload(input.siteKind, input.body)
-      : extractPosting(input.html ?? decodeBody(input.body, input.contentType), { url: input.url });
-  if (!result)
-    throw new ExtractError('page holds no job posting', 'EXTRACT_NOT_A_POSTING', 'permanent');
-  const text = result.posting.descriptionText ?? result.posting.description ?? result.posting.title;
-  return {
-    ...result.posting,
-    provenance: result.provenance,
-    extractionVersion: EXTRACTOR_VERSION,
-    contentSimhash: text ? textSimhash(text) : null,
-  };
+  if (input.contentType === LISTING_CONTENT_TYPE)
+    return toExtractedFields(mapListingPayload(input.siteKind, input.body));
+  return extractPageFields(input.url, input.html ?? decodeBody(input.body, input.contentType));
 }

@@ -1,8 +1,7 @@
 import { getAdapter } from '@gleaner/sources';
 import { ExtractError } from './errors.js';
 
-/** Content type of a stored body that is an ATS listing's JSON payload rather than a fetched page. */
-export const LISTING_CONTENT_TYPE = 'application/vnd.gleaner.listing+json';
+export { LISTING_CONTENT_TYPE } from './listing-content-type.js';
 
 /** Maps a stored ATS payload with its site's adapter (vendor JSON is validated there). */
 export function mapListingPayload(siteKind: string, body: Buffer) {

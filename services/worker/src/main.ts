@@ -87,6 +87,7 @@ const runtime = startWorkers(
       crawl: config.WORKER_CONCURRENCY_CRAWL,
       extract: config.WORKER_CONCURRENCY_EXTRACT,
     },
+    extractThreads: config.WORKER_EXTRACT_THREADS,
   },
 );
 

@@ -5,6 +5,7 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { HandlerContext, JobHandler, WorkerDeps } from './context.js';
 import { handlers, type ServedQueue } from './handlers/index.js';
+import { createPageAnalyser, type PageAnalyser } from './page-analyser.js';
 import { createPostingStore, type PostingStore } from './posting-store.js';
 
 export interface RuntimeOptions {
@@ -12,6 +13,8 @@ export interface RuntimeOptions {
   prefix: string;
   queues: readonly ServedQueue[];
   concurrency: Record<ServedQueue, number>;
+  /** Threads for the CPU-bound part of crawling (`WORKER_EXTRACT_THREADS`); default 0, inline. */
+  extractThreads?: number;
 }
 
 export interface WorkerRuntime {
@@ -27,7 +30,12 @@ function isPermanent(error: unknown): boolean {
   );
 }
 
-function createProcessor<Q extends ServedQueue>(queue: Q, deps: WorkerDeps, store: PostingStore) {
+function createProcessor<Q extends ServedQueue>(
+  queue: Q,
+  deps: WorkerDeps,
+  store: PostingStore,
+  analyser: PageAnalyser,
+) {
   const handler = handlers[queue] as JobHandler<Q>;
   const definition = jobs[queue];
   return async (job: Job, token?: string, signal?: AbortSignal): Promise<unknown> => {
@@ -40,7 +48,7 @@ function createProcessor<Q extends ServedQueue>(queue: Q, deps: WorkerDeps, stor
       );
     }
     const payload = parsed.data as JobPayload<Q>;
-    const context: HandlerContext = { ...deps, store, job, log, signal, token };
+    const context: HandlerContext = { ...deps, store, analyser, job, log, signal, token };
     try {
       return await handler.run(payload, context);
     } catch (caught) {
@@ -87,8 +95,9 @@ async function parkDeadLetter(deps: WorkerDeps, job: Job, error: Error): Promise
 
 export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerRuntime {
   const store = createPostingStore(deps.db, deps.logger);
+  const analyser = createPageAnalyser({ threads: options.extractThreads ?? 0 });
   const workers = options.queues.map((queue) => {
-    const worker = new Worker(queue, createProcessor(queue, deps, store), {
+    const worker = new Worker(queue, createProcessor(queue, deps, store, analyser), {
       connection: options.connection,
       prefix: options.prefix,
       concurrency: options.concurrency[queue],
@@ -129,6 +138,7 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
           );
           await Promise.all(workers.map((worker) => worker.close(true)));
         }
+        await analyser.close();
       })();
       return closing;
     },

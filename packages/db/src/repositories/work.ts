@@ -117,7 +117,7 @@ const longTextKeys = [
   'description',
   'descriptionText',
   'requirements',
-] as const satisfies readonly ((typeof extractedFieldKeys)[number] | never)[];
+] as const satisfies readonly (typeof extractedFieldKeys)[number][];
 const longTextColumns = longTextKeys.map((key) => columns[key].name);
 const shortFieldKeys = extractedFieldKeys.filter(
   (key) => !(longTextKeys as readonly string[]).includes(key),

@@ -1,22 +1,19 @@
-import { recordFetchedBody, sha256Hex, storeBody } from '@gleaner/db';
-import { textSha256 } from '@gleaner/extraction';
+import { recordFetchedBody, storeBody } from '@gleaner/db';
 import { enqueue } from '@gleaner/queue';
 import type { JobHandler } from '../context.js';
-import { decodeBody } from '../decode-body.js';
-import { extractFields } from '../extract-fields.js';
 import { LISTING_CONTENT_TYPE } from '../listing-payload.js';
 import { fetchPolitely } from '../polite-fetch.js';
 import { finalizeAndLog, settleAndFinalize } from './settle.js';
 
 /**
  * Fetches a posting's page (or takes its ATS listing payload), skips it when its visible text
- * did not change, and otherwise extracts it from the bytes in hand and settles it `ready` in
- * one statement with its stored body. What extraction cannot settle here goes to the extract
+ * did not change, and otherwise extracts it from the bytes in hand (the page analyser, in a
+ * thread) and settles it `ready` in one statement with its stored body. What extraction cannot settle here goes to the extract
  * queue with the body stored, so that stage is retried without fetching again.
  */
 export const crawlHandler: JobHandler<'crawl'> = {
   async run(payload, context) {
-    const { db, queues, log, store } = context;
+    const { db, queues, log, store, analyser } = context;
     const posting = await store.forWork(payload.postingId);
     if (
       !posting ||
@@ -41,34 +38,22 @@ export const crawlHandler: JobHandler<'crawl'> = {
             contentType: LISTING_CONTENT_TYPE,
           }
         : await fetchPolitely(posting.url, posting.site, payload.siteId, context);
-    const sha256 = sha256Hex(response.body);
-    const html =
-      response.contentType === LISTING_CONTENT_TYPE
-        ? undefined
-        : decodeBody(response.body, response.contentType);
-    // Markup-only changes (tokens, build hashes) keep the visible text and need no extraction.
-    const pageText = html === undefined ? null : textSha256(html);
-    const unchanged =
-      posting.extractedAt !== null &&
-      (sha256 === posting.bodySha256 || (pageText !== null && pageText === posting.textSha256));
-    if (unchanged) {
+    const analysis = await analyser.analyse({
+      body: response.body,
+      contentType: response.contentType,
+      siteKind: posting.site.kind,
+      url: posting.url,
+      previous:
+        posting.extractedAt === null
+          ? null
+          : { bodySha256: posting.bodySha256, textSha256: posting.textSha256 },
+    });
+    const { sha256, textSha256: pageText } = analysis;
+    if (analysis.unchanged) {
       await store.settleUnchanged({ postingId: posting.id, runId: payload.runId });
       return { unchanged: true };
     }
-
-    let fields;
-    try {
-      fields = extractFields({
-        siteKind: posting.site.kind,
-        url: posting.url,
-        body: response.body,
-        contentType: response.contentType,
-        html,
-      });
-    } catch (error) {
-      log.debug({ err: error }, 'extraction failed; handing the stored body to the extract queue');
-    }
-    if (fields) {
+    if (analysis.fields) {
       const settled = await store.settleExtracted({
         postingId: posting.id,
         runId: payload.runId,
@@ -76,11 +61,15 @@ export const crawlHandler: JobHandler<'crawl'> = {
         contentType: response.contentType,
         sha256,
         textSha256: pageText,
-        fields,
+        fields: analysis.fields,
       });
-      return settled ? { title: fields.title } : { skipped: true };
+      return settled ? { title: analysis.fields.title } : { skipped: true };
     }
 
+    log.debug(
+      { reason: analysis.extractionError },
+      'extraction failed; handing the stored body to the extract queue',
+    );
     await storeBody(db, response.body, response.contentType, sha256);
     const recorded = await recordFetchedBody(db, posting.id, payload.runId, {
       sha256,
