@@ -18,8 +18,9 @@
  * Last stdout line: {"pagesPerSec","baselinePagesPerSec","ratio","crawleePagesPerSec","peakRssMB",…}.
  * Exit code 1 when the run did not succeed or a target (ratio ≥ 0.8, peak RSS ≤ 250 MB) is missed.
  *
- * Environment: BENCH_WORKERS (1), BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY (default: the worker's own
- * defaults from @gleaner/config), BENCH_POSTINGS (2000), BENCH_PAGE_BYTES (30000),
+ * Environment: BENCH_WORKERS (1), BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY,
+ * BENCH_EXTRACT_THREADS (default: the worker's own defaults from @gleaner/config),
+ * BENCH_WARM_UP_PAGES (500), BENCH_POSTINGS (2000), BENCH_PAGE_BYTES (30000),
  * BENCH_TIMEOUT_MS (300000), BENCH_WORKER_NODE_OPTIONS (extra NODE_OPTIONS for the worker),
  * BENCH_WORKER_CPU_PROFILE=<dir> (writes the worker's .cpuprofile there, see cpu-profile.mjs),
  * BENCH_SKIP_CRAWLEE=1. TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
@@ -55,7 +56,8 @@ import {
 } from './support.js';
 
 const USAGE = `usage: pnpm bench pipeline
-environment: BENCH_WORKERS (1), BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY (worker defaults), BENCH_POSTINGS (2000),
+environment: BENCH_WORKERS (1), BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY, BENCH_EXTRACT_THREADS (worker defaults),
+  BENCH_WARM_UP_PAGES (500), BENCH_POSTINGS (2000),
   BENCH_PAGE_BYTES (30000), BENCH_TIMEOUT_MS (300000), BENCH_WORKER_NODE_OPTIONS,
   BENCH_WORKER_CPU_PROFILE=<dir>, BENCH_SKIP_CRAWLEE=1
 `;
@@ -79,6 +81,7 @@ interface Settings {
   pageBytes: number;
   crawlConcurrency: number;
   extractConcurrency: number;
+  extractThreads: number;
   timeoutMs: number;
   skipCrawlee: boolean;
   warmUpPages: number;
@@ -103,6 +106,11 @@ function readSettings(args: string[]): Settings | 'help' {
     extractConcurrency: concurrencyFrom(
       'BENCH_EXTRACT_CONCURRENCY',
       workerFragment.WORKER_CONCURRENCY_EXTRACT,
+      USAGE,
+    ),
+    extractThreads: concurrencyFrom(
+      'BENCH_EXTRACT_THREADS',
+      workerFragment.WORKER_EXTRACT_THREADS,
       USAGE,
     ),
     timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, { min: 1000 }, USAGE),
@@ -479,6 +487,7 @@ async function pipelineRun(
     ...workerEnv,
     WORKER_CONCURRENCY_CRAWL: String(settings.crawlConcurrency),
     WORKER_CONCURRENCY_EXTRACT: String(settings.extractConcurrency),
+    WORKER_EXTRACT_THREADS: String(settings.extractThreads),
   };
   const workers = await startWorkerProcesses(settings.workers, env, stack, teardown);
   const pids = workers.map((worker) => {
@@ -489,7 +498,7 @@ async function pipelineRun(
   const samplers = pids.map((pid) => sampleRss(pid));
   teardown.add('stop RSS samplers', async () => samplers.forEach((sampler) => sampler.stop()));
   progress(
-    `${workers.length} worker process(es) ready, pids ${pids.join(', ')} (crawl ${settings.crawlConcurrency}, extract ${settings.extractConcurrency} each)`,
+    `${workers.length} worker process(es) ready, pids ${pids.join(', ')} (crawl ${settings.crawlConcurrency}, extract ${settings.extractConcurrency}, ${settings.extractThreads} analyser thread(s) each)`,
   );
 
   if (settings.warmUpPages > 0) {
@@ -776,6 +785,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
     workers: settings.workers,
     crawlConcurrency: settings.crawlConcurrency,
     extractConcurrency: settings.extractConcurrency,
+    extractThreads: settings.extractThreads,
     pipelineSeconds: pipeline ? round2(pipeline.seconds) : null,
     baselineSeconds: round2(baseline.seconds),
     crawleeSeconds: crawlee ? round2(crawlee.seconds) : null,
