@@ -102,78 +102,75 @@ describe('fingerprints computed in place', () => {
     ' trailing space ',
   ];
 
-  /** Random texts over an alphabet of every kind of character the scans tell apart. */
-  function randomSamples(count: number): string[] {
-    const alphabet = [
-      ...'aZ09 ,.-_<>&;#\n\t',
-      ...'éÉßİΣǅ東京–—…€©°½\u00a0\u3000\ufeff\u2070\u1fff\u2000',
-      '😀',
-      '𝐀',
-      '<script>x</script>',
-      '<!-- c -->',
-      '&amp;',
-      '&#233;',
-    ];
-    let seed = 42;
-    const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
+  /** `count` texts of up to `longest` pieces drawn from `pieces`, the same for a seed. */
+  function randomTexts(pieces: readonly string[], count: number, longest: number, seed: number) {
+    let state = seed;
+    const next = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32;
     return Array.from({ length: count }, () =>
-      Array.from({ length: 1 + Math.floor(next() * 40) }, () => {
-        return alphabet[Math.floor(next() * alphabet.length)]!;
+      Array.from({ length: 1 + Math.floor(next() * longest) }, () => {
+        return pieces[Math.floor(next() * pieces.length)]!;
       }).join(''),
     );
   }
+
+  /** Every kind of character the scans tell apart. */
+  const characters = [
+    ...'aZ09 ,.-_<>&;#\n\t',
+    ...'éÉßİΣǅ東京–—…€©°½\u00a0\u3000\ufeff\u2070\u1fff\u2000',
+    '😀',
+    '𝐀',
+    '<script>x</script>',
+    '<!-- c -->',
+    '&amp;',
+    '&#233;',
+  ];
 
   it('treat a lone surrogate (a JSON escape can make one) as a separator', () => {
     expect(textSimhash('a\ud800b \udc00c')).toBe(simhash(['a', 'b', 'c']));
     expect(textSha256('a\ud800b \udc00c')).toBe(createHash('sha256').update('a b c').digest('hex'));
   });
 
-  /** Random pages whose text is ASCII and dashes (the one-scan path), markup of every kind. */
-  function randomAsciiPages(count: number): string[] {
-    const pieces = [
-      ...'aZ09 ,.-_<>&;#/!x\n\t',
-      '–',
-      '—',
-      '<p>',
-      '</P>',
-      '<script>hidden</script>',
-      '<SCRIPT type="x">a<b</ScRiPt >',
-      '<script>never closed',
-      '<scripts>shown</scripts>',
-      '<style>.a{}</style\n>',
-      '<noscript>n</noscript>',
-      '<template><p>t</p></template>',
-      '</script>',
-      '<!-- c -->',
-      '<!-->',
-      '<!--->',
-      '&amp;',
-      '&AMP;',
-      '&#233;',
-      '&#x4A;',
-      '&#X4a;',
-      '&#12x;',
-      '&#x;',
-      '&a1;',
-      '&1a;',
-      '<a href="x">',
-      '<br/>',
-      'Engineer',
-      'SENIOR',
-      ' \u00a0',
-      '\u3000',
-    ];
-    let seed = 7;
-    const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
-    return Array.from({ length: count }, () =>
-      Array.from({ length: 1 + Math.floor(next() * 30) }, () => {
-        return pieces[Math.floor(next() * pieces.length)]!;
-      }).join(''),
-    );
-  }
+  /** Pages whose text is ASCII and dashes, with markup of every kind the page scan skips. */
+  const markup = [
+    ...'aZ09 ,.-_<>&;#/!x\n\t',
+    '–',
+    '—',
+    '<p>',
+    '</P>',
+    '<script>hidden</script>',
+    '<SCRIPT type="x">a<b</ScRiPt >',
+    '<script>never closed',
+    '<scripts>shown</scripts>',
+    '<style>.a{}</style\n>',
+    '<noscript>n</noscript>',
+    '<template><p>t</p></template>',
+    '</script>',
+    '<!-- c -->',
+    '<!-->',
+    '<!--->',
+    '&amp;',
+    '&AMP;',
+    '&#233;',
+    '&#x4A;',
+    '&#X4a;',
+    '&#12x;',
+    '&#x;',
+    '&a1;',
+    '&1a;',
+    '<a href="x">',
+    '<br/>',
+    'Engineer',
+    'SENIOR',
+    ' \u00a0',
+    '\u3000',
+  ];
 
   it('hash the words textTokens and pageTokens split out', () => {
-    for (const sample of [...samples, ...randomSamples(2000), ...randomAsciiPages(3000)]) {
+    for (const sample of [
+      ...samples,
+      ...randomTexts(characters, 2000, 40, 42),
+      ...randomTexts(markup, 3000, 30, 7),
+    ]) {
       expect(textSimhash(sample)).toBe(simhash(textTokens(sample)));
       expect(pageSimhash(sample)).toBe(simhash(pageTokens(sample)));
       expect(textSha256(sample)).toBe(
