@@ -22,13 +22,9 @@ let redis: Redis;
 let queues: Queues;
 let app: FastifyInstance;
 
-beforeAll(async () => {
-  database = await createTestDatabase('api');
-  namespace = createTestRedisNamespace('api');
-  handle = createDb({ url: database.url, poolMax: 4 });
-  redis = createRedisConnection(namespace.url, 'producer');
-  queues = createQueues(redis, namespace.prefix);
-  app = await buildApp({
+/** The app as every test here builds it: a 4 KiB body limit, admin auth, this file's stores. */
+function buildTestApp() {
+  return buildApp({
     config: {
       API_BODY_LIMIT_BYTES: 4096,
       API_PUBLIC_URL: undefined,
@@ -43,6 +39,15 @@ beforeAll(async () => {
     redis,
     queues,
   });
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase('api');
+  namespace = createTestRedisNamespace('api');
+  handle = createDb({ url: database.url, poolMax: 4 });
+  redis = createRedisConnection(namespace.url, 'producer');
+  queues = createQueues(redis, namespace.prefix);
+  app = await buildTestApp();
   const site = await app.inject({
     method: 'POST',
     url: '/sites',
@@ -170,21 +175,7 @@ describe('POST /jobs/scrape rejects bad input with problem bodies', () => {
 
 describe('shutdown', () => {
   it('closes while a keep-alive request is in flight, telling its client to close the connection', async () => {
-    const closing = await buildApp({
-      config: {
-        API_BODY_LIMIT_BYTES: 4096,
-        API_PUBLIC_URL: undefined,
-        ADMIN_USERNAME: 'admin',
-        ADMIN_PASSWORD: 'correct-horse',
-        SYNC_SCRAPE_TIMEOUT_MS: 1000,
-        HTTP_ALLOW_PRIVATE_NETWORKS: false,
-      },
-      logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
-      db: handle.db,
-      pool: handle.pool,
-      redis,
-      queues,
-    });
+    const closing = await buildTestApp();
     let entered!: () => void;
     const inHandler = new Promise<void>((resolve) => (entered = resolve));
     let finish!: () => void;
