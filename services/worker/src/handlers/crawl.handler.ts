@@ -8,8 +8,9 @@ import { finalizeAndLog, settleAndFinalize } from './settle.js';
 /**
  * Fetches a posting's page (or takes its ATS listing payload), skips it when its visible text
  * did not change, and otherwise extracts it from the bytes in hand (the page analyser, in a
- * thread) and settles it `ready` in one statement with its stored body. What extraction cannot settle here goes to the extract
- * queue with the body stored, so that stage is retried without fetching again.
+ * thread) and settles it `ready` in one statement with its stored body. What extraction cannot
+ * settle here goes to the extract queue with the body stored, so that stage is retried without
+ * fetching again. A page whose analyser thread died fails the job (transient): it is retried.
  */
 export const crawlHandler: JobHandler<'crawl'> = {
   async run(payload, context) {
