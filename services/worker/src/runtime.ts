@@ -95,7 +95,10 @@ async function parkDeadLetter(deps: WorkerDeps, job: Job, error: Error): Promise
 
 export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerRuntime {
   const store = createPostingStore(deps.db, deps.logger);
-  const analyser = createPageAnalyser({ threads: options.extractThreads ?? 0 });
+  // Only crawl jobs analyse pages: a replica that serves no crawl queue starts no thread.
+  const analyser = createPageAnalyser({
+    threads: options.queues.includes('crawl') ? (options.extractThreads ?? 0) : 0,
+  });
   const workers = options.queues.map((queue) => {
     const worker = new Worker(queue, createProcessor(queue, deps, store, analyser), {
       connection: options.connection,
