@@ -186,7 +186,12 @@ async function main(): Promise<void> {
   );
 
   run('api', ['services/api/dist/main.js']);
-  run('worker', ['services/worker/dist/main.js']);
+  // The worker's V8 flags as compose runs it (docker-compose.yml).
+  run('worker', [
+    '--max-semi-space-size=8',
+    '--max-old-space-size=1792',
+    'services/worker/dist/main.js',
+  ]);
   run('scheduler', ['services/scheduler/dist/main.js']);
   await waitUntil('the API', async () => (await fetch(`${apiUrl}/health`)).ok);
 

@@ -5,6 +5,7 @@
  * build never produces, a Redis that evicts queued jobs, a grace period Docker cuts short, a
  * variable nobody documented).
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -248,8 +249,15 @@ describe('docker-compose.yml: services', () => {
   it.each(APP_SERVICES)(
     '%s: the command runs a file the build produces from an existing source',
     (name) => {
-      const [runtime, script, ...rest] = commandOf(service(name));
+      const [runtime, ...args] = commandOf(service(name));
       expect(runtime, `${name}: command must start with node`).toBe('node');
+      // Node's own flags (`--max-semi-space-size=8`) come before the script.
+      const flags = args.filter((arg) => arg.startsWith('--'));
+      const [script, ...rest] = args.slice(flags.length);
+      if (flags.length > 0) {
+        const node = spawnSync(process.execPath, [...flags, '-e', '0'], { encoding: 'utf8' });
+        expect(node.status, `${name}: node refuses ${flags.join(' ')}: ${node.stderr}`).toBe(0);
+      }
       expect(script, `${name}: command names no script`).toMatch(/\.js$/);
       expect(rest, `${name}: unexpected extra arguments`).toEqual([]);
 

@@ -32,11 +32,20 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Node flags a service runs with, as docker-compose.yml gives them. */
+const NODE_FLAGS: Partial<Record<ServiceName, string[]>> = {
+  worker: ['--max-semi-space-size=8', '--max-old-space-size=1792'],
+};
+
 /** Starts a built service (`services/<name>/dist/main.js`) as its own OS process. */
-export function startService(name: ServiceName, env: Record<string, string>, label: string = name): ServiceProcess {
+export function startService(
+  name: ServiceName,
+  env: Record<string, string>,
+  label: string = name,
+): ServiceProcess {
   const entry = path.join(repoRoot, 'services', name, 'dist', 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`pnpm build\` first`);
-  const child = spawn(process.execPath, [entry], {
+  const child = spawn(process.execPath, [...(NODE_FLAGS[name] ?? []), entry], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? '', LOG_PRETTY: 'false', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -61,7 +70,9 @@ export function startService(name: ServiceName, env: Record<string, string>, lab
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
     stderr = (stderr + chunk).slice(-20_000);
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
   return {
     name: label,
     child,
@@ -98,15 +109,23 @@ export async function waitFor<T>(
     }
     await sleep(intervalMs);
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError instanceof Error ? `: ${lastError.message}` : ''}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}${lastError instanceof Error ? `: ${lastError.message}` : ''}`,
+  );
 }
 
 /** Waits until a service wrote a log line with the given message. */
-export async function waitForLog(service: ServiceProcess, msg: string, timeoutMs = 30_000): Promise<void> {
+export async function waitForLog(
+  service: ServiceProcess,
+  msg: string,
+  timeoutMs = 30_000,
+): Promise<void> {
   await waitFor(
     () => {
       if (service.child.exitCode !== null) {
-        throw new WaitAbortedError(`${service.name} exited with ${service.child.exitCode}: ${service.stderr()}`);
+        throw new WaitAbortedError(
+          `${service.name} exited with ${service.child.exitCode}: ${service.stderr()}`,
+        );
       }
       return service.logs.some((line) => line.msg === msg) ? true : undefined;
     },

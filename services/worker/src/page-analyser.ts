@@ -73,21 +73,6 @@ function defaultThreadEntry(): string {
 const extractAny: FieldExtractor = (input, body, html) =>
   extractFields({ ...input, body, ...(html === undefined ? {} : { html }) });
 
-/**
- * The process's Node options for a thread, less `--conditions`: a thread runs the build, and a
- * resolution condition meant for the process's own loader (tests resolve workspace packages to
- * their TypeScript sources) would point it at files it cannot load.
- */
-function threadExecArgv(): string[] {
-  const argv: string[] = [];
-  for (let index = 0; index < process.execArgv.length; index += 1) {
-    const arg = process.execArgv[index]!;
-    if (arg === '--conditions' || arg === '-C') index += 1;
-    else if (!arg.startsWith('--conditions=') && !arg.startsWith('-C=')) argv.push(arg);
-  }
-  return argv;
-}
-
 function threadFailed(message: string): ExtractError {
   return new ExtractError(message, 'EXTRACT_THREAD_FAILED', 'transient');
 }
@@ -108,7 +93,11 @@ export function createPageAnalyser({
 
   function start(): AnalyserThread {
     const worker = new Worker(threadEntry, {
-      execArgv: threadExecArgv(),
+      // None of the process's own options: V8 flags (`--max-semi-space-size`, compose gives the
+      // worker one) are refused in a thread, and a resolution condition for the process's loader
+      // (tests resolve workspace packages to TypeScript sources) would point the build at
+      // files it cannot load. The thread's heap is set here instead.
+      execArgv: [],
       // Young generation capped at 8 MB (V8's default grows to 48): pages die young here, and
       // the worker's peak RSS on `pnpm bench pipeline` stays under 250 MB.
       resourceLimits: { maxYoungGenerationSizeMb: 8 },
