@@ -71,7 +71,7 @@ const NOISE_WARNING_CPU_SECONDS = 1;
  * `finished_at`, not at the read that sees it; reads cost CPU the pipeline could use (every
  * 20 ms: 0.15 CPU-s per run).
  */
-const RUN_POLL_MS = 50;
+const RUN_POLL_MS = 100;
 /** Process kinds that belong to what a window measures; the rest is someone else's work. */
 const MEASURED_PROCESSES = new Set(['bench', 'fixture-site', 'worker', 'postgres', 'redis-server']);
 

@@ -411,8 +411,22 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     if (request.etag) headers['if-none-match'] = request.etag;
     if (request.lastModified) headers['if-modified-since'] = request.lastModified;
 
-    const deadline = AbortSignal.timeout(options.timeoutMs);
-    const signal = request.signal ? AbortSignal.any([deadline, request.signal]) : deadline;
+    // The total deadline and the caller's signal, as plain controllers with a timer cleared at
+    // the end: `AbortSignal.timeout` keeps its timer (and signal) alive for the whole timeout
+    // after the fetch is done, tens of thousands of them at a worker's rate, and
+    // `AbortSignal.any` cost 10 µs a request.
+    const deadline = new AbortController();
+    const combined = new AbortController();
+    const timer = setTimeout(() => {
+      const reason = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+      deadline.abort(reason);
+      combined.abort(reason);
+    }, options.timeoutMs);
+    const external = request.signal;
+    const onExternalAbort = () => combined.abort(external?.reason);
+    if (external?.aborted) onExternalAbort();
+    else external?.addEventListener('abort', onExternalAbort, { once: true });
+    const signal = combined.signal;
     try {
       const response = await dispatcher.request({
         origin: target.origin,
@@ -491,7 +505,10 @@ export function createFetcher(options: FetcherOptions): Fetcher {
         text: () => decodeBody(body, contentType),
       };
     } catch (error) {
-      throw classify(error, request.url, options, deadline, request.signal);
+      throw classify(error, request.url, options, deadline.signal, request.signal);
+    } finally {
+      clearTimeout(timer);
+      external?.removeEventListener('abort', onExternalAbort);
     }
   }
 
