@@ -211,6 +211,30 @@ describe('batched posting store', () => {
     expect(rows[0]).toEqual({ description: 'lz4', description_text: 'lz4', text });
   });
 
+  it('takes long texts already encoded as UTF-8 and stores the same text', async () => {
+    const { run, postings } = await runWithPostings(2);
+    const store = createPostingStore(handle.db, silent());
+    const text = 'Zürich – São Paulo: build the services our customers rely on. '.repeat(100);
+    const encoded = page(postings[0]!.id, run.id, 'Encoded');
+    encoded.fields = {
+      ...encoded.fields,
+      description: new TextEncoder().encode(`<p>${text}</p>`),
+      descriptionText: new TextEncoder().encode(text),
+      requirements: null,
+    };
+    const plain = page(postings[1]!.id, run.id, 'Plain');
+    plain.fields = { ...plain.fields, description: `<p>${text}</p>`, descriptionText: text };
+    expect(
+      await Promise.all([store.settleExtracted(encoded), store.settleExtracted(plain)]),
+    ).toEqual([true, true]);
+    const { rows } = await handle.pool.query(
+      `SELECT description, description_text, requirements FROM postings WHERE id = ANY($1) ORDER BY title`,
+      [[postings[0]!.id, postings[1]!.id]],
+    );
+    const expected = { description: `<p>${text}</p>`, description_text: text, requirements: null };
+    expect(rows).toEqual([expected, expected]);
+  });
+
   it('settles nothing twice, keeps the previous version and clears fields the page dropped', async () => {
     const { site, run, postings } = await runWithPostings(2);
     const store = createPostingStore(handle.db, silent());

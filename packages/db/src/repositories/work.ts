@@ -91,6 +91,27 @@ export async function getPostingsForWork(
   );
 }
 
+/**
+ * The fields that are long texts (a posting's description is ~10 KB, its text as much again).
+ * They travel as parameters of their own, one per page, instead of inside the JSON of the other
+ * fields: JSON-escaping them and having Postgres parse them back cost both sides about 0.1 ms
+ * per posting.
+ */
+export const longTextKeys = [
+  'description',
+  'descriptionText',
+  'requirements',
+] as const satisfies readonly (typeof extractedFieldKeys)[number][];
+export type LongTextKey = (typeof longTextKeys)[number];
+
+/**
+ * Extracted fields as the batched settle takes them: the long texts may come already encoded
+ * as UTF-8 (the page analyser's threads encode them), and are then sent as they are, with no
+ * string on the worker's event loop.
+ */
+export type SettleFields = Omit<ExtractedFields, LongTextKey> &
+  Partial<Record<LongTextKey, string | Uint8Array | null>>;
+
 /** A fetched page (or ATS payload) and what extraction made of it. */
 export interface ExtractedPage {
   postingId: string;
@@ -100,24 +121,13 @@ export interface ExtractedPage {
   sha256: string;
   /** sha256 of the page's visible words; null for ATS payloads. */
   textSha256: string | null;
-  fields: ExtractedFields;
+  fields: SettleFields;
 }
 
 const columns = getTableColumns(postings);
 const fieldColumns = extractedFieldKeys.map((key) => columns[key].name);
 const setExtractedFields = fieldColumns.map((name) => `${name} = i.${name}`).join(', ');
 
-/**
- * The fields that are long texts (a posting's description is ~10 KB, its text as much again).
- * They travel as parameters of their own, one per page, instead of inside the JSON of the other
- * fields: JSON-escaping them and having Postgres parse them back cost both sides about 0.1 ms
- * per posting.
- */
-const longTextKeys = [
-  'description',
-  'descriptionText',
-  'requirements',
-] as const satisfies readonly (typeof extractedFieldKeys)[number][];
 const longTextColumns = longTextKeys.map((key) => columns[key].name);
 const shortFieldKeys = extractedFieldKeys.filter(
   (key) => !(longTextKeys as readonly string[]).includes(key),
@@ -230,7 +240,15 @@ export async function settleExtractedPages(
     values.push(
       isFirst ? Buffer.from(page.body.buffer, page.body.byteOffset, page.body.byteLength) : null,
     );
-    for (const key of longTextKeys) values.push(page.fields[key] ?? null);
+    for (const key of longTextKeys) {
+      const text = page.fields[key];
+      // UTF-8 bytes go as a binary parameter: for text, Postgres takes them as they are.
+      values.push(
+        text === null || text === undefined || typeof text === 'string'
+          ? (text ?? null)
+          : Buffer.from(text.buffer, text.byteOffset, text.byteLength),
+      );
+    }
   }
   const { rows } = await db.$client.query<{ id: string }>({ name, text, values });
   return new Set(rows.map((row) => row.id));
