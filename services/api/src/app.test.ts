@@ -1,53 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { createDb, type DbHandle } from '@gleaner/db';
-import { createLogger } from '@gleaner/logger';
-import { closeQueues, createQueues, createRedisConnection, type Queues } from '@gleaner/queue';
-import {
-  createTestDatabase,
-  createTestRedisNamespace,
-  type TestDatabase,
-  type TestRedisNamespace,
-} from '@gleaner/testing';
-import type { Redis } from 'ioredis';
+import type { Queues } from '@gleaner/queue';
 import { Agent, get, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PassThrough } from 'node:stream';
-import { buildApp } from './app.js';
+import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
 
-let database: TestDatabase;
-let namespace: TestRedisNamespace;
-let handle: DbHandle;
-let redis: Redis;
+let stack: ApiTestStack;
 let queues: Queues;
 let app: FastifyInstance;
 
-/** The app as every test here builds it: a 4 KiB body limit, admin auth, this file's stores. */
-function buildTestApp() {
-  return buildApp({
-    config: {
-      API_BODY_LIMIT_BYTES: 4096,
-      API_PUBLIC_URL: undefined,
-      ADMIN_USERNAME: 'admin',
-      ADMIN_PASSWORD: 'correct-horse',
-      SYNC_SCRAPE_TIMEOUT_MS: 1000,
-      HTTP_ALLOW_PRIVATE_NETWORKS: false,
-    },
-    logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
-    db: handle.db,
-    pool: handle.pool,
-    redis,
-    queues,
-  });
-}
-
 beforeAll(async () => {
-  database = await createTestDatabase('api');
-  namespace = createTestRedisNamespace('api');
-  handle = createDb({ url: database.url, poolMax: 4 });
-  redis = createRedisConnection(namespace.url, 'producer');
-  queues = createQueues(redis, namespace.prefix);
-  app = await buildTestApp();
+  stack = await createApiTestStack('api');
+  ({ queues, app } = stack);
   const site = await app.inject({
     method: 'POST',
     url: '/sites',
@@ -61,12 +25,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await app?.close();
-  await closeQueues(queues);
-  redis?.disconnect();
-  await handle?.close();
-  await namespace?.cleanup();
-  await database?.drop();
+  await stack?.close();
 });
 
 function expectProblem(
@@ -175,7 +134,7 @@ describe('POST /jobs/scrape rejects bad input with problem bodies', () => {
 
 describe('shutdown', () => {
   it('closes while a keep-alive request is in flight, telling its client to close the connection', async () => {
-    const closing = await buildTestApp();
+    const closing = await stack.buildApp();
     let entered!: () => void;
     const inHandler = new Promise<void>((resolve) => (entered = resolve));
     let finish!: () => void;

@@ -1,30 +1,16 @@
-import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import {
-  createDb,
   createRun,
   settlePosting,
   startRun,
   upsertListedPostings,
   type DbHandle,
 } from '@gleaner/db';
-import { createLogger } from '@gleaner/logger';
-import { closeQueues, createQueues, createRedisConnection, type Queues } from '@gleaner/queue';
-import {
-  createTestDatabase,
-  createTestRedisNamespace,
-  type TestDatabase,
-  type TestRedisNamespace,
-} from '@gleaner/testing';
-import type { Redis } from 'ioredis';
-import { buildApp } from './app.js';
+import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
 
-let database: TestDatabase;
-let namespace: TestRedisNamespace;
+let stack: ApiTestStack;
 let handle: DbHandle;
-let redis: Redis;
-let queues: Queues;
 let app: FastifyInstance;
 
 const config = {
@@ -33,35 +19,15 @@ const config = {
 };
 
 beforeAll(async () => {
-  database = await createTestDatabase('sites');
-  namespace = createTestRedisNamespace('sites');
-  handle = createDb({ url: database.url, poolMax: 4 });
-  redis = createRedisConnection(namespace.url, 'producer');
-  queues = createQueues(redis, namespace.prefix);
-  app = await buildApp({
-    config: {
-      API_BODY_LIMIT_BYTES: 65536,
-      API_PUBLIC_URL: undefined,
-      ADMIN_USERNAME: 'admin',
-      ADMIN_PASSWORD: undefined,
-      SYNC_SCRAPE_TIMEOUT_MS: 1000,
-      HTTP_ALLOW_PRIVATE_NETWORKS: false,
-    },
-    logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
-    db: handle.db,
-    pool: handle.pool,
-    redis,
-    queues,
+  stack = await createApiTestStack('sites', {
+    API_BODY_LIMIT_BYTES: 65536,
+    ADMIN_PASSWORD: undefined,
   });
+  ({ handle, app } = stack);
 });
 
 afterAll(async () => {
-  await app?.close();
-  await closeQueues(queues);
-  redis?.disconnect();
-  await handle?.close();
-  await namespace?.cleanup();
-  await database?.drop();
+  await stack?.close();
 });
 
 describe('/sites', () => {
