@@ -335,7 +335,7 @@ function invisibleEnd(html: string, start: number): number {
       continue;
     const opened = html.indexOf('>', afterName);
     if (opened === -1) break;
-    for (let from = opened + 1; ; ) {
+    for (let from = opened + 1; ;) {
       const closing = html.indexOf('</', from);
       if (closing === -1) break;
       from = closing + 1;
@@ -366,7 +366,13 @@ function lowerCaseOf(codePoint: number): string {
 }
 
 /** Writes one word character's UTF-8 bytes (1 or 2 UTF-16 units at `offset`) at `length`. */
-function writeUtf8(out: Buffer, length: number, text: string, offset: number, units: number): number {
+function writeUtf8(
+  out: Buffer,
+  length: number,
+  text: string,
+  offset: number,
+  units: number,
+): number {
   const code = text.charCodeAt(offset);
   if (code < 0x80) {
     out[length++] = code;
@@ -387,6 +393,39 @@ function writeUtf8(out: Buffer, length: number, text: string, offset: number, un
   return length;
 }
 
+/** Where the next word byte goes, and whether a separator is owed before it. */
+interface WordCursor {
+  length: number;
+  separated: boolean;
+}
+
+/** Appends the words of an already lower-cased text at the cursor. */
+function writeLowerCaseWords(text: string, out: Buffer, cursor: WordCursor): void {
+  let { length, separated } = cursor;
+  for (let offset = 0; offset < text.length; offset += 1) {
+    const code = text.charCodeAt(offset);
+    const units =
+      code < 0x80
+        ? (code >= 0x61 && code <= 0x7a) || (code >= 0x30 && code <= 0x39)
+          ? 1
+          : 0
+        : wordUnitsAt(text, offset, code);
+    if (units <= 0) {
+      separated = length > 0;
+      if (units < 0) offset += 1; // a separator outside the BMP spans two units
+      continue;
+    }
+    if (separated) {
+      out[length++] = 0x20;
+      separated = false;
+    }
+    length = writeUtf8(out, length, text, offset, units);
+    offset += units - 1;
+  }
+  cursor.length = length;
+  cursor.separated = separated;
+}
+
 /**
  * `textSha256`'s words in one scan of the page, with no intermediate strings: what `INVISIBLE`
  * matches is skipped, and each visible character is lower-cased on its own (ASCII in place, the
@@ -397,7 +436,8 @@ function writeUtf8(out: Buffer, length: number, text: string, offset: number, un
 function visibleWords(html: string, out: Buffer): number {
   let length = 0;
   let separated = false;
-  for (let offset = 0; offset < html.length; ) {
+  let cursor: WordCursor | undefined;
+  for (let offset = 0; offset < html.length;) {
     const code = html.charCodeAt(offset);
     if (code === 0x3c || code === 0x26) {
       const end = invisibleEnd(html, offset);
@@ -432,27 +472,11 @@ function visibleWords(html: string, out: Buffer): number {
         offset += 1;
       }
     }
-    const lower = lowerCaseOf(codePoint);
-    for (let index = 0; index < lower.length; index += 1) {
-      const lowerCode = lower.charCodeAt(index);
-      const units =
-        lowerCode < 0x80
-          ? (lowerCode >= 0x61 && lowerCode <= 0x7a) || (lowerCode >= 0x30 && lowerCode <= 0x39)
-            ? 1
-            : 0
-          : wordUnitsAt(lower, index, lowerCode);
-      if (units <= 0) {
-        separated = length > 0;
-        if (units < 0) index += 1;
-        continue;
-      }
-      if (separated) {
-        out[length++] = 0x20;
-        separated = false;
-      }
-      length = writeUtf8(out, length, lower, index, units);
-      index += units - 1;
-    }
+    cursor ??= { length, separated };
+    cursor.length = length;
+    cursor.separated = separated;
+    writeLowerCaseWords(lowerCaseOf(codePoint), out, cursor);
+    ({ length, separated } = cursor);
   }
   return length;
 }
@@ -480,37 +504,9 @@ export function textSha256(html: string): string {
   const out = scratch(html.length * 4);
   const scanned = visibleWords(html, out);
   if (scanned >= 0) return createHash('sha256').update(out.subarray(0, scanned)).digest('hex');
-  const lower = html.replace(INVISIBLE, ' ').toLowerCase();
-  let length = 0;
-  let separated = false;
-  for (let offset = 0; offset < lower.length; offset += 1) {
-    const code = lower.charCodeAt(offset);
-    if (code < 0x80) {
-      if ((code >= 0x61 && code <= 0x7a) || (code >= 0x30 && code <= 0x39)) {
-        if (separated) {
-          out[length++] = 0x20;
-          separated = false;
-        }
-        out[length++] = code;
-      } else {
-        separated = length > 0;
-      }
-      continue;
-    }
-    const units = wordUnitsAt(lower, offset, code);
-    if (units <= 0) {
-      separated = length > 0;
-      if (units < 0) offset += 1; // a separator outside the BMP spans two units
-      continue;
-    }
-    if (separated) {
-      out[length++] = 0x20;
-      separated = false;
-    }
-    length = writeUtf8(out, length, lower, offset, units);
-    offset += units - 1;
-  }
-  return createHash('sha256').update(out.subarray(0, length)).digest('hex');
+  const cursor: WordCursor = { length: 0, separated: false };
+  writeLowerCaseWords(html.replace(INVISIBLE, ' ').toLowerCase(), out, cursor);
+  return createHash('sha256').update(out.subarray(0, cursor.length)).digest('hex');
 }
 
 /** Number of differing bits between two SimHashes. */
