@@ -52,6 +52,7 @@ import {
   startWorkerProcesses,
   assertWorkersAlive,
   workerWarnings,
+  waitForRuns,
   Teardown,
 } from './support.js';
 
@@ -506,16 +507,7 @@ async function pipelineRun(
     progress(`worker(s) warmed up on ${settings.warmUpPages} pages`);
   }
 
-  const siteRow = await insertSite(handle.db, {
-    siteName: 'bench-fixture-careers',
-    kind: 'career-site',
-    config: { url: site.url, sitemapUrl: site.sitemapUrl },
-    // Measure the pipeline, not politeness: no pauses, and as many concurrent fetches as one
-    // worker runs crawl jobs (the same concurrency the baseline loop gets), across all workers.
-    minPauseSeconds: 0,
-    maxPauseSeconds: 0,
-    maxConcurrency: settings.crawlConcurrency,
-  });
+  const siteRow = await registerFixtureSite(handle, site, settings, 'bench-fixture-careers');
   const created = await createRun(handle.db, { siteId: siteRow.id, trigger: 'manual' });
 
   const cpuBefore = cpuSnapshot();
@@ -572,6 +564,28 @@ async function pipelineRun(
 }
 
 /**
+ * The fixture site as a site row. Measures the pipeline, not politeness: no pauses, and as many
+ * concurrent fetches as one worker runs crawl jobs (the same concurrency the baseline loop
+ * gets), across all workers.
+ */
+function registerFixtureSite(
+  handle: DbHandle,
+  site: FixtureSiteProcess,
+  settings: Settings,
+  siteName: string,
+  config: { maxPostings?: number } = {},
+) {
+  return insertSite(handle.db, {
+    siteName,
+    kind: 'career-site',
+    config: { url: site.url, sitemapUrl: site.sitemapUrl, ...config },
+    minPauseSeconds: 0,
+    maxPauseSeconds: 0,
+    maxConcurrency: settings.crawlConcurrency,
+  });
+}
+
+/**
  * A long-running worker has its code compiled and its pools open; a fresh process has neither,
  * and would spend the timed run compiling. So the workers first crawl the first
  * `warmUpPages` postings of the same site, registered as a site of its own (its postings are
@@ -585,31 +599,22 @@ async function warmUpWorkers(
   queues: Parameters<typeof enqueue>[0],
   workers: Parameters<typeof assertWorkersAlive>[0],
 ): Promise<void> {
-  const warmUpSite = await insertSite(handle.db, {
-    siteName: 'bench-warm-up',
-    kind: 'career-site',
-    config: { url: site.url, sitemapUrl: site.sitemapUrl, maxPostings: settings.warmUpPages },
-    minPauseSeconds: 0,
-    maxPauseSeconds: 0,
-    maxConcurrency: settings.crawlConcurrency,
+  const warmUpSite = await registerFixtureSite(handle, site, settings, 'bench-warm-up', {
+    maxPostings: settings.warmUpPages,
   });
   const created = await createRun(handle.db, { siteId: warmUpSite.id, trigger: 'manual' });
   await enqueue(queues, 'scrape', { runId: created.id, siteId: warmUpSite.id });
-  const started = performance.now();
-  for (;;) {
-    await sleep(RUN_POLL_MS);
-    const run = await getRun(handle.db, created.id);
-    if (run && TERMINAL_RUN_STATUSES.has(run.status)) {
-      if (run.status !== 'succeeded')
-        throw new Error(`warm-up run ended ${run.status}: ${run.message ?? ''}`);
-      break;
-    }
-    assertWorkersAlive(workers, ' during the warm-up');
-    if (performance.now() - started > settings.timeoutMs)
-      throw new Error(
-        `warm-up run still ${run?.status ?? 'missing'} after ${settings.timeoutMs} ms`,
-      );
-  }
+  const outcome = await waitForRuns(handle, [created.id], {
+    workers,
+    startedAt: performance.now(),
+    timeoutMs: settings.timeoutMs,
+    pollMs: RUN_POLL_MS,
+  });
+  const run = outcome.runs.get(created.id);
+  if (outcome.timedOut || run?.status !== 'succeeded')
+    throw new Error(
+      `warm-up run ${outcome.timedOut ? 'still' : 'ended'} ${run?.status ?? 'missing'}: ${run?.message ?? ''}`,
+    );
   await handle.pool.query('TRUNCATE page_bodies');
 }
 
