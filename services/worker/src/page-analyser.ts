@@ -99,7 +99,7 @@ export function createPageAnalyser({
       // files it cannot load. The thread's heap is set here instead.
       execArgv: [],
       // Young generation capped at 8 MB (V8's default grows to 48): pages die young here, and
-      // the worker's peak RSS on `pnpm bench pipeline` stays under 250 MB.
+      // a larger one raised the worker's peak RSS on `pnpm bench pipeline` (decision 0005).
       resourceLimits: { maxYoungGenerationSizeMb: 8 },
     });
     const thread: AnalyserThread = { worker, pending: new Map(), hasAnswered: false, outbox: [] };
