@@ -15,7 +15,7 @@ import {
   scanJsonLdScripts,
   UNPARSEABLE,
 } from './json-ld-scan.js';
-import { findMicrodataJobPosting, mayHaveMicrodataJobPosting } from './microdata.js';
+import { findJobPostingItem, mayHaveJobPostingItem, MICRODATA, RDFA } from './item-reader.js';
 import {
   cleanSiteName,
   companyFromPageTitle,
@@ -23,7 +23,6 @@ import {
   titleFromPageMeta,
   type PageMeta,
 } from './page-meta.js';
-import { findRdfaJobPosting, mayHaveRdfaJobPosting } from './rdfa.js';
 import type { ExtractedPosting, ExtractionResult, FieldSource } from './types.js';
 
 export interface ExtractPostingOptions {
@@ -107,13 +106,10 @@ function findStructuredItem(
   html: string,
   dom: LazyDom,
 ): { node: JsonObject; source: FieldSource } | null {
-  if (mayHaveMicrodataJobPosting(html)) {
-    const node = findMicrodataJobPosting(dom());
-    if (node !== null) return { node, source: 'microdata' };
-  }
-  if (mayHaveRdfaJobPosting(html)) {
-    const node = findRdfaJobPosting(dom());
-    if (node !== null) return { node, source: 'rdfa' };
+  for (const syntax of [MICRODATA, RDFA]) {
+    if (!mayHaveJobPostingItem(html, syntax)) continue;
+    const node = findJobPostingItem(dom(), syntax);
+    if (node !== null) return { node, source: syntax.source };
   }
   return null;
 }
