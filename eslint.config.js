@@ -1,4 +1,6 @@
 import js from '@eslint/js';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import { importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -6,10 +8,23 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
+    plugins: { 'import-x': importX },
+    settings: {
+      ...importX.flatConfigs.typescript.settings,
+      // Workspace packages resolve to their TypeScript sources (the `@gleaner/source` export
+      // condition), so a cycle through another package is seen too, not only one inside a package.
+      'import-x/resolver-next': [
+        createTypeScriptImportResolver({
+          conditionNames: ['@gleaner/source', 'types', 'import', 'node', 'default'],
+        }),
+      ],
+    },
     languageOptions: {
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
+      // An import cycle makes load order matter and a module unreadable on its own.
+      'import-x/no-cycle': 'error',
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],

@@ -10,11 +10,11 @@ import {
   startRun,
   upsertListedPostings,
   type DbHandle,
-  settleExtractedPages,
-  type ExtractedPage,
+  settlePostings,
+  type PostingSettle,
 } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
-import { createPostingStore } from '@gleaner/worker';
+import { createSettlement } from '@gleaner/worker';
 import { createTestDatabase, type TestDatabase } from '@gleaner/testing';
 import { seedRunWithPostings } from './support/seed.js';
 
@@ -37,14 +37,17 @@ afterAll(async () => {
 
 const runWithPostings = (count: number) => seedRunWithPostings(handle.db, count, 'batched');
 
+type ReadyPage = Extract<PostingSettle, { status: 'ready' }>;
+
 function page(
   postingId: string,
   runId: string,
   title: string,
   html = `<h1>${title}</h1>`,
-): ExtractedPage {
+): ReadyPage {
   const body = Buffer.from(html);
   return {
+    status: 'ready',
     postingId,
     runId,
     body,
@@ -81,10 +84,10 @@ const silent = () =>
 describe('batched posting store', () => {
   it('reads, stores and settles concurrent jobs in a few statements and closes the run once', async () => {
     const { run, postings } = await runWithPostings(40);
-    const store = createPostingStore(handle.db, silent(), { maxBatchSize: 64 });
+    const settlement = createSettlement(handle.db, silent(), { maxBatchSize: 64 });
     const queries = countQueries();
     try {
-      const found = await Promise.all(postings.map((p) => store.forWork(p.id)));
+      const found = await Promise.all(postings.map((p) => settlement.forWork(p.id)));
       expect(found.every((f) => f?.status === 'pending' && f.runStatus === 'running')).toBe(true);
       expect(found[0]?.site).toMatchObject({ kind: 'career-site', maxConcurrency: 4 });
       expect(queries.count()).toBe(1);
@@ -92,7 +95,7 @@ describe('batched posting store', () => {
       // Two postings with byte-identical pages share one stored body.
       const settled = await Promise.all(
         postings.map((p, i) =>
-          store.settleExtracted(page(p.id, run.id, i < 2 ? 'Same page' : `Engineer ${i}`)),
+          settlement.settle(page(p.id, run.id, i < 2 ? 'Same page' : `Engineer ${i}`)),
         ),
       );
       expect(settled.every(Boolean)).toBe(true);
@@ -150,15 +153,15 @@ describe('batched posting store', () => {
         const pages = batch.map((p) =>
           page(p.id, run.id, index >= 3 ? 'Shared page' : `Engineer ${p.externalId}`),
         );
-        const settled = await settleExtractedPages(single.db, pages);
+        const settled = await settlePostings(single.db, pages);
         expect([...settled].sort()).toEqual(batch.map((p) => p.id).sort());
       }
       const { rows: prepared } = await single.pool.query<{ name: string }>(
-        `SELECT name FROM pg_prepared_statements WHERE name LIKE 'gleaner-settle-extracted-%' ORDER BY name`,
+        `SELECT name FROM pg_prepared_statements WHERE name LIKE 'gleaner-settle-ready-%' ORDER BY name`,
       );
       // Batch sizes share a few prepared texts: page slots come in powers of two.
       expect(prepared.map((row) => row.name)).toEqual(
-        ['1', '2', '4', '8'].map((slots) => `gleaner-settle-extracted-${slots}`),
+        ['1', '2', '4', '8'].map((slots) => `gleaner-settle-ready-${slots}`),
       );
     } finally {
       await single.close();
@@ -176,10 +179,10 @@ describe('batched posting store', () => {
 
   it('stores page bodies as fetched, compressed by Postgres with lz4', async () => {
     const { run, postings } = await runWithPostings(1);
-    const store = createPostingStore(handle.db, silent());
+    const settlement = createSettlement(handle.db, silent());
     const html = `<main>${'<p>Design and build the services our customers rely on.</p>'.repeat(500)}</main>`;
     const big = page(postings[0]!.id, run.id, 'Large page', html);
-    expect(await store.settleExtracted(big)).toBe(true);
+    expect(await settlement.settle(big)).toBe(true);
     const { rows } = await handle.pool.query(
       `SELECT content_encoding, byte_length::int, pg_column_compression(content) AS compression,
               pg_column_size(content) AS stored_size
@@ -197,11 +200,11 @@ describe('batched posting store', () => {
 
   it('compresses long descriptions with lz4', async () => {
     const { run, postings } = await runWithPostings(1);
-    const store = createPostingStore(handle.db, silent());
+    const settlement = createSettlement(handle.db, silent());
     const text = 'Design and build the services our customers rely on. '.repeat(200);
     const long = page(postings[0]!.id, run.id, 'Long description');
     long.fields = { ...long.fields, description: `<p>${text}</p>`, descriptionText: text };
-    expect(await store.settleExtracted(long)).toBe(true);
+    expect(await settlement.settle(long)).toBe(true);
     const { rows } = await handle.pool.query(
       `SELECT pg_column_compression(description) AS description,
               pg_column_compression(description_text) AS description_text, description_text AS text
@@ -213,7 +216,7 @@ describe('batched posting store', () => {
 
   it('takes long texts already encoded as UTF-8 and stores the same text', async () => {
     const { run, postings } = await runWithPostings(2);
-    const store = createPostingStore(handle.db, silent());
+    const settlement = createSettlement(handle.db, silent());
     const text = 'Zürich – São Paulo: build the services our customers rely on. '.repeat(100);
     const encoded = page(postings[0]!.id, run.id, 'Encoded');
     encoded.fields = {
@@ -225,7 +228,7 @@ describe('batched posting store', () => {
     const plain = page(postings[1]!.id, run.id, 'Plain');
     plain.fields = { ...plain.fields, description: `<p>${text}</p>`, descriptionText: text };
     expect(
-      await Promise.all([store.settleExtracted(encoded), store.settleExtracted(plain)]),
+      await Promise.all([settlement.settle(encoded), settlement.settle(plain)]),
     ).toEqual([true, true]);
     const { rows } = await handle.pool.query(
       `SELECT description, description_text, requirements FROM postings WHERE id = ANY($1) ORDER BY title`,
@@ -237,14 +240,14 @@ describe('batched posting store', () => {
 
   it('settles nothing twice, keeps the previous version and clears fields the page dropped', async () => {
     const { site, run, postings } = await runWithPostings(2);
-    const store = createPostingStore(handle.db, silent());
+    const settlement = createSettlement(handle.db, silent());
     const [first, second] = postings;
-    expect(await store.settleExtracted(page(first!.id, run.id, 'Backend engineer'))).toBe(true);
+    expect(await settlement.settle(page(first!.id, run.id, 'Backend engineer'))).toBe(true);
     // A duplicate delivery of the same job changes nothing.
-    expect(await store.settleExtracted(page(first!.id, run.id, 'Duplicate'))).toBe(false);
-    expect(await store.settleUnchanged({ postingId: first!.id, runId: run.id })).toBe(false);
+    expect(await settlement.settle(page(first!.id, run.id, 'Duplicate'))).toBe(false);
+    expect(await settlement.settle({ status: 'skipped', postingId: first!.id, runId: run.id })).toBe(false);
     expect(await getRun(handle.db, run.id)).toMatchObject({ status: 'running' });
-    expect(await store.settleExtracted(page(second!.id, run.id, 'Designer'))).toBe(true);
+    expect(await settlement.settle(page(second!.id, run.id, 'Designer'))).toBe(true);
     expect(await getRun(handle.db, run.id)).toMatchObject({ status: 'succeeded', readyCount: 2 });
 
     // The next run: the first page changed and lost its salary and company; the second did not.
@@ -258,8 +261,8 @@ describe('batched posting store', () => {
     const edited = page(first!.id, nextRun.id, 'Staff backend engineer');
     edited.fields = { title: 'Staff backend engineer', provenance: { title: 'json-ld' } };
     const [a, b] = await Promise.all([
-      store.settleExtracted(edited),
-      store.settleUnchanged({ postingId: second!.id, runId: nextRun.id }),
+      settlement.settle(edited),
+      settlement.settle({ status: 'skipped', postingId: second!.id, runId: nextRun.id }),
     ]);
     expect([a, b]).toEqual([true, true]);
     expect(await getRun(handle.db, nextRun.id)).toMatchObject({
@@ -287,11 +290,11 @@ describe('batched posting store', () => {
 
   it('fails only the request whose row Postgres refuses, not the rest of its batch', async () => {
     const { run, postings } = await runWithPostings(6);
-    const store = createPostingStore(handle.db, silent());
+    const settlement = createSettlement(handle.db, silent());
     const pages = postings.map((p, i) => page(p.id, run.id, `Role ${i}`));
-    // A NUL character cannot be stored in a Postgres text column.
-    pages[3]!.fields = { ...pages[3]!.fields, title: 'Broken\u0000title' };
-    const results = await Promise.allSettled(pages.map((p) => store.settleExtracted(p)));
+    // 1e39 does not fit the `real` salary column: Postgres refuses the row.
+    pages[3]!.fields = { ...pages[3]!.fields, salaryMin: 1e39 };
+    const results = await Promise.allSettled(pages.map((p) => settlement.settle(p)));
     expect(results.map((r) => r.status)).toEqual([
       'fulfilled',
       'fulfilled',
@@ -313,5 +316,31 @@ describe('batched posting store', () => {
       'ready',
     ]);
     expect(await getRun(handle.db, run.id)).toMatchObject({ status: 'running' });
+  });
+
+  it('drops NUL characters, which Postgres text cannot hold, from every field it stores', async () => {
+    const { run, postings } = await runWithPostings(2);
+    const settlement = createSettlement(handle.db, silent());
+    const [first, second] = postings;
+    const short = page(first!.id, run.id, 'Broken\u0000title');
+    const long = page(second!.id, run.id, 'Encoded');
+    long.fields = {
+      ...long.fields,
+      description: '<p>a\u0000b</p>',
+      descriptionText: new TextEncoder().encode('a\u0000b'),
+      provenance: { title: 'json-ld' },
+    };
+    expect(await Promise.all([settlement.settle(short), settlement.settle(long)])).toEqual([
+      true,
+      true,
+    ]);
+    const { rows } = await handle.pool.query<{ title: string; description: string; text: string }>(
+      'SELECT title, description, description_text AS text FROM postings WHERE run_id = $1 ORDER BY external_id',
+      [run.id],
+    );
+    expect(rows).toEqual([
+      { title: 'Brokentitle', description: null, text: null },
+      { title: 'Encoded', description: '<p>ab</p>', text: 'ab' },
+    ]);
   });
 });

@@ -6,11 +6,12 @@ import {
   finalizeRun,
   getRun,
   insertSite,
-  settlePosting,
+  settlePostings,
   startRun,
   upsertListedPostings,
   ActiveRunExistsError,
   type DbHandle,
+  type PostingSettle,
 } from '@gleaner/db';
 import { createTestDatabase, type TestDatabase } from '@gleaner/testing';
 import { seedRunWithPostings } from './support/seed.js';
@@ -30,19 +31,23 @@ afterAll(async () => {
 
 const runWithPostings = (count: number) => seedRunWithPostings(handle.db, count, 'site');
 
+/** A page whose body is stored already: what the extract stage settles with. */
+const storedPage = { contentType: 'text/html', sha256: 'stored-body', textSha256: null };
+
 /** What each worker does: settle (autocommit), then try to finalize. */
 async function settleThenFinalize(
   runId: string,
   postingId: string,
   status: 'ready' | 'skipped' | 'error',
 ) {
-  const outcome =
+  const target = { postingId, runId };
+  const settle: PostingSettle =
     status === 'ready'
-      ? ({ status, fields: { title: 'x' } } as const)
+      ? { ...target, status, ...storedPage, fields: { title: 'x' } }
       : status === 'error'
-        ? ({ status, error: 'boom' } as const)
-        : ({ status } as const);
-  await settlePosting(handle.db, postingId, runId, outcome);
+        ? { ...target, status, error: 'boom' }
+        : { ...target, status };
+  await settlePostings(handle.db, [settle]);
   return finalizeRun(handle.db, runId);
 }
 

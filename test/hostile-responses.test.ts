@@ -6,12 +6,12 @@
  * worker's peak resident memory must stay under 300 MB.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, createRun, insertSite, type DbHandle } from '@gleaner/db';
+import { createDb, insertSite, type DbHandle } from '@gleaner/db';
 import {
   closeQueues,
   createQueues,
   createRedisConnection,
-  enqueue,
+  startScrapeRun,
   type Queues,
 } from '@gleaner/queue';
 import {
@@ -104,8 +104,10 @@ describe('a worker process crawling a site of hostile responses', () => {
       maxPauseSeconds: 0,
       maxConcurrency: 8,
     });
-    const run = await createRun(handle.db, { siteId: row.id, trigger: 'manual' });
-    await enqueue(queues, 'scrape', { runId: run.id, siteId: row.id });
+    const run = await startScrapeRun(
+      { db: handle.db, queues },
+      { siteId: row.id, trigger: 'manual' },
+    );
 
     // The trickle times out on each of its 4 attempts, with 2 + 4 + 8 s of backoff between.
     const finished = await waitFor(

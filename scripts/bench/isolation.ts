@@ -38,8 +38,8 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { workerFragment } from '@gleaner/config';
-import { createRun, insertSite, type RunRow } from '@gleaner/db';
-import { enqueue } from '@gleaner/queue';
+import { insertSite, type RunRow } from '@gleaner/db';
+import { startScrapeRun } from '@gleaner/queue';
 import type { ServiceProcess } from '@gleaner/testing';
 import type { BenchModule } from './bench.js';
 import {
@@ -155,7 +155,7 @@ async function registerSite(
   fixtures: FixtureSites,
   index: number,
   options: SiteOptions,
-): Promise<{ siteId: string; runId: string }> {
+): Promise<string> {
   const fixture = fixtures.sites[index];
   if (!fixture) throw new Error(`no fixture site ${index}`);
   const row = await insertSite(phase.stack.handle.db, {
@@ -167,8 +167,14 @@ async function registerSite(
     maxPauseSeconds: 0,
     maxConcurrency: options.maxConcurrency,
   });
-  const created = await createRun(phase.stack.handle.db, { siteId: row.id, trigger: 'manual' });
-  return { siteId: row.id, runId: created.id };
+  return row.id;
+}
+
+/** Starts a run of the site: creates it and enqueues its scrape. Returns the run's id. */
+async function startRun(phase: Phase, siteId: string): Promise<string> {
+  const { handle, queues } = phase.stack;
+  const run = await startScrapeRun({ db: handle.db, queues }, { siteId, trigger: 'manual' });
+  return run.id;
 }
 
 interface TimedRun {
@@ -188,10 +194,10 @@ async function crawl(
   options: SiteOptions,
   timeoutMs: number,
 ): Promise<TimedRun> {
-  const { siteId, runId } = await registerSite(phase, fixtures, index, options);
+  const siteId = await registerSite(phase, fixtures, index, options);
   const startedAt = performance.now();
   const enqueuedAt = Date.now();
-  await enqueue(phase.stack.queues, 'scrape', { runId, siteId });
+  const runId = await startRun(phase, siteId);
   const outcome = await waitForRuns(phase.stack.handle, [runId], {
     workers: phase.workers,
     startedAt,
@@ -338,7 +344,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
         rateLimitRps: settings.slowRps,
         maxConcurrency: 4,
       });
-      await enqueue(phase.stack.queues, 'scrape', { runId: slow.runId, siteId: slow.siteId });
+      await startRun(phase, slow);
       backlog = await waitForBacklog(phase, fixtures, settings);
       if (backlog.parked) {
         progress(

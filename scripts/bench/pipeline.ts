@@ -34,8 +34,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { load } from 'cheerio/slim';
 import { Agent, request } from 'undici';
 import { workerFragment } from '@gleaner/config';
-import { createRun, getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
-import { enqueue } from '@gleaner/queue';
+import { getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
+import { startScrapeRun, type Queues } from '@gleaner/queue';
 import { freePort, repoRoot } from '@gleaner/testing';
 import { type BenchModule } from './bench.js';
 import {
@@ -508,12 +508,13 @@ async function pipelineRun(
   }
 
   const siteRow = await registerFixtureSite(handle, site, settings, 'bench-fixture-careers');
-  const created = await createRun(handle.db, { siteId: siteRow.id, trigger: 'manual' });
-
   const cpuBefore = cpuSnapshot();
   const started = performance.now();
   const enqueuedAt = new Date();
-  await enqueue(queues, 'scrape', { runId: created.id, siteId: siteRow.id });
+  const created = await startScrapeRun(
+    { db: handle.db, queues },
+    { siteId: siteRow.id, trigger: 'manual' },
+  );
   let run: RunRow | undefined;
   let lastReport = started;
   for (;;) {
@@ -596,14 +597,16 @@ async function warmUpWorkers(
   settings: Settings,
   site: FixtureSiteProcess,
   handle: DbHandle,
-  queues: Parameters<typeof enqueue>[0],
+  queues: Queues,
   workers: Parameters<typeof assertWorkersAlive>[0],
 ): Promise<void> {
   const warmUpSite = await registerFixtureSite(handle, site, settings, 'bench-warm-up', {
     maxPostings: settings.warmUpPages,
   });
-  const created = await createRun(handle.db, { siteId: warmUpSite.id, trigger: 'manual' });
-  await enqueue(queues, 'scrape', { runId: created.id, siteId: warmUpSite.id });
+  const created = await startScrapeRun(
+    { db: handle.db, queues },
+    { siteId: warmUpSite.id, trigger: 'manual' },
+  );
   const outcome = await waitForRuns(handle, [created.id], {
     workers,
     startedAt: performance.now(),

@@ -54,8 +54,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { createRun, insertSite } from '@gleaner/db';
-import { enqueue } from '@gleaner/queue';
+import { insertSite } from '@gleaner/db';
+import { startScrapeRun } from '@gleaner/queue';
 import { BenchUsageError, type BenchModule } from './bench.js';
 import {
   createBenchStack,
@@ -228,8 +228,8 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
     `${settings.workers} workers ready (pids ${workers.map((w) => w.child.pid).join(', ')}; crawl concurrency ${settings.crawlConcurrency} each)`,
   );
 
-  // Sites and runs.
-  const sites: BenchSite[] = [];
+  // Sites, then one run each, all started at once.
+  const registered: Omit<BenchSite, 'runId' | 'publicRunId'>[] = [];
   for (const [index, fixture] of fixtures.sites.entries()) {
     const limitRps = settings.limits[index % settings.limits.length] as number;
     const name = `bench-politeness-${String(index + 1).padStart(2, '0')}`;
@@ -242,22 +242,20 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
       maxPauseSeconds: 0,
       maxConcurrency: settings.maxConcurrency,
     });
-    const created = await createRun(handle.db, { siteId: row.id, trigger: 'manual' });
-    sites.push({
-      name,
-      limitRps,
-      index,
-      siteId: row.id,
-      runId: created.id,
-      publicRunId: created.runId,
-    });
+    registered.push({ name, limitRps, index, siteId: row.id });
   }
-  progress(`limits (rps): ${sites.map((site) => site.limitRps).join(', ')}`);
+  progress(`limits (rps): ${registered.map((site) => site.limitRps).join(', ')}`);
 
   const startedAt = performance.now();
   const started = performance.timeOrigin + startedAt;
-  await Promise.all(
-    sites.map((site) => enqueue(queues, 'scrape', { runId: site.runId, siteId: site.siteId })),
+  const sites: BenchSite[] = await Promise.all(
+    registered.map(async (site) => {
+      const run = await startScrapeRun(
+        { db: handle.db, queues },
+        { siteId: site.siteId, trigger: 'manual' },
+      );
+      return { ...site, runId: run.id, publicRunId: run.runId };
+    }),
   );
   progress(`${sites.length} scrapes enqueued`);
 

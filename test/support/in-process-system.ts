@@ -1,5 +1,5 @@
 import { PassThrough, type Writable } from 'node:stream';
-import { createDb, createRun, getRun, type DbHandle, type RunRow } from '@gleaner/db';
+import { createDb, getRun, type DbHandle, type RunRow } from '@gleaner/db';
 import {
   createFetcher,
   createRobotsCache,
@@ -12,7 +12,7 @@ import {
   closeQueues,
   createQueues,
   createRedisConnection,
-  enqueue,
+  startScrapeRun,
   type Queues,
 } from '@gleaner/queue';
 import {
@@ -122,8 +122,7 @@ export async function startInProcessSystem(
     replicas: started,
     queues,
     async runToEnd(siteId, timeoutMs = 60_000) {
-      const run = await createRun(handle.db, { siteId, trigger: 'manual' });
-      await enqueue(queues, 'scrape', { runId: run.id, siteId });
+      const run = await startScrapeRun({ db: handle.db, queues }, { siteId, trigger: 'manual' });
       return waitFor(
         async () => {
           const current = await getRun(handle.db, run.id);

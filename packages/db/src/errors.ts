@@ -1,18 +1,16 @@
+import { ClassifiedError } from '@gleaner/errors';
+
 /** A site already has a queued or running scrape; the caller should wait for it. */
-export class ActiveRunExistsError extends Error {
-  readonly code = 'DB_ACTIVE_RUN_EXISTS';
+export class ActiveRunExistsError extends ClassifiedError {
   constructor(readonly siteId: string) {
-    super(`site ${siteId} already has an active run`);
-    this.name = 'ActiveRunExistsError';
+    super(`site ${siteId} already has an active run`, 'DB_ACTIVE_RUN_EXISTS', 'permanent');
   }
 }
 
 /** A site name is already registered. */
-export class SiteExistsError extends Error {
-  readonly code = 'DB_SITE_EXISTS';
+export class SiteExistsError extends ClassifiedError {
   constructor(readonly siteName: string) {
-    super(`a site named "${siteName}" already exists`);
-    this.name = 'SiteExistsError';
+    super(`a site named "${siteName}" already exists`, 'DB_SITE_EXISTS', 'permanent');
   }
 }
 

@@ -12,4 +12,6 @@ export * from './repositories/sites.js';
 export * from './repositories/runs.js';
 export * from './repositories/postings.js';
 export * from './repositories/bodies.js';
-export * from './repositories/work.js';
+export * from './repositories/posting-work.js';
+export * from './posting-fields.js';
+export { jsonForPg, withoutNul } from './pg-text.js';

@@ -14,6 +14,7 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
+import type { FieldProvenance, PostingFieldKey, PostingFields } from './posting-fields.js';
 
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' });
 
@@ -120,10 +121,6 @@ export const scrapeRuns = pgTable(
 export const postingStatuses = ['pending', 'ready', 'skipped', 'error', 'expired'] as const;
 export type PostingStatus = (typeof postingStatuses)[number];
 
-export interface FieldProvenance {
-  [field: string]: 'ats' | 'json-ld' | 'microdata' | 'rdfa' | 'dom' | 'llm';
-}
-
 /** A job posting, keyed by `(site_id, external_id)`; `run_id` is the last run that listed it. */
 export const postings = pgTable(
   'postings',
@@ -222,3 +219,7 @@ export type NewSiteRow = typeof siteSchedules.$inferInsert;
 export type RunRow = typeof scrapeRuns.$inferSelect;
 export type PostingRow = typeof postings.$inferSelect;
 export type PostingVersionRow = typeof postingVersions.$inferSelect;
+
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** The posting field list and the schema agree on each field's type: a mismatch does not compile. */
+const _postingFieldsMatchSchema: Same<PostingFields, Pick<PostingRow, PostingFieldKey>> = true;

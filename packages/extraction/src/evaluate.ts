@@ -20,39 +20,24 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import {
+  longTextFieldKeys,
+  postingFieldKeys,
+  type PostingFieldKey,
+} from '@gleaner/db/posting-fields';
 import { extractPosting } from './extract-posting.js';
 import { htmlToText, normaliseWhitespace } from './html-text.js';
-import type { ExtractedPosting, ExtractionResult } from './types.js';
+import type { ExtractionResult } from './types.js';
 
-export const EVALUATED_FIELDS = [
-  'title',
-  'company',
-  'location',
-  'locationCity',
-  'locationRegion',
-  'locationCountry',
-  'isRemote',
-  'employmentType',
-  'salaryMin',
-  'salaryMax',
-  'salaryCurrency',
-  'salaryPeriod',
-  'datePosted',
-  'description',
-  'descriptionText',
-  'requirements',
-] as const satisfies readonly (keyof ExtractedPosting)[];
+/** Every field of a posting is evaluated. */
+export const EVALUATED_FIELDS = postingFieldKeys;
 
-export type EvaluatedField = (typeof EVALUATED_FIELDS)[number];
+export type EvaluatedField = PostingFieldKey;
 
 /** Word-multiset Dice similarity at which two texts count as the same content. */
 export const DESCRIPTION_SIMILARITY = 0.9;
 
-const TEXT_FIELDS: ReadonlySet<EvaluatedField> = new Set([
-  'description',
-  'descriptionText',
-  'requirements',
-]);
+const TEXT_FIELDS: ReadonlySet<EvaluatedField> = new Set(longTextFieldKeys);
 
 export interface CorpusPage {
   name: string;

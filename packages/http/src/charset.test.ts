@@ -64,8 +64,19 @@ describe('detectCharset', () => {
     expect(decodeBody(Buffer.from([0x61, 0xff, 0x62]), 'text/plain')).toBe('a\uFFFDb');
   });
 
+  it('drops NUL characters, which no page means and Postgres text cannot hold', () => {
+    expect(decodeBody(Buffer.from([0x61, 0x00, 0x62, 0x00]), 'text/html; charset=utf-8')).toBe('ab');
+    expect(decodeBody(Buffer.from([0x61, 0x00, 0x00, 0x00]), 'text/plain; charset=utf-16le')).toBe(
+      'a',
+    );
+  });
+
   it('decodes legacy encodings', () => {
     expect(decodeBody(latin1('caf\xe9'), 'text/html; charset=latin1')).toBe('café');
+    // windows-1252 (what `latin1` and `iso-8859-1` mean on the web) has € and curly quotes.
+    expect(decodeBody(latin1('\x93\x80 5\x94 \x96 caf\xe9'), 'text/html; charset=iso-8859-1')).toBe(
+      '\u201c\u20ac 5\u201d \u2013 café',
+    );
     expect(decodeBody(Buffer.from([0x8b, 0x81, 0x90, 0x6c]), 'text/html; charset=shift_jis')).toBe(
       '求人',
     );

@@ -12,6 +12,9 @@
  * 4. otherwise UTF-8 (the standard's locale-dependent fallback is windows-1252, but almost every
  *    undeclared page fetched today is UTF-8).
  *
+ * This module imports nothing, so that the worker's page analyser threads load it alone
+ * (`@gleaner/http/charset`).
+ *
  * Labels are resolved by `TextDecoder`, which knows the WHATWG label table (`latin1` → windows-1252,
  * `sjis` → Shift_JIS…). A label it does not know is skipped, not fatal.
  */
@@ -106,9 +109,29 @@ export function detectCharset(
   return { encoding: 'utf-8', source: 'default' };
 }
 
-/** Decodes a body to text with the detected charset; invalid sequences become U+FFFD, never an error. */
+/**
+ * Decodes a body to text with the detected charset: the one decoder of every path that turns
+ * fetched or stored bytes into text. Sequences invalid in the encoding become U+FFFD, never an
+ * error; NUL characters are dropped, since no page means them and Postgres text cannot hold them.
+ */
 export function decodeBody(body: Uint8Array, contentType: string | null | undefined): string {
   const { encoding } = detectCharset(body, contentType);
   // TextDecoder strips a BOM matching its encoding by default.
-  return new TextDecoder(encoding).decode(body);
+  let text = new TextDecoder(encoding).decode(body);
+  if (encoding === 'windows-1252') text = text.replace(/[\x80-\x9f]/g, windows1252Char);
+  return text.includes('\0') ? text.replaceAll('\0', '') : text;
+}
+
+/**
+ * windows-1252's bytes 0x80–0x9F (€, curly quotes, dashes, …; WHATWG's index). Node 20's
+ * TextDecoder decodes windows-1252, the label of `latin1` and `iso-8859-1` pages too, as
+ * ISO-8859-1, turning them into C1 control characters; those map back here. The five bytes
+ * windows-1252 leaves undefined stay as they are.
+ */
+const WINDOWS_1252_C1 =
+  '\u20ac\x81\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\x8d\u017d\x8f' +
+  '\x90\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\x9d\u017e\u0178';
+
+function windows1252Char(char: string): string {
+  return WINDOWS_1252_C1[char.charCodeAt(0) - 0x80]!;
 }

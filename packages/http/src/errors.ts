@@ -1,16 +1,15 @@
-export type RetryClass = 'permanent' | 'transient';
+import { ClassifiedError, type RetryClass } from '@gleaner/errors';
 
 /** Base of every fetch error: a stable `HTTP_*` code and whether retrying can help. */
-export class HttpError extends Error {
+export class HttpError extends ClassifiedError {
   constructor(
     message: string,
-    readonly code: string,
-    readonly retryClass: RetryClass,
+    code: string,
+    retryClass: RetryClass,
     readonly url: string,
     options?: { cause?: unknown },
   ) {
-    super(message, options);
-    this.name = new.target.name;
+    super(message, code, retryClass, options);
   }
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jobs, queueNames } from './catalogue.js';
+import { jobs, queueNames, workQueueNames } from './catalogue.js';
 import { assertValidJobId } from './define-job.js';
 import { prepareJob } from './queues.js';
 
@@ -9,7 +9,7 @@ const siteId = '0f8fad5b-d9cb-469f-a165-70867728950e';
 
 describe('job catalogue', () => {
   it('defines every queue once, with attempts and a job name of the form area.verb-noun', () => {
-    expect(queueNames.sort()).toEqual(['crawl', 'dead-letter', 'extract', 'llm-extract', 'scrape']);
+    expect(queueNames.sort()).toEqual(['crawl', 'dead-letter', 'extract', 'scrape']);
     for (const name of queueNames) {
       expect(jobs[name].queue).toBe(name);
       expect(jobs[name].name).toMatch(/^[a-z-]+\.[a-z]+-[a-z-]+$/);
@@ -21,13 +21,12 @@ describe('job catalogue', () => {
     const crawl = prepareJob('crawl', { runId, siteId, postingId });
     expect(crawl.opts.jobId).toBe(`crawl-${runId}-${postingId}`);
     expect(prepareJob('crawl', { runId, siteId, postingId }).opts.jobId).toBe(crawl.opts.jobId);
-    const llm = prepareJob('llm-extract', {
-      nodeKind: 'posting',
-      nodeId: postingId,
-      extractionVersion: '2026.11.1',
-    });
-    expect(llm.opts.jobId).toBe(`llm-posting-${postingId}-2026_11_1`);
-    expect(llm.opts.jobId).not.toContain(':');
+    const extract = prepareJob('extract', { runId, postingId });
+    expect(extract.opts.jobId).not.toContain(':');
+  });
+
+  it('lists every queue but the dead letters as work for workers', () => {
+    expect([...workQueueNames].sort()).toEqual(['crawl', 'extract', 'scrape']);
   });
 
   it('rejects invalid payloads and ids', () => {

@@ -1,3 +1,4 @@
+import { ClassifiedError, type RetryClass } from '@gleaner/errors';
 import type { ExtractedPosting } from '@gleaner/extraction';
 import type { Fetcher } from '@gleaner/http';
 import type { z } from 'zod';
@@ -61,13 +62,8 @@ export interface SiteAdapter<S extends z.ZodType = z.ZodType> {
 }
 
 /** Permanent problems with a site's configuration or content (retrying cannot help). */
-export class SourceError extends Error {
-  constructor(
-    message: string,
-    readonly code: string,
-    readonly retryClass: 'permanent' | 'transient' = 'permanent',
-  ) {
-    super(message);
-    this.name = 'SourceError';
+export class SourceError extends ClassifiedError {
+  constructor(message: string, code: string, retryClass: RetryClass = 'permanent') {
+    super(message, code, retryClass);
   }
 }

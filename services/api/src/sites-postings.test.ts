@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import {
   createRun,
-  settlePosting,
+  settlePostings,
   startRun,
   upsertListedPostings,
   type DbHandle,
@@ -120,15 +120,22 @@ describe('GET /postings', () => {
       })),
     );
     for (const [i, row] of rows.entries()) {
-      await settlePosting(handle.db, row.id, run.id, {
-        status: 'ready',
-        fields: {
-          title: i % 2 === 0 ? `Rust Engineer ${i}` : `Designer ${i}`,
-          company: 'Acme',
-          isRemote: i < 3,
-          description: `<p>Role ${i}</p>`,
-        },
-      });
+      await settlePostings(handle.db, [
+        {
+          status: 'ready',
+          postingId: row.id,
+          runId: run.id,
+          contentType: 'text/html',
+          sha256: `body-${i}`,
+          textSha256: null,
+          fields: {
+            title: i % 2 === 0 ? `Rust Engineer ${i}` : `Designer ${i}`,
+            company: 'Acme',
+            isRemote: i < 3,
+            description: `<p>Role ${i}</p>`,
+          },
+    },
+      ]);
     }
   });
 

@@ -1,10 +1,10 @@
 import type { Database } from '@gleaner/db';
 import type { Fetcher, RobotsCache, SiteGate } from '@gleaner/http';
 import type { Logger } from '@gleaner/logger';
-import type { JobPayload, QueueName, Queues } from '@gleaner/queue';
+import type { JobPayload, Queues, WorkQueueName } from '@gleaner/queue';
 import type { Job } from 'bullmq';
-import type { PageAnalyser } from './page-analyser.js';
-import type { PostingStore } from './posting-store.js';
+import type { PageAnalyser } from './page-analysis/page-analyser.js';
+import type { Settlement } from './settlement/settlement.js';
 
 /** What every handler gets: built once in main.ts and passed in. */
 export interface WorkerDeps {
@@ -18,8 +18,8 @@ export interface WorkerDeps {
 }
 
 export interface HandlerContext extends WorkerDeps {
-  /** Batched posting reads and settles, shared by the process's jobs (built in runtime.ts). */
-  store: PostingStore;
+  /** Batched posting reads and settles, and the one way runs close (built in runtime.ts). */
+  settlement: Settlement;
   /** Fingerprints and extraction of fetched pages, in threads (built in runtime.ts). */
   analyser: PageAnalyser;
   job: Job;
@@ -29,7 +29,7 @@ export interface HandlerContext extends WorkerDeps {
   token: string | undefined;
 }
 
-export interface JobHandler<Q extends QueueName> {
+export interface JobHandler<Q extends WorkQueueName> {
   run(payload: JobPayload<Q>, context: HandlerContext): Promise<unknown>;
   /**
    * Called once when the job will not be tried again (a permanent error, or its last attempt):
@@ -37,3 +37,6 @@ export interface JobHandler<Q extends QueueName> {
    */
   giveUp(payload: JobPayload<Q>, error: Error, context: HandlerContext): Promise<void>;
 }
+
+/** One handler for every queue the catalogue gives workers. */
+export type HandlerMap = { [Q in WorkQueueName]: JobHandler<Q> };

@@ -1,4 +1,4 @@
 export { startWorkers, type RuntimeOptions, type WorkerRuntime } from './runtime.js';
-export { handlers, servedQueues, type ServedQueue } from './handlers/index.js';
-export type { WorkerDeps } from './context.js';
-export { createPostingStore, type PostingStore } from './posting-store.js';
+export { handlers } from './handlers.js';
+export type { HandlerMap, WorkerDeps } from './context.js';
+export { createSettlement, type Settlement } from './settlement/settlement.js';

@@ -1,18 +1,19 @@
 import { hostname } from 'node:os';
+import { isClassifiedError } from '@gleaner/errors';
 import { jobLogger } from '@gleaner/logger';
-import { enqueue, isClassifiedError, jobs, type JobPayload } from '@gleaner/queue';
+import { enqueue, jobs, type JobPayload, type WorkQueueName } from '@gleaner/queue';
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { HandlerContext, JobHandler, WorkerDeps } from './context.js';
-import { handlers, type ServedQueue } from './handlers/index.js';
-import { createPageAnalyser, type PageAnalyser } from './page-analyser.js';
-import { createPostingStore, type PostingStore } from './posting-store.js';
+import { handlers } from './handlers.js';
+import { createPageAnalyser, type PageAnalyser } from './page-analysis/page-analyser.js';
+import { createSettlement, type Settlement } from './settlement/settlement.js';
 
 export interface RuntimeOptions {
   connection: Redis;
   prefix: string;
-  queues: readonly ServedQueue[];
-  concurrency: Record<ServedQueue, number>;
+  queues: readonly WorkQueueName[];
+  concurrency: Record<WorkQueueName, number>;
   /** Threads for the CPU-bound part of crawling (`WORKER_EXTRACT_THREADS`); default 0, inline. */
   extractThreads?: number;
 }
@@ -30,10 +31,10 @@ function isPermanent(error: unknown): boolean {
   );
 }
 
-function createProcessor<Q extends ServedQueue>(
+function createProcessor<Q extends WorkQueueName>(
   queue: Q,
   deps: WorkerDeps,
-  store: PostingStore,
+  settlement: Settlement,
   analyser: PageAnalyser,
 ) {
   const handler = handlers[queue] as JobHandler<Q>;
@@ -48,7 +49,7 @@ function createProcessor<Q extends ServedQueue>(
       );
     }
     const payload = parsed.data as JobPayload<Q>;
-    const context: HandlerContext = { ...deps, store, analyser, job, log, signal, token };
+    const context: HandlerContext = { ...deps, settlement, analyser, job, log, signal, token };
     try {
       return await handler.run(payload, context);
     } catch (caught) {
@@ -94,13 +95,13 @@ async function parkDeadLetter(deps: WorkerDeps, job: Job, error: Error): Promise
 }
 
 export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerRuntime {
-  const store = createPostingStore(deps.db, deps.logger);
+  const settlement = createSettlement(deps.db, deps.logger);
   // Only crawl jobs analyse pages: a replica that serves no crawl queue starts no thread.
   const analyser = createPageAnalyser({
     threads: options.queues.includes('crawl') ? (options.extractThreads ?? 0) : 0,
   });
   const workers = options.queues.map((queue) => {
-    const worker = new Worker(queue, createProcessor(queue, deps, store, analyser), {
+    const worker = new Worker(queue, createProcessor(queue, deps, settlement, analyser), {
       connection: options.connection,
       prefix: options.prefix,
       concurrency: options.concurrency[queue],

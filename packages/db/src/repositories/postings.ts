@@ -1,14 +1,13 @@
+import { ClassifiedError } from '@gleaner/errors';
 import { and, asc, desc, eq, gte, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../client.js';
+import { jsonForPg, withoutNul } from '../pg-text.js';
 import {
   postings,
   postingVersions,
-  scrapeRuns,
-  siteSchedules,
   type PostingRow,
   type PostingStatus,
   type PostingVersionRow,
-  type SiteRow,
 } from '../schema.js';
 
 export interface ListedPosting {
@@ -62,9 +61,9 @@ export async function upsertListedPostings(
       values: [
         siteId,
         runId,
-        batch.map((item) => item.externalId),
-        batch.map((item) => item.url),
-        batch.map((item) => (item.payload === undefined ? null : JSON.stringify(item.payload))),
+        batch.map((item) => withoutNul(item.externalId)),
+        batch.map((item) => withoutNul(item.url)),
+        batch.map((item) => (item.payload === undefined ? null : jsonForPg(item.payload))),
       ],
     });
     for (const row of rows)
@@ -111,56 +110,6 @@ export async function countRunPostingsByStatus(
   return counts;
 }
 
-/**
- * Inside a statement whose CTE `previous` holds postings about to be re-extracted (still
- * pending in their run, extracted before, fetched with a different body): keeps each one's
- * current fields, body and SimHash as its next `posting_versions` row.
- */
-export const KEEP_PREVIOUS_VERSION = `
-      INSERT INTO posting_versions (posting_id, version, fields, body_sha256, content_simhash, extracted_at)
-      SELECT p.id,
-             coalesce((SELECT max(v.version) FROM posting_versions v WHERE v.posting_id = p.id), 0) + 1,
-             jsonb_build_object(
-               'title', p.title, 'company', p.company, 'location', p.location,
-               'location_city', p.location_city, 'location_region', p.location_region,
-               'location_country', p.location_country, 'is_remote', p.is_remote,
-               'employment_type', p.employment_type, 'salary_min', p.salary_min, 'salary_max', p.salary_max,
-               'salary_currency', p.salary_currency, 'salary_period', p.salary_period,
-               'date_posted', p.date_posted, 'description', p.description,
-               'description_text', p.description_text, 'requirements', p.requirements,
-               'provenance', p.provenance, 'extraction_version', p.extraction_version),
-             p.body_sha256, p.content_simhash, p.extracted_at
-      FROM previous p
-      -- A duplicate delivery racing this one keeps the same version once.
-      ON CONFLICT (posting_id, version) DO NOTHING`;
-
-/**
- * Records a newly fetched (changed) body on a posting still pending in `runId`, for the
- * extract job to read. When the posting had been extracted before, the same statement first
- * keeps what it was — fields, body and SimHash — as its next `posting_versions` row, so a page
- * edited on the site leaves its history behind. (No FOR UPDATE in the CTE: the main UPDATE writes the same row in the
- * same command, and a locking read of a row the command itself updated silently skips it.)
- */
-export async function recordFetchedBody(
-  db: Database,
-  id: string,
-  runId: string,
-  body: { sha256: string; textSha256: string | null },
-): Promise<boolean> {
-  const result = await db.execute<{ id: string }>(sql`
-    WITH previous AS (
-      SELECT * FROM postings
-      WHERE id = ${id} AND run_id = ${runId} AND status = 'pending' AND extracted_at IS NOT NULL
-        AND body_sha256 IS DISTINCT FROM ${body.sha256}
-    ), kept AS (${sql.raw(KEEP_PREVIOUS_VERSION)})
-    UPDATE postings SET body_sha256 = ${body.sha256}, text_sha256 = ${body.textSha256},
-                        fetched_at = now(), updated_at = now()
-    WHERE id = ${id} AND run_id = ${runId} AND status = 'pending'
-    RETURNING id
-  `);
-  return result.rows.length > 0;
-}
-
 /** A posting's earlier versions, newest first. */
 export async function listPostingVersions(
   db: Database,
@@ -171,114 +120,6 @@ export async function listPostingVersions(
     .from(postingVersions)
     .where(eq(postingVersions.postingId, postingId))
     .orderBy(desc(postingVersions.version));
-}
-
-export type ExtractedFields = Partial<
-  Pick<
-    PostingRow,
-    | 'title'
-    | 'company'
-    | 'location'
-    | 'locationCity'
-    | 'locationRegion'
-    | 'locationCountry'
-    | 'isRemote'
-    | 'employmentType'
-    | 'salaryMin'
-    | 'salaryMax'
-    | 'salaryCurrency'
-    | 'salaryPeriod'
-    | 'datePosted'
-    | 'description'
-    | 'descriptionText'
-    | 'requirements'
-    | 'provenance'
-    | 'extractionVersion'
-    | 'contentSimhash'
-  >
->;
-
-/** Every column extraction writes: a re-extracted posting drops what its page no longer says. */
-export const extractedFieldKeys = [
-  'title',
-  'company',
-  'location',
-  'locationCity',
-  'locationRegion',
-  'locationCountry',
-  'isRemote',
-  'employmentType',
-  'salaryMin',
-  'salaryMax',
-  'salaryCurrency',
-  'salaryPeriod',
-  'datePosted',
-  'description',
-  'descriptionText',
-  'requirements',
-  'provenance',
-  'extractionVersion',
-  'contentSimhash',
-] as const satisfies readonly (keyof ExtractedFields)[];
-
-/**
- * The one guarded status transition out of `pending`: it applies only while the posting is
- * pending in `runId`, so a duplicate delivery of the same job changes nothing. Returns whether
- * this call settled the posting.
- */
-export async function settlePosting(
-  db: Database,
-  id: string,
-  runId: string,
-  outcome:
-    | { status: 'ready'; fields: ExtractedFields }
-    | { status: 'skipped' }
-    | { status: 'error'; error: string },
-): Promise<boolean> {
-  const now = new Date();
-  const changes =
-    outcome.status === 'ready'
-      ? { ...outcome.fields, status: 'ready' as const, error: null, extractedAt: now }
-      : outcome.status === 'error'
-        ? { status: 'error' as const, error: outcome.error.slice(0, 2000) }
-        : { status: 'skipped' as const, error: null };
-  const rows = await db
-    .update(postings)
-    .set({ ...changes, updatedAt: now })
-    .where(and(eq(postings.id, id), eq(postings.runId, runId), eq(postings.status, 'pending')))
-    .returning({ id: postings.id });
-  return rows.length > 0;
-}
-
-/** What a worker needs of a posting's site: its kind and its politeness settings. */
-export type PostingSite = Pick<
-  SiteRow,
-  'kind' | 'rateLimitRps' | 'minPauseSeconds' | 'maxPauseSeconds' | 'maxConcurrency'
->;
-
-/** A posting with its run's status and its site's settings, in one round trip (the workers' read). */
-export async function getPostingForWork(
-  db: Database,
-  id: string,
-): Promise<{ posting: PostingRow; runStatus: string | null; site: PostingSite } | undefined> {
-  const [row] = await db
-    .select({
-      posting: postings,
-      runStatus: scrapeRuns.status,
-      site: {
-        kind: siteSchedules.kind,
-        rateLimitRps: siteSchedules.rateLimitRps,
-        minPauseSeconds: siteSchedules.minPauseSeconds,
-        maxPauseSeconds: siteSchedules.maxPauseSeconds,
-        maxConcurrency: siteSchedules.maxConcurrency,
-      },
-    })
-    .from(postings)
-    .innerJoin(siteSchedules, eq(siteSchedules.id, postings.siteId))
-    .leftJoin(scrapeRuns, eq(scrapeRuns.id, postings.runId))
-    .where(eq(postings.id, id))
-    .limit(1);
-  return row;
 }
 
 export interface PostingSearch {
@@ -293,19 +134,22 @@ export interface PostingSearch {
   cursor?: string;
 }
 
-export class CursorInvalidError extends Error {
-  readonly code = 'DB_CURSOR_INVALID';
+export class CursorInvalidError extends ClassifiedError {
   constructor() {
-    super('cursor is not one this API issued');
-    this.name = 'CursorInvalidError';
+    super('cursor is not one this API issued', 'DB_CURSOR_INVALID', 'permanent');
   }
 }
 
 /** Cursor = the last row's (updated_at in microseconds, id): stable under concurrent inserts. */
 function decodeCursor(cursor: string): { micros: string; id: string } {
   const raw = Buffer.from(cursor, 'base64url').toString('utf8');
-  const match = /^(\d{1,20})_([0-9a-f-]{36})$/.exec(raw);
-  if (!match) throw new CursorInvalidError();
+  const match = /^(\d{1,19})_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(
+    raw,
+  );
+  // Both halves are cast in SQL (`::bigint`, `::uuid`): a value either cast refuses would fail
+  // the statement with a 500 instead of answering 400. 20 digits overflow bigint, and so do some
+  // of 19 (up to 9999999999999999999), hence the bound.
+  if (!match || BigInt(match[1]!) > 9_223_372_036_854_775_807n) throw new CursorInvalidError();
   return { micros: match[1]!, id: match[2]! };
 }
 

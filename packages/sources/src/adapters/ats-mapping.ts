@@ -29,26 +29,7 @@ export function text(value: string | null | undefined): string | null {
 }
 
 /** Every field null: the start of a mapping. */
-export function emptyPosting(): ExtractedPosting {
-  return {
-    title: null,
-    company: null,
-    location: null,
-    locationCity: null,
-    locationRegion: null,
-    locationCountry: null,
-    isRemote: null,
-    employmentType: null,
-    salaryMin: null,
-    salaryMax: null,
-    salaryCurrency: null,
-    salaryPeriod: null,
-    datePosted: null,
-    description: null,
-    descriptionText: null,
-    requirements: null,
-  };
-}
+export { emptyPostingFields as emptyPosting } from '@gleaner/db/posting-fields';
 
 /** The mapping result: provenance 'ats' for every non-null field. */
 export function mapped(mappedFields: ExtractedPosting): AtsMappedPosting {

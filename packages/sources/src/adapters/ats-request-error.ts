@@ -1,4 +1,4 @@
-import type { RetryClass } from '@gleaner/http';
+import type { RetryClass } from '@gleaner/errors';
 import { SourceError } from '../types.js';
 
 /** Stable codes of the errors ATS adapters throw. */
@@ -46,7 +46,6 @@ export class AtsRequestError extends SourceError {
     details: AtsRequestErrorDetails,
   ) {
     super(message, code, retryClass);
-    this.name = 'AtsRequestError';
     this.code = code;
     this.url = details.url;
     this.status = details.status;

@@ -1,4 +1,4 @@
-import type { PostingRow, RunRow, SiteRow } from '@gleaner/db';
+import { snakeCasePostingFields, type PostingRow, type RunRow, type SiteRow } from '@gleaner/db';
 
 /** The API's snake_case views of rows (seed 003's field names). */
 export function presentRun(run: RunRow, site: Pick<SiteRow, 'siteName'> | undefined) {
@@ -29,22 +29,7 @@ export function presentPosting(posting: PostingRow) {
     external_id: posting.externalId,
     url: posting.url,
     status: posting.status,
-    title: posting.title,
-    company: posting.company,
-    location: posting.location,
-    location_city: posting.locationCity,
-    location_region: posting.locationRegion,
-    location_country: posting.locationCountry,
-    is_remote: posting.isRemote,
-    employment_type: posting.employmentType,
-    salary_min: posting.salaryMin,
-    salary_max: posting.salaryMax,
-    salary_currency: posting.salaryCurrency,
-    salary_period: posting.salaryPeriod,
-    date_posted: posting.datePosted,
-    description: posting.description,
-    description_text: posting.descriptionText,
-    requirements: posting.requirements,
+    ...snakeCasePostingFields(posting),
     provenance: posting.provenance,
     error: posting.error,
     first_seen_at: posting.firstSeenAt.toISOString(),

@@ -1,7 +1,6 @@
 import {
   completeListing,
   failRun,
-  finalizeRun,
   getRun,
   getSiteById,
   startRun,
@@ -10,7 +9,7 @@ import {
 import { crawlJob, enqueueBulk } from '@gleaner/queue';
 import { getAdapter, SourceError } from '@gleaner/sources';
 import type { JobHandler } from '../context.js';
-import { bookCrawlStarts } from '../polite-fetch.js';
+import { bookCrawlStarts } from '../crawl/polite-fetch.js';
 
 /** Postings upserted and enqueued per statement and bulk add. */
 const ENQUEUE_SLICE = 200;
@@ -99,8 +98,7 @@ export const scrapeHandler: JobHandler<'scrape'> = {
       'listing done',
     );
     // Covers a site with no postings, and a retried scrape whose postings all settled already.
-    const closed = await finalizeRun(db, run.id);
-    if (closed) log.info({ status: closed.status }, 'run finalized');
+    await context.settlement.closeRunIfDone(run.id);
     return { listed: rows.length, complete: listing.complete, refused: listing.refused };
   },
 

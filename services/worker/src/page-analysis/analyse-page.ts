@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { longTextKeys, type ExtractedFields, type SettleFields } from '@gleaner/db';
+import type { ExtractedFields, SettleFields } from '@gleaner/db';
+import { longTextFieldKeys } from '@gleaner/db/posting-fields';
 import { textSha256 } from '@gleaner/extraction';
-import { decodeBody } from './decode-body.js';
-import { LISTING_CONTENT_TYPE } from './listing-content-type.js';
+import { decodeBody } from '@gleaner/http/charset';
+import { LISTING_CONTENT_TYPE } from './page-fields.js';
 
 /** A fetched page (or ATS listing payload) and what the crawl already knows of its posting. */
 export interface PageInput {
@@ -74,7 +75,7 @@ const utf8 = new TextEncoder();
 /** The fields with their long texts as UTF-8, each in a buffer of its own (transferable). */
 function encodeLongTexts(fields: ExtractedFields): SettleFields {
   const encoded: SettleFields = { ...fields };
-  for (const key of longTextKeys) {
+  for (const key of longTextFieldKeys) {
     const text = fields[key];
     if (typeof text === 'string') encoded[key] = utf8.encode(text);
   }
@@ -85,7 +86,7 @@ function encodeLongTexts(fields: ExtractedFields): SettleFields {
 export function transferablesOf(analysis: PageAnalysis): ArrayBuffer[] {
   const buffers: ArrayBuffer[] = [];
   if (!analysis.fields) return buffers;
-  for (const key of longTextKeys) {
+  for (const key of longTextFieldKeys) {
     const text = analysis.fields[key];
     if (text instanceof Uint8Array) buffers.push(text.buffer as ArrayBuffer);
   }

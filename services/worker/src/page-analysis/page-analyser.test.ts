@@ -5,15 +5,15 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createFixtureCareerSite, type FixtureCareerSite } from '@gleaner/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { analysePage, type PageInput } from './analyse-page.js';
-import { extractFields } from './extract-fields.js';
-import { LISTING_CONTENT_TYPE } from './listing-content-type.js';
+import { extractBodyFields } from './body-fields.js';
 import { createPageAnalyser, type PageAnalyser } from './page-analyser.js';
+import { LISTING_CONTENT_TYPE } from './page-fields.js';
 
 /**
  * The page analyser's threads against the event loop: the same analysis for every kind of page,
  * and a thread that dies fails only the pages it held.
  */
-const workerRoot = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const workerRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 let site: FixtureCareerSite;
 let pages: PageInput[];
 const analysers: PageAnalyser[] = [];
@@ -37,8 +37,8 @@ function threadModule(body: string): string {
   writeFileSync(
     file,
     `import { parentPort } from 'node:worker_threads';
-import { analysePage } from '${dist('analyse-page.js')}';
-import { extractPageFields } from '${dist('page-fields.js')}';
+import { analysePage } from '${dist('page-analysis/analyse-page.js')}';
+import { extractPageFields } from '${dist('page-analysis/page-fields.js')}';
 const analyse = (input) => analysePage(input, (each, _body, html) => extractPageFields(each.url, html));
 ${body}
 `,
@@ -59,7 +59,7 @@ function page(body: Buffer | string, contentType = 'text/html; charset=utf-8'): 
 /** The analysis on the event loop, as the reference. */
 function inline(input: PageInput) {
   return analysePage(input, (each, body, html) =>
-    extractFields({ ...each, body, ...(html === undefined ? {} : { html }) }),
+    extractBodyFields({ ...each, body, ...(html === undefined ? {} : { html }) }),
   );
 }
 

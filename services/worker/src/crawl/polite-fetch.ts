@@ -12,7 +12,7 @@ import {
   type SitePolicy,
 } from '@gleaner/http';
 import { DelayedError } from 'bullmq';
-import type { HandlerContext } from './context.js';
+import type { HandlerContext } from '../context.js';
 
 /** What polite fetching needs of a job's context. */
 export type PoliteFetchContext = Pick<

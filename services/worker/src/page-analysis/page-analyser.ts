@@ -7,9 +7,8 @@ import {
   type PageAnalysis,
   type PageInput,
 } from './analyse-page.js';
-import { ExtractError } from './errors.js';
-import { extractFields } from './extract-fields.js';
-import { LISTING_CONTENT_TYPE } from './listing-content-type.js';
+import { extractBodyFields } from './body-fields.js';
+import { ExtractError, LISTING_CONTENT_TYPE } from './page-fields.js';
 
 /**
  * Runs `analysePage` (decoding, fingerprints, extraction: most of a crawl's CPU) in threads of
@@ -59,11 +58,13 @@ interface AnalyserThread {
 }
 
 /**
- * The thread entry is the build's (`dist/analyse-page.thread.js`), also when this module runs
- * from source in tests: a thread cannot load TypeScript.
+ * The thread entry is the build's (`dist/page-analysis/analyse-page.thread.js`), also when this
+ * module runs from source in tests: a thread cannot load TypeScript.
  */
 function defaultThreadEntry(): string {
-  const entry = fileURLToPath(new URL('../dist/analyse-page.thread.js', import.meta.url));
+  const entry = fileURLToPath(
+    new URL('../../dist/page-analysis/analyse-page.thread.js', import.meta.url),
+  );
   if (!existsSync(entry))
     throw new Error(`page analyser threads need the worker built: ${entry} is missing`);
   return entry;
@@ -71,7 +72,7 @@ function defaultThreadEntry(): string {
 
 /** Every kind of page, ATS payloads included, on the event loop. */
 const extractAny: FieldExtractor = (input, body, html) =>
-  extractFields({ ...input, body, ...(html === undefined ? {} : { html }) });
+  extractBodyFields({ ...input, body, ...(html === undefined ? {} : { html }) });
 
 function threadFailed(message: string): ExtractError {
   return new ExtractError(message, 'EXTRACT_THREAD_FAILED', 'transient');

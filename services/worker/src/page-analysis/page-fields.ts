@@ -1,21 +1,34 @@
 import type { ExtractedFields } from '@gleaner/db';
+import { ClassifiedError, type RetryClass } from '@gleaner/errors';
 import {
   EXTRACTOR_VERSION,
   extractPosting,
   textSimhash,
   type ExtractedPosting,
 } from '@gleaner/extraction';
-import { ExtractError } from './errors.js';
+
+/**
+ * Fields from a page's HTML: JSON-LD, microdata, RDFa, then the DOM. Needs only
+ * @gleaner/extraction (and types), so that the page analyser's threads load nothing else;
+ * ATS payloads are mapped in `body-fields.ts`, on the event loop.
+ */
+
+/** Content type of a stored body that is an ATS listing's JSON payload rather than a fetched page. */
+export const LISTING_CONTENT_TYPE = 'application/vnd.gleaner.listing+json';
+
+/** Extraction could not produce a posting (`EXTRACT_*`). */
+export class ExtractError extends ClassifiedError {
+  constructor(message: string, code: string, retryClass: RetryClass) {
+    super(message, code, retryClass);
+  }
+}
 
 /**
  * Fields from an extraction result: the posting, where each field came from, the extractor's
  * version and the SimHash of the posting's own text. Throws ExtractError when there is none.
  */
 export function toExtractedFields(
-  result: {
-    posting: ExtractedPosting;
-    provenance: NonNullable<ExtractedFields['provenance']>;
-  } | null,
+  result: { posting: ExtractedPosting; provenance: NonNullable<ExtractedFields['provenance']> } | null,
 ): ExtractedFields {
   if (!result)
     throw new ExtractError('page holds no job posting', 'EXTRACT_NOT_A_POSTING', 'permanent');
@@ -28,10 +41,7 @@ export function toExtractedFields(
   };
 }
 
-/**
- * A page's fields from its HTML (JSON-LD / microdata / RDFa / DOM). Needs only
- * @gleaner/extraction, so that the page analyser's threads load nothing else.
- */
+/** A page's fields from its decoded HTML. Throws ExtractError when it holds no posting. */
 export function extractPageFields(url: string, html: string): ExtractedFields {
   return toExtractedFields(extractPosting(html, { url }));
 }

@@ -1,9 +1,8 @@
 import { recordFetchedBody, storeBody } from '@gleaner/db';
 import { enqueue } from '@gleaner/queue';
 import type { JobHandler } from '../context.js';
-import { LISTING_CONTENT_TYPE } from '../listing-payload.js';
-import { fetchPolitely } from '../polite-fetch.js';
-import { finalizeAndLog, settleAndFinalize } from './settle.js';
+import { LISTING_CONTENT_TYPE } from '../page-analysis/page-fields.js';
+import { fetchPolitely } from './polite-fetch.js';
 
 /**
  * Fetches a posting's page (or takes its ATS listing payload), skips it when its visible text
@@ -14,8 +13,8 @@ import { finalizeAndLog, settleAndFinalize } from './settle.js';
  */
 export const crawlHandler: JobHandler<'crawl'> = {
   async run(payload, context) {
-    const { db, queues, log, store, analyser } = context;
-    const posting = await store.forWork(payload.postingId);
+    const { db, queues, log, settlement, analyser } = context;
+    const posting = await settlement.forWork(payload.postingId);
     if (
       !posting ||
       posting.runId !== payload.runId ||
@@ -28,7 +27,7 @@ export const crawlHandler: JobHandler<'crawl'> = {
       );
       // A retry after a settle whose run check failed: that check is made again here.
       if (posting?.runId === payload.runId && posting.runStatus === 'running')
-        await finalizeAndLog(db, log, payload.runId);
+        await settlement.closeRunIfDone(payload.runId);
       return { skipped: true };
     }
     // An ATS listing already carried the whole posting: hand it on instead of fetching the page.
@@ -51,11 +50,12 @@ export const crawlHandler: JobHandler<'crawl'> = {
     });
     const { sha256, textSha256: pageText } = analysis;
     if (analysis.unchanged) {
-      await store.settleUnchanged({ postingId: posting.id, runId: payload.runId });
+      await settlement.settle({ status: 'skipped', postingId: posting.id, runId: payload.runId });
       return { unchanged: true };
     }
     if (analysis.fields) {
-      const settled = await store.settleExtracted({
+      const settled = await settlement.settle({
+        status: 'ready',
         postingId: posting.id,
         runId: payload.runId,
         body: response.body,
@@ -85,10 +85,7 @@ export const crawlHandler: JobHandler<'crawl'> = {
     return { bytes: response.body.byteLength, extractQueued: true };
   },
 
-  async giveUp(payload, error, context) {
-    await settleAndFinalize(context, context.log, payload, {
-      status: 'error',
-      error: `crawl: ${error.message}`,
-    });
+  async giveUp(payload, error, { settlement }) {
+    await settlement.settle({ ...payload, status: 'error', error: `crawl: ${error.message}` });
   },
 };

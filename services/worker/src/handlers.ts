@@ -1,0 +1,14 @@
+import type { HandlerMap } from './context.js';
+import { crawlHandler } from './crawl/crawl.handler.js';
+import { extractHandler } from './extract/extract.handler.js';
+import { scrapeHandler } from './scrape/scrape.handler.js';
+
+/**
+ * The worker's stages, one handler per work queue of the catalogue (`@gleaner/queue`): a queue
+ * defined there without a handler here does not compile.
+ */
+export const handlers: HandlerMap = {
+  scrape: scrapeHandler,
+  crawl: crawlHandler,
+  extract: extractHandler,
+};

@@ -1,0 +1,132 @@
+import {
+  finalizeRun,
+  readPostingsForWork,
+  settlePostings,
+  type Database,
+  type PostingForWork,
+  type PostingSettle,
+} from '@gleaner/db';
+import type { Logger } from '@gleaner/logger';
+import DataLoader from 'dataloader';
+
+/**
+ * How postings leave `pending` and runs close, for every stage of the worker: the only module
+ * that finalizes runs.
+ *
+ * Reads and settles are gathered across the jobs a worker runs at once. While one batch is in
+ * flight the next one fills up; when the worker is idle a request waits only for the end of the
+ * current turn of the event loop (group commit). Each job still awaits its own result, so a job
+ * completes only after its posting's row has committed. After each batch's commit the runs it
+ * touched are offered to `finalizeRun`: it must see the settles committed (DESIGN.md, Finalize).
+ */
+export interface Settlement {
+  /** The posting with its run's status and its site's settings; undefined when it is gone. */
+  forWork(postingId: string): Promise<PostingForWork | undefined>;
+  /**
+   * Moves the posting out of `pending`, then closes its run if it was the last. False when it
+   * was no longer pending in that run.
+   */
+  settle(settle: PostingSettle): Promise<boolean>;
+  /** Closes the run when its listing is done and nothing is pending, and logs when it did. */
+  closeRunIfDone(runId: string): Promise<void>;
+}
+
+export interface SettlementOptions {
+  /** Most postings in one statement. */
+  maxBatchSize?: number;
+}
+
+/** One batch in flight per loader; requests arriving meanwhile form the next batch. */
+function groupCommit<K, V>(
+  write: (keys: readonly K[]) => Promise<(V | Error)[]>,
+  maxBatchSize: number,
+): DataLoader<K, V> {
+  let inFlight: Promise<unknown> = Promise.resolve();
+  return new DataLoader<K, V>(
+    (keys) => {
+      const batch = write(keys);
+      inFlight = batch.catch(() => undefined);
+      return batch;
+    },
+    {
+      cache: false,
+      maxBatchSize,
+      batchScheduleFn: (dispatch) => {
+        void inFlight.then(() => setImmediate(dispatch));
+      },
+    },
+  );
+}
+
+const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)));
+
+/**
+ * Runs `write` for a whole batch; when the batch statement fails and holds more than one
+ * request, each request is tried alone, so one bad row fails only its own job.
+ */
+async function eachOrAlone<K, V>(
+  keys: readonly K[],
+  write: (keys: readonly K[]) => Promise<V[]>,
+): Promise<(V | Error)[]> {
+  try {
+    return await write(keys);
+  } catch (error) {
+    if (keys.length === 1) return [asError(error)];
+    return Promise.all(
+      keys.map(async (key) => {
+        try {
+          const [value] = await write([key]);
+          return value as V;
+        } catch (alone) {
+          return asError(alone);
+        }
+      }),
+    );
+  }
+}
+
+export function createSettlement(
+  db: Database,
+  logger: Logger,
+  { maxBatchSize = 64 }: SettlementOptions = {},
+): Settlement {
+  async function closeRunIfDone(runId: string): Promise<void> {
+    const closed = await finalizeRun(db, runId);
+    if (closed) {
+      logger.info(
+        {
+          runId,
+          status: closed.status,
+          ready: closed.readyCount,
+          skipped: closed.skippedCount,
+          errors: closed.errorsCount,
+          expired: closed.expired,
+        },
+        'run finalized',
+      );
+    }
+  }
+
+  const reads = groupCommit<string, PostingForWork | undefined>(async (ids) => {
+    const found = await readPostingsForWork(db, ids);
+    return ids.map((id) => found.get(id));
+  }, maxBatchSize);
+
+  const settles = groupCommit<PostingSettle, boolean>(async (keys) => {
+    const results = await eachOrAlone(keys, async (batch) => {
+      const settled = await settlePostings(db, batch);
+      return batch.map((key) => settled.has(key.postingId));
+    });
+    // Every run the batch touched, whatever each settle's outcome: a settle that found its
+    // posting settled already may be the retry of one whose commit went through. A failure
+    // here fails the batch's jobs, and their retries offer the run again.
+    for (const runId of new Set(keys.map((key) => key.runId))) await closeRunIfDone(runId);
+    return results;
+  }, maxBatchSize);
+
+  return {
+    forWork: (postingId) => reads.load(postingId),
+    settle: (settle) => settles.load(settle),
+    closeRunIfDone,
+  };
+}
