@@ -19,7 +19,7 @@ export const crawlJob = defineJob({
     backoff: { type: 'exponential', delay: 2_000 },
     // A job that has not asked its site's gate yet waits behind those coming back for a slot
     // they reserved: BullMQ takes jobs without a priority first, and a parked crawl job drops
-    // its priority (services/worker/src/polite-fetch.ts). Without it, a woken job queues behind
+    // its priority (services/worker/src/crawl/polite-fetch.ts). Without it, a woken job queues behind
     // every posting a scrape just listed and its site's slot goes unused.
     priority: CRAWL_NEW_JOB_PRIORITY,
     ...retention,
