@@ -23,12 +23,6 @@ export {
   type EvaluationReport,
   type FieldScore,
 } from './evaluate.js';
-export {
-  hammingDistance,
-  pageSimhash,
-  pageTokens,
-  simhash,
-  textSha256,
-  textSimhash,
-  textTokens,
-} from './simhash.js';
+export { hammingDistance, pageSimhash, simhash, textSimhash } from './simhash.js';
+export { textSha256 } from './text-sha256.js';
+export { pageTokens, textTokens } from './words.js';

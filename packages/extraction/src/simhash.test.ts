@@ -1,14 +1,8 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import {
-  hammingDistance,
-  pageSimhash,
-  pageTokens,
-  simhash,
-  textSha256,
-  textSimhash,
-  textTokens,
-} from './simhash.js';
+import { hammingDistance, pageSimhash, simhash, textSimhash } from './simhash.js';
+import { textSha256 } from './text-sha256.js';
+import { pageTokens, textTokens } from './words.js';
 
 const words = Array.from({ length: 400 }, (_, i) => `word${i % 97} term${i % 13}`).join(' ');
 const page = (body: string, extra = '') =>
