@@ -10,7 +10,7 @@ import {
 } from 'fastify-type-provider-zod';
 import type { ApiDeps } from './deps.js';
 import { bullBoardPlugin } from './plugins/bull-board.js';
-import { problemPlugin } from './plugins/problem.js';
+import { problemPlugin, replyWithProblem } from './plugins/problem.js';
 import { healthRoutes } from './routes/health.js';
 import { queueRoutes } from './routes/jobs/queue.js';
 import { scrapeRoutes } from './routes/jobs/scrape.js';
@@ -32,6 +32,9 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     genReqId: (request) => requestIdFrom(request.headers['x-request-id']),
     requestIdHeader: false,
     trustProxy: false,
+    // A URL the router cannot decode (`/sites/%ED%A0%80`) is answered before any route or error
+    // handler runs, as plain JSON unless this says otherwise.
+    frameworkErrors: (error, request, reply) => void replyWithProblem(error, request, reply),
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

@@ -9,6 +9,8 @@ import {
 } from '@gleaner/db';
 import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
 
+const cursorOf = (text: string) => Buffer.from(text).toString('base64url');
+
 let stack: ApiTestStack;
 let handle: DbHandle;
 let app: FastifyInstance;
@@ -84,6 +86,49 @@ describe('/sites', () => {
     expect(gone.headers['content-type']).toMatch(/problem\+json/);
   });
 
+  it('refuses what Postgres cannot store, naming the field', async () => {
+    const nul = 'https://careers.acme.example/\u0000jobs';
+    for (const [request, field] of [
+      [{ method: 'GET', url: '/sites/%00' }, 'params.site'],
+      [{ method: 'DELETE', url: '/sites/acme%00' }, 'params.site'],
+      [
+        {
+          method: 'POST',
+          url: '/sites',
+          payload: {
+            site_name: 'nul',
+            kind: 'career-site',
+            config: { ...config, sitemapUrl: nul },
+          },
+        },
+        'body.config.sitemapUrl',
+      ],
+      [
+        {
+          method: 'POST',
+          url: '/sites',
+          payload: {
+            site_name: 'nul',
+            kind: 'career-site',
+            config: { ...config, postingUrlPattern: '\ud800' },
+          },
+        },
+        'body.config.postingUrlPattern',
+      ],
+      [
+        { method: 'POST', url: '/jobs/scrape', payload: { site_name: 'acme\u0000' } },
+        'body.site_name',
+      ],
+    ] as const) {
+      const response = await app.inject(request);
+      expect(response.statusCode, request.url).toBe(400);
+      expect(
+        response.json().errors.map((e: { field: string }) => e.field),
+        request.url,
+      ).toContain(field);
+    }
+  });
+
   it('refuses deleting a site while a run is active', async () => {
     const created = await app.inject({
       method: 'POST',
@@ -134,7 +179,7 @@ describe('GET /postings', () => {
             isRemote: i < 3,
             description: `<p>Role ${i}</p>`,
           },
-    },
+        },
       ]);
     }
   });
@@ -183,10 +228,24 @@ describe('GET /postings', () => {
       ['limit=0', 'querystring.limit'],
       ['cursor=garbage', 'querystring.cursor'],
       ['site_name=nope', 'querystring.site_name'],
+      // What Postgres cannot hold or cast: refused before any statement runs.
+      ['q=rust%00', 'querystring.q'],
+      ['site_name=acme%00', 'querystring.site_name'],
+      ['updated_since=0000-01-01T00:00:00Z', 'querystring.updated_since'],
+      [
+        `cursor=${cursorOf('12345678901234567890_00000000-0000-4000-8000-000000000000')}`,
+        'querystring.cursor',
+      ],
+      [
+        `cursor=${cursorOf('9223372036854775808_00000000-0000-4000-8000-000000000000')}`,
+        'querystring.cursor',
+      ],
+      [`cursor=${cursorOf('1_------------------------------------')}`, 'querystring.cursor'],
     ] as const) {
       const response = await app.inject({ method: 'GET', url: `/postings?${query}` });
       expect(response.statusCode, query).toBeGreaterThanOrEqual(400);
       expect(response.statusCode, query).toBeLessThan(500);
+      expect(response.headers['content-type'], query).toMatch(/^application\/problem\+json/);
       expect(
         response.json().errors.map((e: { field: string }) => e.field),
         query,

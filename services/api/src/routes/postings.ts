@@ -1,23 +1,17 @@
-import {
-  CursorInvalidError,
-  getPosting,
-  getSiteByName,
-  postingStatuses,
-  searchPostings,
-} from '@gleaner/db';
+import { getPosting, getSiteByName, postingStatuses, searchPostings } from '@gleaner/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { ProblemError } from '../plugins/problem.js';
+import { storableDateTime, storableText } from '../storable.js';
 import { presentPosting } from './jobs/presenters.js';
 
 const postingsQuery = z
   .object({
     site_id: z.uuid().optional(),
-    site_name: z.string().min(1).max(200).optional(),
+    site_name: storableText().min(1).max(200).optional(),
     status: z.enum(postingStatuses).optional(),
-    q: z
-      .string()
+    q: storableText()
       .trim()
       .min(1)
       .max(200)
@@ -27,9 +21,9 @@ const postingsQuery = z
       .enum(['true', 'false'])
       .transform((value) => value === 'true')
       .optional(),
-    updated_since: z.iso.datetime({ offset: true }).optional().describe('ISO 8601 date-time'),
+    updated_since: storableDateTime().optional().describe('ISO 8601 date-time'),
     limit: z.coerce.number().int().min(1).max(200).default(50),
-    cursor: z.string().max(200).optional().describe('next_cursor from the previous page'),
+    cursor: storableText().max(200).optional().describe('next_cursor from the previous page'),
   })
   .strict();
 
@@ -62,29 +56,21 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
         }
         siteId = site.id;
       }
-      try {
-        const page = await searchPostings(db, {
-          siteId,
-          status: query.status,
-          query: query.q,
-          isRemote: query.remote,
-          updatedSince: query.updated_since ? new Date(query.updated_since) : undefined,
-          limit: query.limit,
-          cursor: query.cursor,
-        });
-        return {
-          status: 'success',
-          data: page.postings.map(presentPosting),
-          next_cursor: page.nextCursor,
-        };
-      } catch (error) {
-        if (error instanceof CursorInvalidError) {
-          throw new ProblemError(400, 'Validation Failed', error.message, {
-            errors: [{ field: 'querystring.cursor', message: error.message }],
-          });
-        }
-        throw error;
-      }
+      // A cursor this API did not issue throws DB_CURSOR_INVALID, which the problem handler answers.
+      const page = await searchPostings(db, {
+        siteId,
+        status: query.status,
+        query: query.q,
+        isRemote: query.remote,
+        updatedSince: query.updated_since ? new Date(query.updated_since) : undefined,
+        limit: query.limit,
+        cursor: query.cursor,
+      });
+      return {
+        status: 'success',
+        data: page.postings.map(presentPosting),
+        next_cursor: page.nextCursor,
+      };
     },
   );
 

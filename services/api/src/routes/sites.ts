@@ -5,7 +5,6 @@ import {
   getSiteByName,
   insertSite,
   listSites,
-  SiteExistsError,
   updateSite,
   type NewSiteRow,
   type SiteRow,
@@ -16,6 +15,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { ProblemError } from '../plugins/problem.js';
+import { storableJsonObject, storableText } from '../storable.js';
 import { presentSite } from './jobs/presenters.js';
 
 const siteFields = {
@@ -26,7 +26,7 @@ const siteFields = {
       message: 'must be 1-100 lower-case letters, digits, . _ or -',
     }),
   kind: z.enum(siteKinds as [string, ...string[]]),
-  config: z.record(z.string(), z.unknown()),
+  config: storableJsonObject(),
   enabled: z.boolean(),
   interval_minutes: z
     .int()
@@ -63,7 +63,7 @@ const updateSiteBody = z
   .refine((body) => Object.keys(body).length > 0, { message: 'must change at least one field' });
 
 const siteParams = z.object({
-  site: z.string().min(1).max(200).describe('Site id or site_name'),
+  site: storableText().min(1).max(200).describe('Site id or site_name'),
 });
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -105,15 +105,6 @@ function validatedConfig(
     errors.map((e) => `${e.field}: ${e.message}`).join('; '),
     { errors },
   );
-}
-
-function siteExists(error: unknown): never {
-  if (error instanceof SiteExistsError) {
-    throw new ProblemError(409, 'Site Exists', error.message, {
-      errors: [{ field: 'body.site_name', message: 'already registered' }],
-    });
-  }
-  throw error;
 }
 
 type SiteBody = Partial<z.output<typeof updateSiteBody>>;
@@ -172,13 +163,14 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         body.config,
         deps.config.HTTP_ALLOW_PRIVATE_NETWORKS,
       );
+      // A name already taken throws DB_SITE_EXISTS, which the problem handler answers with 409.
       const site = await insertSite(db, {
         ...(toRow(body) as NewSiteRow),
         siteName: body.site_name,
         kind: body.kind,
         config,
         nextRunAt: new Date(),
-      }).catch(siteExists);
+      });
       return reply.code(201).send({ status: 'success', data: presentSite(site) });
     },
   );
@@ -228,7 +220,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
           },
         );
       }
-      const updated = await updateSite(db, site.id, changes).catch(siteExists);
+      const updated = await updateSite(db, site.id, changes);
       return { status: 'success', data: presentSite(updated ?? site) };
     },
   );

@@ -16,6 +16,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps.js';
 import { ProblemError } from '../../plugins/problem.js';
+import { storableText } from '../../storable.js';
 import { presentPosting, presentRun } from './presenters.js';
 
 /** Sync mode is for small diagnostic runs (seed 003): at most this many results. */
@@ -23,7 +24,12 @@ export const SYNC_MAX_RESULTS = 25;
 
 const scrapeBody = z
   .object({
-    site_name: z.string().trim().min(1).max(200).optional().describe('Name of a registered site'),
+    site_name: storableText()
+      .trim()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe('Name of a registered site'),
     site_id: z.uuid().optional().describe('Id of a registered site (instead of site_name)'),
     results_wanted: z
       .int()
