@@ -273,7 +273,6 @@ describe('the rest of the API', () => {
       'crawl',
       'dead-letter',
       'extract',
-      'llm-extract',
       'scrape',
     ]);
   });
@@ -299,7 +298,7 @@ describe('the rest of the API', () => {
         .json()
         .queues.map((q: { name: string }) => q.name)
         .sort(),
-    ).toEqual(['crawl', 'dead-letter', 'extract', 'llm-extract', 'scrape']);
+    ).toEqual(['crawl', 'dead-letter', 'extract', 'scrape']);
   });
 
   it('answers unknown routes with a problem', async () => {

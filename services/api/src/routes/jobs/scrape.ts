@@ -1,17 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ActiveRunExistsError,
-  createRun,
-  failRun,
   getActiveRunForSite,
   getRun,
   getRunByPublicId,
   getSiteById,
   getSiteByName,
   listRunPostings,
-  setRunTaskId,
 } from '@gleaner/db';
-import { enqueue } from '@gleaner/queue';
+import { startScrapeRun } from '@gleaner/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps.js';
@@ -47,7 +44,7 @@ const scrapeBody = z
 const scrapeQuery = z.object({ mode: z.enum(['async', 'sync']).default('async') }).strict();
 
 export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
-  const { db, queues } = deps;
+  const { db } = deps;
   const statusUrl = (runId: string, requestOrigin: string) =>
     `${deps.config.API_PUBLIC_URL ?? requestOrigin}/jobs/scrape/${runId}`;
 
@@ -98,7 +95,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
 
       let run;
       try {
-        run = await createRun(db, {
+        run = await startScrapeRun(deps, {
           siteId: site.id,
           trigger: 'manual',
           resultsWanted,
@@ -119,20 +116,6 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         }
         throw error;
       }
-
-      let taskId: string;
-      try {
-        taskId = await enqueue(queues, 'scrape', {
-          runId: run.id,
-          siteId: site.id,
-          correlationId: request.id,
-        });
-      } catch (error) {
-        // Nothing was queued: close the run so the site is not blocked by a run no worker will see.
-        await failRun(db, run.id, 'could not enqueue the scrape job');
-        throw error;
-      }
-      await setRunTaskId(db, run.id, taskId);
       const origin = `${request.protocol}://${request.host}`;
       request.log.info(
         { runId: run.runId, site: site.siteName, mode: query.mode },
@@ -143,7 +126,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         return reply.code(202).send({
           status: 'success',
           data: {
-            task_id: taskId,
+            task_id: run.taskId,
             run_id: run.runId,
             status: 'queued',
             execution_mode: 'async',
