@@ -9,7 +9,7 @@ import {
   type ExtractedPage,
 } from './settle-statement.js';
 
-export type { ExtractedPage, SettleFields } from './settle-statement.js';
+export type { ExtractedPage } from './settle-statement.js';
 
 /**
  * What the pipeline's stages read and write of postings: one read shape for work and one

@@ -6,7 +6,6 @@ import {
   postingFieldKeys,
   snakeCase,
   type ExtractedFields,
-  type LongTextFieldKey,
 } from '../posting-fields.js';
 import { postings } from '../schema.js';
 
@@ -20,13 +19,6 @@ import { postings } from '../schema.js';
  * instead of parsing and planning a new one for every batch size.
  */
 
-/**
- * Extracted fields as the settle takes them: the long texts may come already encoded as UTF-8
- * (the worker's page analyser threads encode them), and are then sent as they are.
- */
-export type SettleFields = Omit<ExtractedFields, LongTextFieldKey> &
-  Partial<Record<LongTextFieldKey, string | Uint8Array | null>>;
-
 /** A fetched page (or ATS payload) and what extraction made of it. */
 export interface ExtractedPage {
   postingId: string;
@@ -37,7 +29,7 @@ export interface ExtractedPage {
   sha256: string;
   /** sha256 of the page's visible words; null for ATS payloads. */
   textSha256: string | null;
-  fields: SettleFields;
+  fields: ExtractedFields;
 }
 
 /**
@@ -117,15 +109,6 @@ function statementText(slots: number): string {
 
 const texts = new Map<number, string>();
 
-/** A long text as a parameter: a string without NULs, or UTF-8 bytes sent as they are. */
-function longTextParam(text: string | Uint8Array | null | undefined): string | Buffer | null {
-  if (text === null || text === undefined) return null;
-  if (typeof text === 'string') return withoutNul(text);
-  const bytes = Buffer.from(text.buffer, text.byteOffset, text.byteLength);
-  // In UTF-8 a zero byte is always U+0000, which Postgres text cannot hold.
-  return bytes.includes(0) ? Buffer.from(bytes.filter((byte) => byte !== 0)) : bytes;
-}
-
 export function settleReadyStatement(pages: readonly ExtractedPage[]): {
   name: string;
   text: string;
@@ -162,7 +145,10 @@ export function settleReadyStatement(pages: readonly ExtractedPage[]): {
     const body = page.body && !seen.has(page.sha256) ? page.body : undefined;
     seen.add(page.sha256);
     values.push(body ? Buffer.from(body.buffer, body.byteOffset, body.byteLength) : null);
-    for (const key of longTextFieldKeys) values.push(longTextParam(page.fields[key]));
+    for (const key of longTextFieldKeys) {
+      const text = page.fields[key];
+      values.push(text == null ? null : withoutNul(text));
+    }
   }
   return { name: `gleaner-settle-ready-${slots}`, text, values };
 }

@@ -14,20 +14,9 @@ import { fetchPolitely } from './polite-fetch.js';
 export const crawlHandler: JobHandler<'crawl'> = {
   async run(payload, context) {
     const { db, queues, log, settlement, analyser } = context;
-    const posting = await settlement.forWork(payload.postingId);
-    if (
-      !posting ||
-      posting.runId !== payload.runId ||
-      posting.status !== 'pending' ||
-      posting.runStatus !== 'running'
-    ) {
-      log.debug(
-        { status: posting?.status, runStatus: posting?.runStatus },
-        'posting not pending in a running run; skipping',
-      );
-      // A retry after a settle whose run check failed: that check is made again here.
-      if (posting?.runId === payload.runId && posting.runStatus === 'running')
-        await settlement.closeRunIfDone(payload.runId);
+    const posting = await settlement.pendingWork(payload);
+    if (!posting) {
+      log.debug('posting not pending in a running run; skipping');
       return { skipped: true };
     }
     // An ATS listing already carried the whole posting: hand it on instead of fetching the page.

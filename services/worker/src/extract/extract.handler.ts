@@ -9,14 +9,9 @@ import { ExtractError } from '../page-analysis/page-fields.js';
  */
 export const extractHandler: JobHandler<'extract'> = {
   async run(payload, { db, log, settlement }) {
-    const posting = await settlement.forWork(payload.postingId);
-    if (
-      !posting ||
-      posting.runId !== payload.runId ||
-      posting.status !== 'pending' ||
-      posting.runStatus !== 'running'
-    ) {
-      log.debug({ status: posting?.status }, 'posting not pending in a running run; skipping');
+    const posting = await settlement.pendingWork(payload);
+    if (!posting) {
+      log.debug('posting not pending in a running run; skipping');
       return { skipped: true };
     }
     if (!posting.bodySha256)

@@ -3,7 +3,7 @@
  * pages the event loop sends and answers with one message per batch.
  */
 import { parentPort } from 'node:worker_threads';
-import { analysePage, transferablesOf, type FieldExtractor } from './analyse-page.js';
+import { analysePage, type FieldExtractor } from './analyse-page.js';
 import type { AnalysisReply, AnalysisRequest } from './page-analyser.js';
 import { extractPageFields } from './page-fields.js';
 
@@ -17,15 +17,12 @@ const extractHtml: FieldExtractor = (input, _body, html) => {
 };
 
 port.on('message', (batch: AnalysisRequest[]) => {
-  const transfer: ArrayBuffer[] = [];
   const replies: AnalysisReply[] = batch.map(({ id, input }) => {
     try {
-      const analysis = analysePage(input, extractHtml);
-      transfer.push(...transferablesOf(analysis));
-      return { id, analysis };
+      return { id, analysis: analysePage(input, extractHtml) };
     } catch (error) {
       return { id, error: error instanceof Error ? error.message : String(error) };
     }
   });
-  port.postMessage(replies, transfer);
+  port.postMessage(replies);
 });

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ExtractedFields, SettleFields } from '@gleaner/db';
-import { longTextFieldKeys } from '@gleaner/db/posting-fields';
+import type { ExtractedFields } from '@gleaner/db';
 import { textSha256 } from '@gleaner/extraction';
 import { decodeBody } from '@gleaner/http/charset';
 import { LISTING_CONTENT_TYPE } from './page-fields.js';
@@ -22,12 +21,8 @@ export interface PageAnalysis {
   textSha256: string | null;
   /** The raw bytes or the visible words are those of the last extraction: nothing to extract. */
   unchanged: boolean;
-  /**
-   * The extracted fields, when extraction succeeded (never set for an unchanged page), with the
-   * long texts (description, its text, requirements) as UTF-8: they go to Postgres as they are,
-   * and from a thread they move without a copy and without becoming strings on the event loop.
-   */
-  fields?: SettleFields;
+  /** The extracted fields, when extraction succeeded (never set for an unchanged page). */
+  fields?: ExtractedFields;
   /** Why extraction failed, when it did: the extract job takes the stored body from there. */
   extractionError?: string;
 }
@@ -62,33 +57,10 @@ export function analysePage(input: PageInput, extract: FieldExtractor): PageAnal
     return { sha256, textSha256: pageText, unchanged: true };
   }
   try {
-    const fields = encodeLongTexts(extract(input, body, html));
+    const fields = extract(input, body, html);
     return { sha256, textSha256: pageText, unchanged: false, fields };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     return { sha256, textSha256: pageText, unchanged: false, extractionError: message };
   }
-}
-
-const utf8 = new TextEncoder();
-
-/** The fields with their long texts as UTF-8, each in a buffer of its own (transferable). */
-function encodeLongTexts(fields: ExtractedFields): SettleFields {
-  const encoded: SettleFields = { ...fields };
-  for (const key of longTextFieldKeys) {
-    const text = fields[key];
-    if (typeof text === 'string') encoded[key] = utf8.encode(text);
-  }
-  return encoded;
-}
-
-/** The buffers a reply can move to the event loop instead of copying: the encoded long texts. */
-export function transferablesOf(analysis: PageAnalysis): ArrayBuffer[] {
-  const buffers: ArrayBuffer[] = [];
-  if (!analysis.fields) return buffers;
-  for (const key of longTextFieldKeys) {
-    const text = analysis.fields[key];
-    if (text instanceof Uint8Array) buffers.push(text.buffer as ArrayBuffer);
-  }
-  return buffers;
 }

@@ -20,8 +20,13 @@ import DataLoader from 'dataloader';
  * touched are offered to `finalizeRun`: it must see the settles committed (DESIGN.md, Finalize).
  */
 export interface Settlement {
-  /** The posting with its run's status and its site's settings; undefined when it is gone. */
-  forWork(postingId: string): Promise<PostingForWork | undefined>;
+  /**
+   * The posting with its run's status and its site's settings, when it is still pending in
+   * `runId` and that run is running; otherwise undefined (a duplicate delivery, a finished or
+   * cancelled run), after offering the run for closing: the job may be the retry of one whose
+   * settle committed but whose run check failed.
+   */
+  pendingWork(target: { postingId: string; runId: string }): Promise<PostingForWork | undefined>;
   /**
    * Moves the posting out of `pending`, then closes its run if it was the last. False when it
    * was no longer pending in that run.
@@ -125,7 +130,13 @@ export function createSettlement(
   }, maxBatchSize);
 
   return {
-    forWork: (postingId) => reads.load(postingId),
+    async pendingWork({ postingId, runId }) {
+      const posting = await reads.load(postingId);
+      if (posting?.runId !== runId || posting.runStatus !== 'running') return undefined;
+      if (posting.status === 'pending') return posting;
+      await closeRunIfDone(runId);
+      return undefined;
+    },
     settle: (settle) => settles.load(settle),
     closeRunIfDone,
   };
