@@ -27,19 +27,32 @@ export default tseslint.config(
       'import-x/no-cycle': 'error',
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       'no-empty': ['error', { allowEmptyCatch: false }],
       // Fastify plugins and route handlers are async by contract even when they await nothing.
       '@typescript-eslint/require-await': 'off',
       // process.env is read only in config files and process entry points (STYLE.md, convention 2).
       'no-restricted-properties': [
         'error',
-        { object: 'process', property: 'env', message: 'Read configuration through @gleaner/config in main.ts.' },
+        {
+          object: 'process',
+          property: 'env',
+          message: 'Read configuration through @gleaner/config in main.ts.',
+        },
       ],
     },
   },
   {
-    files: ['services/*/src/main.ts', 'services/*/src/migrate.ts', '**/*.test.ts', 'packages/testing/src/**', 'scripts/**'],
+    files: [
+      'services/*/src/main.ts',
+      'services/*/src/migrate.ts',
+      '**/*.test.ts',
+      'packages/testing/src/**',
+      'scripts/**',
+    ],
     rules: { 'no-restricted-properties': 'off' },
   },
   {

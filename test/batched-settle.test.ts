@@ -229,9 +229,10 @@ describe('batched posting store', () => {
     };
     const plain = page(postings[1]!.id, run.id, 'Plain');
     plain.fields = { ...plain.fields, description: `<p>${text}</p>`, descriptionText: text };
-    expect(
-      await Promise.all([settlement.settle(encoded), settlement.settle(plain)]),
-    ).toEqual([true, true]);
+    expect(await Promise.all([settlement.settle(encoded), settlement.settle(plain)])).toEqual([
+      true,
+      true,
+    ]);
     const { rows } = await handle.pool.query(
       `SELECT description, description_text, requirements FROM postings WHERE id = ANY($1) ORDER BY title`,
       [[postings[0]!.id, postings[1]!.id]],
@@ -247,7 +248,9 @@ describe('batched posting store', () => {
     expect(await settlement.settle(page(first!.id, run.id, 'Backend engineer'))).toBe(true);
     // A duplicate delivery of the same job changes nothing.
     expect(await settlement.settle(page(first!.id, run.id, 'Duplicate'))).toBe(false);
-    expect(await settlement.settle({ status: 'skipped', postingId: first!.id, runId: run.id })).toBe(false);
+    expect(
+      await settlement.settle({ status: 'skipped', postingId: first!.id, runId: run.id }),
+    ).toBe(false);
     expect(await getRun(handle.db, run.id)).toMatchObject({ status: 'running' });
     expect(await settlement.settle(page(second!.id, run.id, 'Designer'))).toBe(true);
     expect(await getRun(handle.db, run.id)).toMatchObject({ status: 'succeeded', readyCount: 2 });

@@ -17,11 +17,14 @@ function shiftJis(text: string): Buffer {
   for (let lead = 0x81; lead <= 0xfc; lead += 1) {
     for (let trail = 0x40; trail <= 0xfc; trail += 1) {
       const char = decoder.decode(Uint8Array.of(lead, trail));
-      if (char.length === 1 && char !== '\uFFFD' && !table.has(char)) table.set(char, [lead, trail]);
+      if (char.length === 1 && char !== '\uFFFD' && !table.has(char))
+        table.set(char, [lead, trail]);
     }
   }
   return Buffer.from(
-    [...text].flatMap((char) => (char.charCodeAt(0) < 0x80 ? [char.charCodeAt(0)] : table.get(char)!)),
+    [...text].flatMap((char) =>
+      char.charCodeAt(0) < 0x80 ? [char.charCodeAt(0)] : table.get(char)!,
+    ),
   );
 }
 

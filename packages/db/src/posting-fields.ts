@@ -46,7 +46,11 @@ export const postingFields = {
 } as const;
 
 type FieldKind = (typeof postingFields)[keyof typeof postingFields];
-type ValueOf<K extends FieldKind> = K extends 'boolean' ? boolean : K extends 'number' ? number : string;
+type ValueOf<K extends FieldKind> = K extends 'boolean'
+  ? boolean
+  : K extends 'number'
+    ? number
+    : string;
 
 export type PostingFieldKey = keyof typeof postingFields;
 

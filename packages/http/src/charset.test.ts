@@ -65,7 +65,9 @@ describe('detectCharset', () => {
   });
 
   it('drops NUL characters, which no page means and Postgres text cannot hold', () => {
-    expect(decodeBody(Buffer.from([0x61, 0x00, 0x62, 0x00]), 'text/html; charset=utf-8')).toBe('ab');
+    expect(decodeBody(Buffer.from([0x61, 0x00, 0x62, 0x00]), 'text/html; charset=utf-8')).toBe(
+      'ab',
+    );
     expect(decodeBody(Buffer.from([0x61, 0x00, 0x00, 0x00]), 'text/plain; charset=utf-16le')).toBe(
       'a',
     );

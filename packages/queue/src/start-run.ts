@@ -1,4 +1,11 @@
-import { createRun, failRun, setRunTaskId, type Database, type RunRow, type RunTrigger } from '@gleaner/db';
+import {
+  createRun,
+  failRun,
+  setRunTaskId,
+  type Database,
+  type RunRow,
+  type RunTrigger,
+} from '@gleaner/db';
 import type { Queues } from './queues.js';
 import { enqueue } from './queues.js';
 

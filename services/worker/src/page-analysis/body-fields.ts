@@ -41,7 +41,11 @@ function mapListingPayload(siteKind: string, body: Buffer) {
   try {
     payload = JSON.parse(body.toString('utf8'));
   } catch {
-    throw new ExtractError('stored listing payload is not JSON', 'EXTRACT_CORRUPT_BODY', 'permanent');
+    throw new ExtractError(
+      'stored listing payload is not JSON',
+      'EXTRACT_CORRUPT_BODY',
+      'permanent',
+    );
   }
   return adapter.mapPosting(payload);
 }

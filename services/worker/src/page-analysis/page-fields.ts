@@ -28,7 +28,10 @@ export class ExtractError extends ClassifiedError {
  * version and the SimHash of the posting's own text. Throws ExtractError when there is none.
  */
 export function toExtractedFields(
-  result: { posting: ExtractedPosting; provenance: NonNullable<ExtractedFields['provenance']> } | null,
+  result: {
+    posting: ExtractedPosting;
+    provenance: NonNullable<ExtractedFields['provenance']>;
+  } | null,
 ): ExtractedFields {
   if (!result)
     throw new ExtractError('page holds no job posting', 'EXTRACT_NOT_A_POSTING', 'permanent');
