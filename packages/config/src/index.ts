@@ -1,4 +1,25 @@
 export { parseConfig, ConfigError } from './parse.js';
+export {
+  EnvFileError,
+  loadConfig,
+  readEnvironment,
+  type Env,
+  type Environment,
+  type LoadedConfig,
+} from './environment.js';
+export {
+  createShutdown,
+  shutdownBoundMs,
+  SHUTDOWN_CONNECTIONS_MS,
+  SHUTDOWN_FLUSH_MS,
+  SHUTDOWN_RELEASE_MS,
+  type Shutdown,
+  type ShutdownLogger,
+  type ShutdownPhase,
+  type ShutdownReport,
+  type ShutdownStep,
+  type ShutdownStepReport,
+} from './shutdown.js';
 export { booleanFromEnv, integerFromEnv, listFromEnv, numberFromEnv } from './coerce.js';
 export {
   apiFragment,

@@ -73,3 +73,26 @@ export function prettyFromSetting(setting: string): boolean | 'auto' {
   if (setting === 'auto') return 'auto';
   return setting === 'true' || setting === '1';
 }
+
+/**
+ * Writes out every line logged so far and ends the logger's stream: the last thing a process
+ * does before it exits. pino writes stdout asynchronously, and a write to a full pipe is retried
+ * later; exiting right after the last lines could drop them, or (pino's exit hook writing what is
+ * buffered while an earlier write still waits) put them out of order. Bounded by `timeoutMs`;
+ * nothing may be logged afterwards.
+ */
+export async function endLogger(logger: Logger, timeoutMs = 1_000): Promise<void> {
+  const stream = (logger as unknown as Record<symbol, NodeJS.WritableStream | undefined>)[
+    pino.symbols.streamSym
+  ];
+  if (!stream || stream === process.stderr || stream === process.stdout) return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    stream.once('close', done).once('finish', done).once('error', done);
+    stream.end();
+  });
+}
