@@ -18,6 +18,16 @@ const started = await startService({
       redis,
       queues,
     });
+    // server.close() drops the keep-alive connections idle at that moment only. A response still
+    // being written then (its headers, saying keep-alive, already sent: a large body to a slow
+    // reader, such as `npm start` polling the demo run while it stops) leaves its connection
+    // open once it ends, and the close waits out the keep-alive timeout (72 s), past the grace
+    // period. Once the server has stopped listening, each finished response drops its connection.
+    app.server.on('request', (_request, response) => {
+      response.once('finish', () => {
+        if (!app.server.listening) app.server.closeIdleConnections();
+      });
+    });
     onShutdown('http server', () => app.close());
     await app.listen({ host: config.API_HOST, port: config.API_PORT });
   },
