@@ -3,54 +3,71 @@
  * the compose services — and ingests the demo fixture site:
  *   migrate (one-shot) → demo career site → api, worker, scheduler → register demo → scrape.
  * Ctrl-C stops everything. `npm start` calls this after installing and building.
+ *
+ * Run it as `node --import tsx scripts/dev.ts`, not through the `tsx` command: that one is a
+ * second process relaying signals, and when the runner does not confirm a signal within 30 ms (a
+ * busy machine) it SIGKILLs the runner, leaving the services (own process groups) running.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { readEnvironment, shutdownBoundMs } from '@gleaner/config';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-/** `.env` values (if the file exists) under the real environment. */
-function loadEnv(): Record<string, string> {
-  const fromFile: Record<string, string> = {};
-  const file = path.join(root, '.env');
-  if (existsSync(file)) {
-    for (const line of readFileSync(file, 'utf8').split('\n')) {
-      const match = /^\s*([A-Z][A-Z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
-      if (match) fromFile[match[1]!] = match[2]!.replace(/^(['"])(.*)\1$/, '$2');
-    }
-  }
-  const env: Record<string, string> = {
+function say(line: string): void {
+  process.stdout.write(`gleaner: ${line}\n`);
+}
+
+/**
+ * The services' settings: the environment, then `.env` (read the way every service reads it),
+ * then defaults for running on this machine. Only what the demo cannot work without overrides
+ * them, and says so.
+ */
+function settings(): Record<string, string> {
+  const { env: configured, envFile } = readEnvironment(process.env, path.join(root, '.env'));
+  const forThisMachine: Record<string, string> = {
     DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/gleaner',
     REDIS_URL: 'redis://127.0.0.1:6379/0',
     API_HOST: '127.0.0.1',
     API_PORT: '8000',
     ADMIN_USERNAME: 'admin',
     ADMIN_PASSWORD: 'gleaner-admin',
-    // The demo site listens on loopback; production keeps this off.
-    HTTP_ALLOW_PRIVATE_NETWORKS: 'true',
     LOG_PRETTY: process.stdout.isTTY ? 'true' : 'false',
-    ...fromFile,
   };
-  for (const [key, value] of Object.entries(process.env)) if (value !== undefined) env[key] = value;
+  const env: Record<string, string> = { ...forThisMachine };
+  for (const [key, value] of Object.entries(configured)) if (value !== undefined) env[key] = value;
+  if (envFile.supplied.length > 0) {
+    say(`settings from ${path.relative(root, envFile.path)}: ${envFile.supplied.join(', ')}`);
+  }
+
+  // The demo site listens on 127.0.0.1, which the fetcher refuses unless this is on.
+  const demoNeeds = { HTTP_ALLOW_PRIVATE_NETWORKS: 'true' };
+  for (const [key, value] of Object.entries(demoNeeds)) {
+    const before = configured[key];
+    const from = envFile.supplied.includes(key) ? '.env' : 'the environment';
+    say(
+      before === undefined || before === '' || before === value
+        ? `demo setting ${key}=${value} (its site is on 127.0.0.1)`
+        : `demo setting ${key}=${value} overrides ${key}=${before} from ${from} (its site is on 127.0.0.1)`,
+    );
+    env[key] = value;
+  }
   return env;
 }
 
-const env = loadEnv();
+const env = settings();
 const demoPort = Number(env.DEMO_SITE_PORT ?? '8100');
 const demoPostings = Number(env.DEMO_SITE_POSTINGS ?? '50');
 const apiUrl =
   env.API_PUBLIC_URL ??
   `http://${env.API_HOST === '0.0.0.0' ? '127.0.0.1' : env.API_HOST}:${env.API_PORT}`;
-const children: ChildProcess[] = [];
+const children: { name: string; child: ChildProcess }[] = [];
 let stopping = false;
-
-function say(line: string): void {
-  process.stdout.write(`gleaner: ${line}\n`);
-}
+// A service's shutdown is bounded (packages/config/src/shutdown.ts); past that it is stuck.
+const stopTimeoutMs = shutdownBoundMs(Number(env.SHUTDOWN_GRACE_MS ?? 10_000) || 10_000) + 5_000;
 
 function run(name: string, args: string[], extraEnv: Record<string, string> = {}): ChildProcess {
   // Own process group: a terminal's Ctrl-C reaches only this runner, which then sends each
@@ -77,40 +94,39 @@ function run(name: string, args: string[], extraEnv: Record<string, string> = {}
       void shutdown(1);
     }
   });
-  children.push(child);
+  children.push({ name, child });
   return child;
 }
 
-async function shutdown(code: number): Promise<never> {
-  let exitCode = code;
-  if (!stopping) {
-    stopping = true;
-    say('stopping…');
-    const outcomes = await Promise.all(
-      children.map(
-        (child) =>
-          new Promise<{ name: string; ok: boolean }>((resolve) => {
-            const name = child.spawnargs[1] ?? 'child';
-            if (child.exitCode !== null || child.signalCode !== null)
-              return resolve({ name, ok: child.exitCode === 0 });
-            const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-            child.once('exit', (exit) => {
-              clearTimeout(timer);
-              resolve({ name, ok: exit === 0 });
-            });
-            child.kill('SIGTERM');
-          }),
-      ),
-    );
-    const unclean = outcomes.filter((outcome) => !outcome.ok).map((outcome) => outcome.name);
-    if (unclean.length > 0) {
-      say(`did not stop cleanly: ${unclean.join(', ')}`);
-      exitCode = exitCode || 1;
-    } else {
-      say('stopped');
-    }
-  }
-  process.exit(exitCode);
+let stopped: Promise<never> | undefined;
+
+/** Stops every child (one SIGTERM each) and exits; later calls wait for the first one. */
+function shutdown(code: number): Promise<never> {
+  return (stopped ??= stopAll(code));
+}
+
+async function stopAll(code: number): Promise<never> {
+  stopping = true;
+  say('stopping…');
+  const outcomes = await Promise.all(
+    children.map(
+      ({ name, child }) =>
+        new Promise<{ name: string; ok: boolean }>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null)
+            return resolve({ name, ok: child.exitCode === 0 });
+          const timer = setTimeout(() => child.kill('SIGKILL'), stopTimeoutMs);
+          child.once('exit', (exit) => {
+            clearTimeout(timer);
+            resolve({ name, ok: exit === 0 });
+          });
+          child.kill('SIGTERM');
+        }),
+    ),
+  );
+  const unclean = outcomes.filter((outcome) => !outcome.ok).map((outcome) => outcome.name);
+  if (unclean.length > 0) say(`did not stop cleanly: ${unclean.join(', ')}`);
+  else say('stopped');
+  process.exit(code || (unclean.length > 0 ? 1 : 0));
 }
 
 process.on('SIGINT', () => void shutdown(0));
@@ -226,10 +242,12 @@ async function main(): Promise<void> {
     ].join('\n') + '\n',
   );
 
-  // Report when the demo run finishes.
+  // Report when the demo run finishes (counters only: `limit=0` leaves the postings out).
   for (let i = 0; i < 240 && !stopping; i += 1) {
     await sleep(500);
-    const { json } = await fetch(statusUrl).then(async (r) => ({ json: (await r.json()) as any }));
+    const { json } = await fetch(`${statusUrl}?limit=0`).then(async (r) => ({
+      json: (await r.json()) as any,
+    }));
     const status = json?.data?.status;
     if (status && status !== 'queued' && status !== 'running') {
       say(
@@ -241,6 +259,8 @@ async function main(): Promise<void> {
 }
 
 main().catch(async (error: unknown) => {
+  // Once stopping, a failed request to a service that is going away is expected.
+  if (stopping) return;
   process.stderr.write(`gleaner: ${(error as Error).message}\n`);
   await shutdown(1);
 });

@@ -392,7 +392,7 @@ const knownVariables = new Map<string, VariableSchema>(
 interface ExampleEntry {
   name: string;
   value: string;
-  /** `# NAME=value`: a variable with no default, shown but not set. */
+  /** `# NAME=value`: shown, but not set by a copy of the file. */
   commented: boolean;
 }
 
@@ -422,16 +422,21 @@ describe('environment variables', () => {
     expect([...listed].sort()).toEqual([...knownVariables.keys()].sort());
   });
 
-  it('.env.example shows each default as the config package has it', () => {
-    for (const { name, value, commented } of envExampleEntries()) {
+  it('.env.example sets nothing: a copy of it as .env changes no setting', () => {
+    const set = envExampleEntries().filter((entry) => !entry.commented);
+    expect(
+      set.map((entry) => `${entry.name}=${entry.value}`),
+      'list these as "# NAME=default"',
+    ).toEqual([]);
+  });
+
+  it('.env.example shows each default as the config package has it, and no default as empty', () => {
+    for (const { name, value } of envExampleEntries()) {
       const schema = knownVariables.get(name);
       if (!schema) continue; // reported by the test above
       const byDefault = schema.safeParse(undefined);
-      if (commented) {
-        expect(
-          byDefault.data,
-          `${name} has a default (${String(byDefault.data)}): list it uncommented`,
-        ).toBeUndefined();
+      if (byDefault.data === undefined) {
+        expect(value, `${name} has no default: show it as "# ${name}="`).toBe('');
       } else {
         const shown = schema.safeParse(value);
         expect(shown.success, `${name}=${value} is rejected by its schema`).toBe(true);

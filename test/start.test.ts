@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createTestDatabase,
@@ -13,8 +12,8 @@ import {
 
 /**
  * What `npm start` runs once dependencies are installed and built (scripts/start.sh →
- * scripts/dev.ts): the whole system as local processes, ingesting the demo site. Here it gets
- * its own database, Redis prefix and ports.
+ * `node --import tsx scripts/dev.ts`): the whole system as local processes, ingesting the demo
+ * site. Here it gets its own database, Redis prefix and ports.
  */
 let database: TestDatabase;
 let namespace: TestRedisNamespace;
@@ -32,23 +31,24 @@ afterAll(async () => {
 describe('npm start', () => {
   it('brings the system up and the printed demo run succeeds within a minute, then stops cleanly', async () => {
     const [apiPort, demoPort] = [await freePort(), await freePort()];
-    const child = spawn(
-      process.execPath,
-      [path.join(repoRoot, 'node_modules/tsx/dist/cli.mjs'), 'scripts/dev.ts'],
-      {
-        cwd: repoRoot,
-        env: {
-          PATH: process.env.PATH ?? '',
-          DATABASE_URL: database.url,
-          REDIS_URL: namespace.url,
-          QUEUE_PREFIX: namespace.prefix,
-          API_PORT: String(apiPort),
-          DEMO_SITE_PORT: String(demoPort),
-          LOG_LEVEL: 'warn',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+    // As scripts/start.sh runs it: in this process, not under the `tsx` command, whose signal
+    // relay SIGKILLs a runner that is slow to confirm a signal (a loaded machine) and so leaves
+    // the services running.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/dev.ts'], {
+      cwd: repoRoot,
+      env: {
+        PATH: process.env.PATH ?? '',
+        DATABASE_URL: database.url,
+        REDIS_URL: namespace.url,
+        QUEUE_PREFIX: namespace.prefix,
+        API_PORT: String(apiPort),
+        DEMO_SITE_PORT: String(demoPort),
+        LOG_LEVEL: 'info',
+        // As a copied .env.example used to say: the demo needs it on, overrides it, and says so.
+        HTTP_ALLOW_PRIVATE_NETWORKS: 'false',
       },
-    );
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
@@ -59,6 +59,9 @@ describe('npm start', () => {
         timeoutMs: 60_000,
         what: `the status URL in:\n${output}`,
       });
+      expect(output).toContain(
+        'gleaner: demo setting HTTP_ALLOW_PRIVATE_NETWORKS=true overrides HTTP_ALLOW_PRIVATE_NETWORKS=false from the environment',
+      );
       expect(output).toContain(`API:               http://127.0.0.1:${apiPort}`);
       expect(output).toMatch(
         new RegExp(`Bull Board: +http://admin:[^@]+@127\\.0\\.0\\.1:${apiPort}/admin/queues`),
@@ -81,8 +84,55 @@ describe('npm start', () => {
     } finally {
       child.kill('SIGTERM');
     }
-    expect(await exited, output.slice(-3000)).toBe(0);
-    // Every service exited 0 on its single SIGTERM.
+    expect(await exited, shutdownLines(output)).toBe(0);
+    // Every service exited 0 on its single SIGTERM, having logged each step of its shutdown.
     expect(output).toMatch(/gleaner: stopped\n/);
+    const steps = stepsBy(output);
+    expect(steps.api).toEqual(['http server', 'queues', 'redis', 'postgres']);
+    expect(steps.worker).toEqual(['workers', 'fetcher', 'queues', 'redis', 'postgres']);
+    expect(steps.scheduler).toEqual(['scheduler loop', 'queues', 'redis', 'postgres']);
+    // Nothing is left running (the services have process groups of their own).
+    const pids = new Set(
+      Object.values(logsBy(output))
+        .flat()
+        .map((line) => line.pid)
+        .filter((pid): pid is number => typeof pid === 'number'),
+    );
+    expect(pids.size).toBeGreaterThanOrEqual(3);
+    for (const pid of pids) expect(() => process.kill(pid, 0), `pid ${pid}`).toThrow();
   });
 });
+
+/** `[service] {json}` lines dev.ts relays, as parsed log records per service. */
+function logsBy(output: string): Record<string, Record<string, unknown>[]> {
+  const logs: Record<string, Record<string, unknown>[]> = {};
+  for (const [, service, json] of output.matchAll(/^\[([a-z-]+)\] (\{.*\})$/gm)) {
+    try {
+      (logs[service!] ??= []).push(JSON.parse(json!) as Record<string, unknown>);
+    } catch {
+      // a line that is not a log record
+    }
+  }
+  return logs;
+}
+
+/** The shutdown steps each service logged as done, each with its duration, in order. */
+function stepsBy(output: string): Record<string, string[]> {
+  return Object.fromEntries(
+    Object.entries(logsBy(output)).map(([service, lines]) => [
+      service,
+      lines
+        .filter((line) => line.msg === 'shutdown step done' && typeof line.durationMs === 'number')
+        .map((line) => String(line.step)),
+    ]),
+  );
+}
+
+/** What a failed stop leaves to read: the runner's own lines and every shutdown log record. */
+function shutdownLines(output: string): string {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('gleaner:') || /shut|stop|step/.test(line))
+    .join('\n')
+    .slice(-4000);
+}

@@ -61,6 +61,13 @@ describe('readEnvironment', () => {
     expect(read).toMatchObject({ found: false, supplied: [], shadowed: [] });
   });
 
+  it('reads commented-out lines as nothing: a copy of .env.example sets no variable', () => {
+    const example = path.resolve(import.meta.dirname, '../../../.env.example');
+    const { env, envFile: read } = readEnvironment({}, example);
+    expect(read.found).toBe(true);
+    expect(env).toEqual({});
+  });
+
   it('reports a file it cannot read', async () => {
     const notAFile = path.join(dir, 'a-directory.env');
     await mkdir(notAFile);

@@ -1,17 +1,18 @@
 import { z } from 'zod';
-import { databaseFragment, loggingFragment, parseConfig } from '@gleaner/config';
+import { databaseFragment, loadConfig, loggingFragment } from '@gleaner/config';
 import { createDb, runMigrations } from '@gleaner/db';
 import { createLogger, prettyFromSetting } from '@gleaner/logger';
 
-/** One-shot: applies pending migrations and exits (compose's `migrate` service, `pnpm db:migrate`). */
-const schema = z.object({ ...loggingFragment, ...databaseFragment });
-let config: z.infer<typeof schema>;
-try {
-  config = parseConfig(schema, process.env);
-} catch (error) {
-  process.stderr.write(`migrate: ${(error as Error).message}\n`);
+/**
+ * One-shot: applies pending migrations and exits (compose's `migrate` service, `pnpm db:migrate`).
+ * Settings come the way every service reads them: the environment, then `.env`.
+ */
+const loaded = loadConfig(z.object({ ...loggingFragment, ...databaseFragment }), process.env);
+if (!loaded.ok) {
+  process.stderr.write(`migrate: ${loaded.error.message}\n`);
   process.exit(1);
 }
+const { config } = loaded;
 
 const logger = createLogger({
   service: 'migrate',
