@@ -1,21 +1,22 @@
 # syntax=docker/dockerfile:1
 # One image for every Gleaner process; docker-compose.yml picks the entry point with `command`
 # (services/api/dist/main.js, services/api/dist/migrate.js, services/worker/dist/main.js,
-# services/scheduler/dist/main.js). Node's major matches the one the repo is developed and
-# tested on (test/compose.test.ts checks it).
+# services/scheduler/dist/main.js). Node 22, the oldest line still maintained (20 reached end of
+# life in April 2026): every stage uses the same major, and .ci/run runs the test suite on it
+# as well as on the machine's Node (test/compose.test.ts checks both).
 
 # --- manifests: only what `pnpm install` reads -------------------------------------------
 # Copying the whole context and deleting everything else keeps this file free of a list of
 # workspace packages, and the install layers below stay cached until a manifest or the
 # lockfile actually changes (COPY --from compares content, not the stage's history).
-FROM node:20-bookworm-slim AS manifests
+FROM node:22-bookworm-slim AS manifests
 WORKDIR /src
 COPY . .
 RUN find . -type f ! -name package.json ! -name pnpm-lock.yaml ! -name pnpm-workspace.yaml -delete \
  && find . -depth -type d -empty -delete
 
 # --- build: full install, compile every package with turbo ----------------------------------
-FROM node:20-bookworm-slim AS build
+FROM node:22-bookworm-slim AS build
 ENV TURBO_TELEMETRY_DISABLED=1
 WORKDIR /app
 COPY --from=manifests /src/ ./
@@ -32,7 +33,7 @@ RUN pnpm build \
     done
 
 # --- prod-deps: production dependencies only -----------------------------------------------
-FROM node:20-bookworm-slim AS prod-deps
+FROM node:22-bookworm-slim AS prod-deps
 WORKDIR /app
 COPY --from=manifests /src/ ./
 RUN npm install --global --no-fund --no-audit "$(node -p "require('./package.json').packageManager.split('+')[0]")"
@@ -40,7 +41,7 @@ RUN --mount=type=cache,id=gleaner-pnpm-store,target=/pnpm-store \
     pnpm install --frozen-lockfile --prod --store-dir=/pnpm-store
 
 # --- runtime ---------------------------------------------------------------------------
-FROM node:20-bookworm-slim AS runtime
+FROM node:22-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     NODE_OPTIONS=--enable-source-maps
 WORKDIR /app

@@ -506,8 +506,8 @@ describe('Dockerfile', () => {
     expect(froms.length).toBeGreaterThanOrEqual(2);
   });
 
-  it('uses the Node major this repository is tested on in every stage', () => {
-    const nodeMajor = process.versions.node.split('.')[0];
+  it('uses one Node major in every stage: a supported one the repository admits and CI tests', () => {
+    const majors = new Set<string>();
     const stages = new Set<string>();
     for (const from of froms) {
       const [image = '', as, alias] = from.args.replace(/--\S+/g, '').trim().split(/\s+/);
@@ -517,8 +517,30 @@ describe('Dockerfile', () => {
       expect(image, `FROM ${from.args}: use a literal node:<major> image`).toMatch(
         /^(docker\.io\/(library\/)?)?node:\d+/,
       );
-      expect(/node:(\d+)/.exec(image)?.[1], `FROM ${from.args}`).toBe(nodeMajor);
+      majors.add(/node:(\d+)/.exec(image)![1]!);
     }
+    expect([...majors], 'every stage on the same Node major').toHaveLength(1);
+    const [major] = [...majors].map(Number);
+    // Node 20 reached end of life in April 2026; 22 is the oldest line still maintained.
+    expect(major, 'an end-of-life Node line').toBeGreaterThanOrEqual(22);
+    expect(major! % 2, 'an odd Node line never becomes LTS').toBe(0);
+
+    const engines = (
+      JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+        engines?: { node?: string };
+      }
+    ).engines?.node;
+    const minimum = /^>=\s*(\d+)/.exec(engines ?? '')?.[1];
+    expect(minimum, `package.json engines.node (${engines}) names no minimum`).toBeDefined();
+    expect(
+      Number(minimum),
+      `package.json engines.node ${engines} excludes Node ${major}`,
+    ).toBeLessThanOrEqual(major!);
+
+    // .ci/run runs the test suite a second time on the image's Node, whose major it reads here.
+    const ci = readFileSync(path.join(root, '.ci/run'), 'utf8');
+    expect(ci, '.ci/run reads the Node major from the Dockerfile').toMatch(/Dockerfile/);
+    expect(ci, '.ci/run installs that Node from the npm registry').toContain('node-linux-');
   });
 
   it('runs the final stage as a non-root user', () => {
