@@ -1,3 +1,4 @@
+import { workQueueNames } from '@gleaner/queue/catalogue';
 import { z } from 'zod';
 import { booleanFromEnv, integerFromEnv, listFromEnv } from './coerce.js';
 
@@ -56,11 +57,9 @@ export const apiFragment = {
   SYNC_SCRAPE_TIMEOUT_MS: integerFromEnv(20_000, { min: 1000, max: 120_000 }),
 };
 
-/** Queues a worker can consume; dead letters are parked for operators, never consumed. */
-export const workerQueueNames = ['scrape', 'crawl', 'extract'] as const;
-
 export const workerFragment = {
-  WORKER_QUEUES: listFromEnv(workerQueueNames, workerQueueNames),
+  /** The catalogue's work queues (every queue but the dead letters), all by default. */
+  WORKER_QUEUES: listFromEnv(workQueueNames, workQueueNames),
   WORKER_CONCURRENCY_SCRAPE: integerFromEnv(2, { min: 1, max: 64 }),
   /**
    * Crawl jobs wait on sites, the gate, Redis and Postgres far more than they compute: 64 keep a

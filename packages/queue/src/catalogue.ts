@@ -4,7 +4,10 @@ import { deadLetterJob } from './jobs/dead-letter.js';
 import { extractJob } from './jobs/extract.js';
 import { scrapeJob } from './jobs/scrape.js';
 
-/** Every job, once: API, worker and scheduler import this and nothing else. */
+/**
+ * Every job, once: API, worker and scheduler import this and nothing else. Loads only zod, so
+ * that `@gleaner/config` reads the work queues from here (`@gleaner/queue/catalogue`).
+ */
 export const jobs = {
   scrape: scrapeJob,
   crawl: crawlJob,
