@@ -115,7 +115,9 @@ async function stopAll(code: number): Promise<never> {
           if (child.exitCode !== null || child.signalCode !== null)
             return resolve({ name, ok: child.exitCode === 0 });
           const timer = setTimeout(() => child.kill('SIGKILL'), stopTimeoutMs);
-          child.once('exit', (exit) => {
+          // 'close', not 'exit': the child's last lines may still be in its pipes when it exits,
+          // and this process exits right after (a busy machine lost the shutdown log that way).
+          child.once('close', (exit) => {
             clearTimeout(timer);
             resolve({ name, ok: exit === 0 });
           });

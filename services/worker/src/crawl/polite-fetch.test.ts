@@ -163,9 +163,16 @@ describe('fetchPolitely', () => {
     const [first, second, third] = arrivals as [number, number, number];
     expect(second - first).toBeGreaterThanOrEqual(412 - 30);
     expect(third - second).toBeGreaterThanOrEqual(412 - 30);
-    // No queue round trip lost: the parked job was running again before its slot.
-    expect(third - first).toBeLessThan(2 * 412 + WAKE_LEAD_MS / 4);
-    expect([...pickups.values()].sort()).toEqual([1, 1, 2]);
+    // The parked job came back for its slot rather than a second later (on an idle machine it
+    // is running again WAKE_LEAD_MS before the slot; a busy one delays the pickup, not the
+    // spacing checked above).
+    expect(third - first).toBeLessThan(2 * 412 + 1_000);
+    // The third job was parked and picked up again. A busy machine, which stretches the in-job
+    // waits past their bounds, may park the second one too: what must hold is the spacing.
+    const counts = [...pickups.values()].sort();
+    expect(counts).toHaveLength(3);
+    expect(counts[0]).toBe(1);
+    expect(counts[2]).toBe(2);
   });
 
   it('waits in-job for a concurrency slot instead of parking the job', async () => {
