@@ -14,4 +14,3 @@ export * from './repositories/postings.js';
 export * from './repositories/bodies.js';
 export * from './repositories/posting-work.js';
 export * from './posting-fields.js';
-export { jsonForPg, withoutNul } from './pg-text.js';
