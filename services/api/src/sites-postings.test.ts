@@ -62,6 +62,21 @@ describe('/sites', () => {
     expect(patched.statusCode).toBe(200);
     expect(patched.json().data).toMatchObject({ interval_minutes: 15, enabled: false });
 
+    // A disabled site refuses a manual scrape, and says why.
+    const refused = await app.inject({
+      method: 'POST',
+      url: '/jobs/scrape',
+      payload: { site_name: 'acme' },
+    });
+    expect(refused.statusCode).toBe(409);
+    expect(refused.headers['content-type']).toContain('application/problem+json');
+    expect(refused.json()).toMatchObject({
+      status: 409,
+      title: 'Site Disabled',
+      errors: [{ field: 'body.site_name', message: 'site is disabled' }],
+    });
+    expect(refused.json().detail).toContain('is disabled');
+
     const badConfig = await app.inject({
       method: 'PATCH',
       url: '/sites/acme',

@@ -75,6 +75,15 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
           },
         );
       }
+      if (!site.enabled) {
+        const field = body.site_id ? 'site_id' : 'site_name';
+        throw new ProblemError(
+          409,
+          'Site Disabled',
+          `site "${site.siteName}" is disabled; enable it (PATCH /sites/${site.siteName} with {"enabled": true}) to scrape it`,
+          { errors: [{ field: `body.${field}`, message: 'site is disabled' }] },
+        );
+      }
       if (query.mode === 'sync' && (body.results_wanted ?? SYNC_MAX_RESULTS) > SYNC_MAX_RESULTS) {
         throw new ProblemError(
           400,
