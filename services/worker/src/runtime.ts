@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { isClassifiedError } from '@gleaner/errors';
 import { jobLogger } from '@gleaner/logger';
 import { enqueue, jobs, type JobPayload, type WorkQueueName } from '@gleaner/queue';
-import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, Job, UnrecoverableError, Worker, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { HandlerContext, JobHandler, WorkerDeps } from './context.js';
 import { handlers } from './handlers.js';
@@ -16,6 +16,8 @@ export interface RuntimeOptions {
   concurrency: Record<WorkQueueName, number>;
   /** Threads for the CPU-bound part of crawling (`WORKER_EXTRACT_THREADS`); default 0, inline. */
   extractThreads?: number;
+  /** How jobs whose worker died are found and retried; BullMQ's defaults when absent. */
+  stalls?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>;
 }
 
 export interface WorkerRuntime {
@@ -74,10 +76,15 @@ function createProcessor<Q extends WorkQueueName>(
 }
 
 /** Parks a job that will not run again in the dead-letter queue, with what is needed to requeue it. */
-async function parkDeadLetter(deps: WorkerDeps, job: Job, error: Error): Promise<void> {
+async function parkDeadLetter(
+  deps: WorkerDeps,
+  job: Job,
+  error: Error,
+  failedForGood = false,
+): Promise<void> {
   const permanent = error instanceof UnrecoverableError || error.name === 'UnrecoverableError';
   const exhausted = job.attemptsMade >= (job.opts.attempts ?? 1);
-  if (!permanent && !exhausted) return;
+  if (!permanent && !exhausted && !failedForGood) return;
   await enqueue(deps.queues, 'dead-letter', {
     queue: job.queueName,
     jobName: job.name,
@@ -94,6 +101,40 @@ async function parkDeadLetter(deps: WorkerDeps, job: Job, error: Error): Promise
   });
 }
 
+/**
+ * A job orphaned more often than `maxStalledCount` is failed by BullMQ's stall check itself: its
+ * processor never runs again, and BullMQ 6.7 emits only `stalled` for it, no `failed`. Here
+ * its handler still gives up (settling its row, so its run can end) and it is parked in the
+ * dead letters. A stalled job that was put back to wait will simply run again.
+ */
+async function settleFailedStall(
+  queue: WorkQueueName,
+  jobId: string,
+  deps: WorkerDeps,
+  settlement: Settlement,
+  analyser: PageAnalyser,
+): Promise<void> {
+  const job = await Job.fromId(deps.queues[queue], jobId);
+  if (!job || (await job.getState()) !== 'failed') return;
+  const error = new Error(job.failedReason || 'job stalled more than allowable limit');
+  const log = jobLogger(deps.logger, job);
+  const parsed = jobs[queue].payload.safeParse(job.data);
+  if (parsed.success) {
+    log.warn({ err: error }, 'job failed for good after stalling; giving up on it');
+    const handler = handlers[queue] as JobHandler<typeof queue>;
+    await handler.giveUp(parsed.data, error, {
+      ...deps,
+      settlement,
+      analyser,
+      job,
+      log,
+      signal: undefined,
+      token: undefined,
+    });
+  }
+  await parkDeadLetter(deps, job, error, true);
+}
+
 export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerRuntime {
   const settlement = createSettlement(deps.db, deps.logger);
   // Only crawl jobs analyse pages: a replica that serves no crawl queue starts no thread.
@@ -107,6 +148,15 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
       concurrency: options.concurrency[queue],
       // Stamped on each job as `processedBy`, so an operator can tell which replica ran it.
       name: `${hostname()}-${process.pid}`,
+      ...options.stalls,
+    });
+    worker.on('stalled', (jobId) => {
+      settleFailedStall(queue, jobId, deps, settlement, analyser).catch((error: unknown) => {
+        deps.logger.error(
+          { err: error, queue, jobId },
+          'could not settle a job failed by stalling',
+        );
+      });
     });
     worker.on('failed', (job, error) => {
       if (!job) return;
