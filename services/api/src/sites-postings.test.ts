@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import {
   createRun,
+  failRun,
   settlePostings,
   startRun,
   upsertListedPostings,
@@ -30,6 +31,50 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.close();
+});
+
+describe('/sites/:site/runs', () => {
+  it("lists a site's runs newest first, a page at a time", async () => {
+    const created = await app.inject({
+      method: 'POST',
+      url: '/sites',
+      payload: { site_name: 'runs-paged', kind: 'career-site', config },
+    });
+    const siteId = created.json().data.id as string;
+    const runIds: string[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      const run = await createRun(handle.db, { siteId, trigger: 'manual' });
+      await failRun(handle.db, run.id, 'closed by the test');
+      runIds.push(run.runId);
+    }
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = cursor ? `&cursor=${cursor}` : '';
+      const page = await app.inject({
+        method: 'GET',
+        url: `/sites/runs-paged/runs?limit=2${query}`,
+      });
+      expect(page.statusCode).toBe(200);
+      const body: { data: { run_id: string }[]; next_cursor: string | null } = page.json();
+      expect(body.data.length).toBeLessThanOrEqual(2);
+      for (const run of body.data) {
+        expect(run).toMatchObject({ site_name: 'runs-paged', status: 'failed' });
+        seen.push(run.run_id);
+      }
+      cursor = body.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual([...runIds].reverse());
+
+    const badCursor = await app.inject({
+      method: 'GET',
+      url: '/sites/runs-paged/runs?cursor=bm90LWEtY3Vyc29y',
+    });
+    expect(badCursor.statusCode).toBe(400);
+    const unknown = await app.inject({ method: 'GET', url: '/sites/no-such-site/runs' });
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().errors[0].field).toBe('params.site');
+  });
 });
 
 describe('/sites', () => {

@@ -1,6 +1,6 @@
-import { ClassifiedError } from '@gleaner/errors';
 import { and, asc, desc, eq, gte, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../client.js';
+import { afterCursor, microsOf, pageOf } from './cursor.js';
 import { jsonForPg, withoutNul } from '../pg-text.js';
 import {
   postings,
@@ -134,26 +134,7 @@ export interface PostingSearch {
   cursor?: string;
 }
 
-export class CursorInvalidError extends ClassifiedError {
-  constructor() {
-    super('cursor is not one this API issued', 'DB_CURSOR_INVALID', 'permanent');
-  }
-}
-
-/** Cursor = the last row's (updated_at in microseconds, id): stable under concurrent inserts. */
-function decodeCursor(cursor: string): { micros: string; id: string } {
-  const raw = Buffer.from(cursor, 'base64url').toString('utf8');
-  const match = /^(\d{1,19})_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(
-    raw,
-  );
-  // Both halves are cast in SQL (`::bigint`, `::uuid`): a value either cast refuses would fail
-  // the statement with a 500 instead of answering 400. 20 digits overflow bigint, and so do some
-  // of 19 (up to 9999999999999999999), hence the bound.
-  if (!match || BigInt(match[1]!) > 9_223_372_036_854_775_807n) throw new CursorInvalidError();
-  return { micros: match[1]!, id: match[2]! };
-}
-
-const updatedMicros = sql<string>`floor(extract(epoch from ${postings.updatedAt}) * 1000000)::bigint`;
+const updatedMicros = microsOf(postings.updatedAt);
 
 /** Postings newest-updated first, filtered, one page at a time. */
 export async function searchPostings(
@@ -170,21 +151,16 @@ export async function searchPostings(
       sql`to_tsvector('simple', coalesce(${postings.title}, '') || ' ' || coalesce(${postings.company}, '') || ' ' || coalesce(${postings.descriptionText}, ${postings.description}, '')) @@ websearch_to_tsquery('simple', ${search.query})`,
     );
   }
-  if (search.cursor) {
-    const { micros, id } = decodeCursor(search.cursor);
-    conditions.push(sql`(${updatedMicros}, ${postings.id}) < (${micros}::bigint, ${id}::uuid)`);
-  }
+  if (search.cursor) conditions.push(afterCursor(postings.updatedAt, postings.id, search.cursor));
   const rows = await db
     .select({ posting: postings, micros: updatedMicros })
     .from(postings)
     .where(conditions.length > 0 ? and(...conditions) : undefined)
-    .orderBy(desc(updatedMicros), desc(postings.id))
+    .orderBy(desc(postings.updatedAt), desc(postings.id))
     .limit(search.limit + 1);
-  const page = rows.slice(0, search.limit);
-  const last = page.at(-1);
-  const nextCursor =
-    rows.length > search.limit && last
-      ? Buffer.from(`${last.micros}_${last.posting.id}`).toString('base64url')
-      : null;
+  const { page, nextCursor } = pageOf(rows, search.limit, (row) => ({
+    micros: row.micros,
+    id: row.posting.id,
+  }));
   return { postings: page.map((row) => row.posting), nextCursor };
 }

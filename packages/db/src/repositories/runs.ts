@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../client.js';
 import { ActiveRunExistsError, isUniqueViolation } from '../errors.js';
+import { afterCursor, microsOf, pageOf } from './cursor.js';
 import { activeRunStatuses, scrapeRuns, type RunRow, type RunTrigger } from '../schema.js';
 
 /** Share of errored postings up to which a run is `partial` rather than `failed` (seed 003). */
@@ -64,13 +65,28 @@ export async function getActiveRunForSite(
   });
 }
 
-export async function listRunsForSite(db: Database, siteId: string, limit = 20): Promise<RunRow[]> {
-  return db
-    .select()
+/** A site's runs, newest first, one page at a time (`cursor` from the previous page). */
+export async function listSiteRuns(
+  db: Database,
+  siteId: string,
+  { limit, cursor }: { limit: number; cursor?: string },
+): Promise<{ runs: RunRow[]; nextCursor: string | null }> {
+  const rows = await db
+    .select({ run: scrapeRuns, micros: microsOf(scrapeRuns.createdAt) })
     .from(scrapeRuns)
-    .where(eq(scrapeRuns.siteScheduleId, siteId))
-    .orderBy(desc(scrapeRuns.createdAt))
-    .limit(limit);
+    .where(
+      and(
+        eq(scrapeRuns.siteScheduleId, siteId),
+        cursor === undefined ? undefined : afterCursor(scrapeRuns.createdAt, scrapeRuns.id, cursor),
+      ),
+    )
+    .orderBy(desc(scrapeRuns.createdAt), desc(scrapeRuns.id))
+    .limit(limit + 1);
+  const { page, nextCursor } = pageOf(rows, limit, (row) => ({
+    micros: row.micros,
+    id: row.run.id,
+  }));
+  return { runs: page.map((row) => row.run), nextCursor };
 }
 
 /** queued → running. Returns the run when it is running after the call (idempotent on retry). */

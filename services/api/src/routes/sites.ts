@@ -5,6 +5,7 @@ import {
   getSiteByName,
   insertSite,
   listSites,
+  listSiteRuns,
   updateSite,
   type NewSiteRow,
   type SiteRow,
@@ -16,7 +17,7 @@ import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableJsonObject, storableText } from '../storable.js';
-import { presentSite } from './jobs/presenters.js';
+import { presentRun, presentSite } from './jobs/presenters.js';
 
 const siteFields = {
   site_name: z
@@ -182,6 +183,36 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
       status: 'success',
       data: presentSite(await findSite(request.params.site)),
     }),
+  );
+
+  app.get(
+    '/sites/:site/runs',
+    {
+      schema: {
+        tags: ['sites'],
+        summary: "A site's runs, newest first, with cursor paging",
+        params: siteParams,
+        querystring: z
+          .object({
+            limit: z.coerce.number().int().min(1).max(200).default(20),
+            cursor: storableText()
+              .max(200)
+              .optional()
+              .describe('next_cursor from the previous page'),
+          })
+          .strict(),
+      },
+    },
+    async (request) => {
+      const site = await findSite(request.params.site);
+      // A cursor this API did not issue throws DB_CURSOR_INVALID, which the problem handler answers.
+      const page = await listSiteRuns(db, site.id, request.query);
+      return {
+        status: 'success',
+        data: page.runs.map((run) => presentRun(run, site)),
+        next_cursor: page.nextCursor,
+      };
+    },
   );
 
   app.patch(
