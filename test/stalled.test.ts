@@ -1,7 +1,5 @@
-import { PassThrough } from 'node:stream';
 import { createDb, getRun, type DbHandle } from '@gleaner/db';
-import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
-import { createLogger } from '@gleaner/logger';
+import { createFetcher } from '@gleaner/http';
 import {
   closeQueues,
   createQueues,
@@ -20,6 +18,7 @@ import { startWorkers, type WorkerRuntime } from '@gleaner/worker';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testWorkerDeps } from './support/in-process-system.js';
 import { seedRunWithPostings } from './support/seed.js';
 
 /**
@@ -90,25 +89,14 @@ describe('a job failed by the stall check', () => {
       maxRedirects: 3,
       allowPrivateNetworks: true,
     });
-    const producer = connections[0]!;
     runtime = startWorkers(
-      {
+      testWorkerDeps({
         db: handle.db,
         queues,
         fetcher,
-        gate: createSiteGate({ redis: producer, prefix: namespace.prefix }),
-        robots: createRobotsCache({
-          fetcher,
-          redis: producer,
-          prefix: namespace.prefix,
-          userAgent: 'GleanerTest',
-        }),
-        logger: createLogger({
-          service: 'worker',
-          level: 'silent',
-          destination: new PassThrough(),
-        }),
-      },
+        producer: connections[0]!,
+        prefix: namespace.prefix,
+      }),
       {
         connection: workerConnection,
         prefix: namespace.prefix,

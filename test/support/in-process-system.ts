@@ -22,7 +22,7 @@ import {
   type TestDatabase,
   type TestRedisNamespace,
 } from '@gleaner/testing';
-import { startWorkers, type WorkerRuntime } from '@gleaner/worker';
+import { startWorkers, type WorkerDeps, type WorkerRuntime } from '@gleaner/worker';
 import type { Redis } from 'ioredis';
 
 export interface InProcessSystem {
@@ -84,23 +84,14 @@ export async function startInProcessSystem(
     connections.push(producer, worker);
     const queues = createQueues(producer, namespace.prefix);
     const runtime = startWorkers(
-      {
+      testWorkerDeps({
         db: handle.db,
         queues,
         fetcher,
-        gate: createSiteGate({ redis: producer, prefix: namespace.prefix }),
-        robots: createRobotsCache({
-          fetcher,
-          redis: producer,
-          prefix: namespace.prefix,
-          userAgent: 'GleanerTest',
-        }),
-        logger: createLogger({
-          service: 'worker',
-          level: logDestination ? 'info' : 'silent',
-          destination: logDestination ?? new PassThrough(),
-        }),
-      },
+        producer,
+        prefix: namespace.prefix,
+        logDestination,
+      }),
       {
         connection: worker,
         prefix: namespace.prefix,
@@ -142,5 +133,32 @@ export async function startInProcessSystem(
       await namespace.cleanup();
       await database.drop();
     },
+  };
+}
+
+/**
+ * A worker replica's dependencies as main.ts builds them (its gate and robots cache on its
+ * producer connection), with a logger that writes to `logDestination` at `info` or nowhere.
+ */
+export function testWorkerDeps(parts: {
+  db: WorkerDeps['db'];
+  queues: Queues;
+  fetcher: Fetcher;
+  producer: Redis;
+  prefix: string;
+  logDestination?: Writable;
+}): WorkerDeps {
+  const { producer, prefix, fetcher, logDestination } = parts;
+  return {
+    db: parts.db,
+    queues: parts.queues,
+    fetcher,
+    gate: createSiteGate({ redis: producer, prefix }),
+    robots: createRobotsCache({ fetcher, redis: producer, prefix, userAgent: 'GleanerTest' }),
+    logger: createLogger({
+      service: 'worker',
+      level: logDestination ? 'info' : 'silent',
+      destination: logDestination ?? new PassThrough(),
+    }),
   };
 }
