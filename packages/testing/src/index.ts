@@ -2,6 +2,7 @@ export * from './career-site.js';
 export * from './database.js';
 export * from './processes.js';
 export * from './redis.js';
+export * from './redis-server.js';
 export * from './ats/index.js';
 export * from './canary.js';
 export * from './hostile-site.js';

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -37,19 +37,34 @@ const NODE_FLAGS: Partial<Record<ServiceName, string[]>> = {
   worker: ['--max-semi-space-size=8', '--max-old-space-size=1792'],
 };
 
+export interface StartServiceOptions {
+  /**
+   * Working directory (the repository root by default). A service reads `.env` from it for what
+   * its environment leaves unset: a directory of its own keeps a developer's `.env` out.
+   */
+  cwd?: string;
+  /** Also appends the process's raw stdout to this file, and its stderr to `<logFile>.stderr`. */
+  logFile?: string;
+}
+
 /** Starts a built service (`services/<name>/dist/main.js`) as its own OS process. */
 export function startService(
   name: ServiceName,
   env: Record<string, string>,
   label: string = name,
+  options: StartServiceOptions = {},
 ): ServiceProcess {
   const entry = path.join(repoRoot, 'services', name, 'dist', 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`pnpm build\` first`);
   const child = spawn(process.execPath, [...(NODE_FLAGS[name] ?? []), entry], {
-    cwd: repoRoot,
+    cwd: options.cwd ?? repoRoot,
     env: { PATH: process.env.PATH ?? '', LOG_PRETTY: 'false', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  if (options.logFile !== undefined) {
+    child.stdout.pipe(createWriteStream(options.logFile, { flags: 'a' }));
+    child.stderr.pipe(createWriteStream(`${options.logFile}.stderr`, { flags: 'a' }));
+  }
   const logs: Record<string, unknown>[] = [];
   let pending = '';
   let stderr = '';
