@@ -2,6 +2,13 @@ import { ClassifiedError, type RetryClass } from '@gleaner/errors';
 
 /** Base of every fetch error: a stable `HTTP_*` code and whether retrying can help. */
 export class HttpError extends ClassifiedError {
+  /**
+   * Set by the fetcher when a redirect had taken the fetch to another host than the requested
+   * URL's before it failed: that host. Such a failure says nothing about the requested host's
+   * health, so it does not count towards that site's breaker (`outcomeOfError`).
+   */
+  offHost?: string;
+
   constructor(
     message: string,
     code: string,
@@ -29,6 +36,50 @@ export class HttpAddressBlockedError extends HttpError {
       'HTTP_ADDRESS_BLOCKED',
       'permanent',
       url,
+    );
+  }
+}
+
+/**
+ * The host name does not resolve: the resolver answered that it has no address (`ENOTFOUND`,
+ * NXDOMAIN or no A/AAAA record). Permanent for this fetch: a posting on a name that does not
+ * exist fails at once instead of being retried, and the site's next run asks again.
+ */
+export class HttpHostNotFoundError extends HttpError {
+  constructor(
+    url: string,
+    readonly hostname: string,
+    cause?: unknown,
+  ) {
+    super(
+      `${hostname} does not resolve (fetching ${url})`,
+      'HTTP_HOST_NOT_FOUND',
+      'permanent',
+      url,
+      {
+        cause,
+      },
+    );
+  }
+}
+
+/**
+ * The resolver gave no verdict on a host name (`EAI_AGAIN`: no answer or SERVFAIL, or our own
+ * lookup deadline). Transient: the name may well exist, and asking again later can work.
+ */
+export class HttpDnsUnavailableError extends HttpError {
+  constructor(
+    url: string,
+    readonly hostname: string,
+    cause?: unknown,
+  ) {
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `DNS lookup of ${hostname} failed for now (fetching ${url}): ${detail}`,
+      'HTTP_DNS_UNAVAILABLE',
+      'transient',
+      url,
+      { cause },
     );
   }
 }

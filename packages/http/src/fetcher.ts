@@ -16,9 +16,11 @@ import {
   HttpAddressBlockedError,
   HttpBodyCorruptError,
   HttpBodyTooLargeError,
+  HttpDnsUnavailableError,
   HttpEncodingUnsupportedError,
   HttpError,
   HttpFetchAbortedError,
+  HttpHostNotFoundError,
   HttpSendDeadlineError,
   HttpNetworkError,
   HttpStatusError,
@@ -191,6 +193,50 @@ export function assertFetchableUrl(input: string | URL, options: AddressPolicyOp
 
 const defaultLookup: LookupFunction = (hostname) => dnsLookup(hostname, { all: true });
 
+/**
+ * Resolver codes that mean the name has no address: `getaddrinfo`'s EAI_NONAME / EAI_NODATA
+ * (which Node reports as ENOTFOUND) and c-ares' ENOTFOUND / ENODATA. Anything else a lookup
+ * fails with (EAI_AGAIN, EAI_FAIL, a timeout) is the resolver giving no verdict.
+ */
+const hostNotFoundCodes = new Set(['ENOTFOUND', 'ENODATA', 'EAI_NONAME', 'EAI_NODATA']);
+
+function lookupError(error: unknown, hostname: string, target: string): HttpError {
+  if (error instanceof HttpError) return error;
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code !== undefined && hostNotFoundCodes.has(code)
+    ? new HttpHostNotFoundError(target, hostname, error)
+    : new HttpDnsUnavailableError(target, hostname, error);
+}
+
+/**
+ * The host a site is known by: case, a trailing dot and a leading `www.` do not make another
+ * host (`example.com` redirecting to `https://www.example.com` stays on the site's own server).
+ */
+function siteHostOf(hostname: string): string {
+  return stripBrackets(hostname)
+    .toLowerCase()
+    .replace(/\.$/, '')
+    .replace(/^www\./, '');
+}
+
+/**
+ * A copy of `error` marked as having happened on `host`, another host than the requested URL's.
+ * A copy, because an error from the connector is shared by every request queued on that
+ * connection, and one of them may have asked for that host directly.
+ */
+function offHostCopy(error: HttpError, host: string): HttpError {
+  const copy = Object.create(Object.getPrototypeOf(error) as object, {
+    ...Object.getOwnPropertyDescriptors(error),
+  }) as HttpError;
+  copy.offHost = host;
+  return copy;
+}
+
+/** Where a fetch is: the URL of its latest hop, which a failure happened on. */
+interface HopTrail {
+  url?: URL;
+}
+
 /** Compression tokens we know but cannot decode; any other unknown token is a server mislabel. */
 const undecodableEncodings = new Set(['compress', 'x-compress', 'zstd', 'dcb', 'dcz']);
 /** gzip-in-gzip is a classic bomb amplifier; nobody legitimately stacks more than two. */
@@ -267,7 +313,15 @@ export function createFetcher(options: FetcherOptions): Fetcher {
   const connectTimeoutMs = Math.min(options.timeoutMs, 10_000);
   const connect = buildConnector({ timeout: connectTimeoutMs });
 
-  async function resolvePeers(hostname: string): Promise<readonly ResolvedAddress[]> {
+  /**
+   * Every address of `hostname`. A name without an address fails with `HTTP_HOST_NOT_FOUND`
+   * (permanent), a resolver without a verdict with `HTTP_DNS_UNAVAILABLE` (transient): neither
+   * is a network failure of the site's server.
+   */
+  async function resolvePeers(
+    hostname: string,
+    target: string,
+  ): Promise<readonly ResolvedAddress[]> {
     const family = isIP(hostname);
     if (family !== 0) return [{ address: hostname, family }];
     let timer: NodeJS.Timeout | undefined;
@@ -278,13 +332,16 @@ export function createFetcher(options: FetcherOptions): Fetcher {
         connectTimeoutMs,
       );
     });
+    let addresses: readonly ResolvedAddress[];
     try {
-      const addresses = await Promise.race([lookup(hostname), timeout]);
-      if (addresses.length === 0) throw new Error(`DNS lookup of ${hostname} returned no address`);
-      return addresses;
+      addresses = await Promise.race([lookup(hostname), timeout]);
+    } catch (error) {
+      throw lookupError(error, hostname, target);
     } finally {
       clearTimeout(timer);
     }
+    if (addresses.length === 0) throw new HttpHostNotFoundError(target, hostname);
+    return addresses;
   }
 
   const guardedConnect: buildConnector.connector = (connectOptions, callback) => {
@@ -316,7 +373,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
       );
     };
 
-    resolvePeers(hostname).then(
+    resolvePeers(hostname, target).then(
       (addresses) => {
         const refused = addresses.find(
           (candidate) => !isAllowedPeer(policy, candidate.address, port),
@@ -331,11 +388,19 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     );
   };
 
-  /** Runs `assertFetchableUrl` on every dispatch, which with redirects means every hop. */
+  /**
+   * Runs `assertFetchableUrl` on every dispatch, which with redirects means every hop, and notes
+   * the hop in the fetch's `hopTrail`, so that a failure can be told apart by where it happened.
+   */
   const hopGuard: Dispatcher.DispatcherComposeInterceptor =
     (dispatch) => (dispatchOptions, handler) => {
+      const { hopTrail, ...rest } = dispatchOptions as Dispatcher.DispatchOptions & {
+        hopTrail?: HopTrail;
+      };
       try {
-        assertFetchableUrl(new URL(dispatchOptions.path, dispatchOptions.origin), policy);
+        const hop = new URL(rest.path, rest.origin);
+        if (hopTrail) hopTrail.url = hop;
+        assertFetchableUrl(hop, policy);
       } catch (error) {
         // Deliver asynchronously: this may run inside the previous hop's response callbacks.
         queueMicrotask(() =>
@@ -346,7 +411,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
         );
         return true;
       }
-      return dispatch(dispatchOptions, handler);
+      return dispatch(rest, handler);
     };
 
   /**
@@ -427,16 +492,23 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     if (external?.aborted) onExternalAbort();
     else external?.addEventListener('abort', onExternalAbort, { once: true });
     const signal = combined.signal;
+    const trail: HopTrail = {};
+    // `sendBy` and `hopTrail` ride along with the options for the interceptors that read them.
+    const requestOptions: Dispatcher.RequestOptions<null> & {
+      sendBy?: number;
+      hopTrail: HopTrail;
+    } = {
+      origin: target.origin,
+      path: `${target.pathname}${target.search}`,
+      method: 'GET',
+      headers,
+      signal,
+      // No deadline (undefined, or Infinity for a site without spacing): no interceptor work.
+      ...(Number.isFinite(request.sendBy) ? { sendBy: request.sendBy } : {}),
+      hopTrail: trail,
+    };
     try {
-      const response = await dispatcher.request({
-        origin: target.origin,
-        path: `${target.pathname}${target.search}`,
-        method: 'GET',
-        headers,
-        signal,
-        // No deadline (undefined, or Infinity for a site without spacing): no interceptor work.
-        ...(Number.isFinite(request.sendBy) ? { sendBy: request.sendBy } : {}),
-      });
+      const response = await dispatcher.request(requestOptions);
       const responseHeaders = response.headers as Record<string, string | string[] | undefined>;
       const history = (response.context as { history?: readonly URL[] } | undefined)?.history ?? [];
       const finalUrl = history.length > 0 ? history[history.length - 1]!.href : target.href;
@@ -505,7 +577,11 @@ export function createFetcher(options: FetcherOptions): Fetcher {
         text: () => decodeBody(body, contentType),
       };
     } catch (error) {
-      throw classify(error, request.url, options, deadline.signal, request.signal);
+      const at = trail.url;
+      const classified = classify(error, request.url, at, options, deadline.signal, request.signal);
+      throw at !== undefined && siteHostOf(at.hostname) !== siteHostOf(target.hostname)
+        ? offHostCopy(classified, at.hostname)
+        : classified;
     } finally {
       clearTimeout(timer);
       external?.removeEventListener('abort', onExternalAbort);
@@ -608,9 +684,14 @@ async function collect(
   return { body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), truncated };
 }
 
+/**
+ * The coded error of a failed fetch of `url`. `at` is the hop it was at (after redirects), which
+ * a network error names: the host that failed.
+ */
 function classify(
   error: unknown,
   url: string,
+  at: URL | undefined,
   options: FetcherOptions,
   deadline: AbortSignal,
   external: AbortSignal | undefined,
@@ -640,5 +721,5 @@ function classify(
   }
   if (code === 'ERR_INVALID_URL')
     return new HttpUrlRejectedError(url, `invalid redirect location: ${message}`);
-  return new HttpNetworkError(url, error);
+  return new HttpNetworkError(at !== undefined && at.href !== url ? at.href : url, error);
 }

@@ -304,4 +304,37 @@ describe('RFC 9309 status handling', () => {
       await strictFetcher.close();
     }
   });
+
+  it('surfaces a name that does not resolve, and asks again next time instead of allowing all', async () => {
+    let resolvable = false;
+    const resolvingFetcher = createFetcher({
+      userAgent: 'GleanerBot',
+      timeoutMs: 1_000,
+      maxBodyBytes: 1000,
+      maxRedirects: 1,
+      allowPrivateNetworks: true,
+      lookup: async (hostname) => {
+        if (!resolvable)
+          throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), {
+            code: 'ENOTFOUND',
+          });
+        return [{ address: '127.0.0.1', family: 4 }];
+      },
+    });
+    try {
+      const s = await site({ status: 200, body: rules });
+      const url = `http://careers.test:${new URL(s.origin).port}/no-gleaner/x`;
+      const robots = cache({ fetcher: resolvingFetcher });
+      await expect(robots.check(url)).rejects.toMatchObject({
+        code: 'HTTP_HOST_NOT_FOUND',
+        retryClass: 'permanent',
+      });
+      // Nothing was remembered: once the name resolves, the rules apply.
+      resolvable = true;
+      expect((await robots.check(url)).allowed).toBe(false);
+      expect(s.hits).toBe(1);
+    } finally {
+      await resolvingFetcher.close();
+    }
+  });
 });

@@ -3,6 +3,7 @@ import robotsParserModule from 'robots-parser';
 import {
   HttpAddressBlockedError,
   HttpError,
+  HttpHostNotFoundError,
   HttpRobotsUnavailableError,
   HttpStatusError,
   HttpTooManyRedirectsError,
@@ -54,7 +55,8 @@ export interface RobotsCache {
   /**
    * Whether `url` may be fetched. Throws `HttpRobotsUnavailableError` (transient, with `retryAt`)
    * while the origin's robots.txt is unreachable, and the fetcher's own permanent errors when the
-   * origin itself may not be contacted (`HTTP_ADDRESS_BLOCKED`, `HTTP_URL_REJECTED`).
+   * origin itself may not or cannot be contacted (`HTTP_ADDRESS_BLOCKED`, `HTTP_URL_REJECTED`,
+   * `HTTP_HOST_NOT_FOUND`).
    */
   check(url: string): Promise<RobotsVerdict>;
   /** Drops what is cached for the origin of `url`, here and in Redis. */
@@ -103,7 +105,10 @@ function isEntry(value: unknown): value is RobotsEntry {
  * - 4xx other than 429, or too many redirects: "unavailable" — everything is allowed (§2.3.1.3);
  * - 429, 5xx, timeouts and network errors: "unreachable" — everything is disallowed (§2.3.1.4),
  *   surfaced as `HttpRobotsUnavailableError` so the job is retried later, and remembered for
- *   `unavailableTtlMs` so a down site is not asked again for every posting.
+ *   `unavailableTtlMs` so a down site is not asked again for every posting (a resolver without
+ *   a verdict, `HTTP_DNS_UNAVAILABLE`, is one of these);
+ * - an origin that may not or cannot be contacted (a refused address or URL, a name that does
+ *   not resolve): the fetcher's permanent error is thrown and nothing is remembered.
  */
 export function createRobotsCache(options: RobotsCacheOptions): RobotsCache {
   if (options.redis && !options.prefix)
@@ -145,7 +150,12 @@ export function createRobotsCache(options: RobotsCacheOptions): RobotsCache {
       const body = new TextDecoder('utf-8').decode(result.body);
       return { kind: 'rules', body, fetchedAt, expiresAt: fetchedAt + ttlMs };
     } catch (error) {
-      if (error instanceof HttpAddressBlockedError || error instanceof HttpUrlRejectedError)
+      // The origin itself cannot be contacted: not a robots.txt verdict to remember for a day.
+      if (
+        error instanceof HttpAddressBlockedError ||
+        error instanceof HttpUrlRejectedError ||
+        error instanceof HttpHostNotFoundError
+      )
         throw error;
       if (!(error instanceof HttpError)) throw error;
       const unreachable =

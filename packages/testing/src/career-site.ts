@@ -27,6 +27,11 @@ export interface FixtureSiteOptions {
   listingPageSize?: number;
   /** The hiring company of every posting; by default one picked from the seed. */
   companyName?: string;
+  /**
+   * Posting ids (e.g. 'job-0007') whose page answers 302 to the given URL while the posting stays
+   * listed: a posting that moved to another host, or a page that redirects somewhere hostile.
+   */
+  redirects?: Record<string, string>;
 }
 
 /** The record an extractor should produce for a posting page (same shape as ExtractedPosting). */
@@ -144,6 +149,7 @@ interface Settings {
   port: number;
   listingPageSize: number;
   companyName: string;
+  redirects: ReadonlyMap<string, string>;
 }
 
 function resolveOptions(options: FixtureSiteOptions): Settings {
@@ -156,6 +162,7 @@ function resolveOptions(options: FixtureSiteOptions): Settings {
     port: options.port ?? 0,
     listingPageSize: options.listingPageSize ?? 25,
     companyName: options.companyName ?? pick(createRandom(mixSeed(seed, 0x5eed)), COMPANIES),
+    redirects: new Map(Object.entries(options.redirects ?? {})),
   };
   requireInteger('postings', settings.postings, 0);
   requireInteger('pageBytes', settings.pageBytes, 0);
@@ -966,6 +973,8 @@ interface Catalog {
   /** Null when the page does not exist. */
   listingPage(page: number): Buffer | null;
   robots: Buffer;
+  /** Where a posting's page redirects to instead of answering (`redirects` option). */
+  redirectOf(id: string): string | undefined;
 }
 
 function createRecord(
@@ -1063,6 +1072,7 @@ function createCatalog(origin: string, settings: Settings): Catalog {
       return cached;
     },
     robots: Buffer.from(`User-agent: *\nAllow: /\n\nSitemap: ${origin}/sitemap.xml\n`),
+    redirectOf: (id) => settings.redirects.get(id),
   };
 }
 
@@ -1103,8 +1113,15 @@ function handleRequest(
       : send(request, response, 200, HTML, listing);
   }
   if (path.startsWith('/jobs/')) {
-    const record = catalog.publishedById(decodeURIComponentSafe(path.slice('/jobs/'.length)));
+    const id = decodeURIComponentSafe(path.slice('/jobs/'.length));
+    const record = catalog.publishedById(id);
     if (record === undefined) return send(request, response, 404, HTML, NOT_FOUND_PAGE);
+    const location = catalog.redirectOf(id);
+    if (location !== undefined) {
+      response.writeHead(302, { location });
+      response.end();
+      return;
+    }
     response.setHeader('etag', record.etag);
     response.setHeader('last-modified', record.lastModifiedHeader);
     if (isNotModified(request, record)) {
