@@ -54,7 +54,8 @@ export const apiFragment = {
   /** Basic-auth credentials for /admin (Bull Board). With no password the admin area is open. */
   ADMIN_USERNAME: z.string().min(1).default('admin'),
   ADMIN_PASSWORD: z.string().min(8, { message: 'must be at least 8 characters' }).optional(),
-  SYNC_SCRAPE_TIMEOUT_MS: integerFromEnv(20_000, { min: 1000, max: 120_000 }),
+  /** Up to 5 minutes (seed 004's sync job timeout): a sync scrape waits that long at most. */
+  SYNC_SCRAPE_TIMEOUT_MS: integerFromEnv(20_000, { min: 1000, max: 300_000 }),
 };
 
 export const workerFragment = {
@@ -76,6 +77,29 @@ export const workerFragment = {
   WORKER_EXTRACT_THREADS: integerFromEnv(1, { min: 0, max: 32 }),
   /** Port of the worker's /health endpoint; 0 turns it off (several local replicas). */
   WORKER_HEALTH_PORT: integerFromEnv(0, { min: 0, max: 65_535 }),
+  /**
+   * How long one run of a job may take before its work is aborted (its fetches, gate waits and
+   * page analysis) and it fails with `JOB_TIMEOUT`, a transient error retried by its queue's
+   * policy. Listing a site: a few minutes (up to 100 listing pages, each bounded by
+   * HTTP_TIMEOUT_MS). Crawling one posting: 2 minutes, room for its fetch and a busy gate.
+   * Extracting a stored body: 10 minutes (seed 004's extraction job timeout).
+   */
+  JOB_TIMEOUT_SCRAPE_MS: integerFromEnv(5 * 60_000, { min: 1000, max: 3_600_000 }),
+  JOB_TIMEOUT_CRAWL_MS: integerFromEnv(2 * 60_000, { min: 1000, max: 3_600_000 }),
+  JOB_TIMEOUT_EXTRACT_MS: integerFromEnv(10 * 60_000, { min: 1000, max: 3_600_000 }),
+  /**
+   * How jobs whose worker died are found (BullMQ's stall check): a job's lock lasts
+   * `WORKER_LOCK_DURATION_MS` unless renewed, and every `WORKER_STALLED_INTERVAL_MS` a worker
+   * moves jobs with an expired lock back to waiting. BullMQ's defaults (30 s, 30 s).
+   */
+  WORKER_LOCK_DURATION_MS: integerFromEnv(30_000, { min: 100, max: 600_000 }),
+  WORKER_STALLED_INTERVAL_MS: integerFromEnv(30_000, { min: 100, max: 600_000 }),
+  /**
+   * How often a job may be orphaned by a dying worker before the stall check fails it for
+   * good. 2 rather than BullMQ's 1: a job orphaned by two worker crashes in a row (a rolling
+   * restart, an out-of-memory kill that hits the replica taking it over) is still retried.
+   */
+  WORKER_MAX_STALLED_COUNT: integerFromEnv(2, { min: 0, max: 100 }),
 };
 
 export const fetchFragment = {

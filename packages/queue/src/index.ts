@@ -3,6 +3,7 @@ export * from './connection.js';
 export * from './define-job.js';
 export * from './errors.js';
 export * from './queues.js';
+export * from './run-cancellation.js';
 export * from './start-run.js';
 export { CRAWL_NEW_JOB_PRIORITY, crawlJob } from './jobs/crawl.js';
 export { deadLetterJob } from './jobs/dead-letter.js';

@@ -32,6 +32,11 @@ export interface FixtureSiteOptions {
    * listed: a posting that moved to another host, or a page that redirects somewhere hostile.
    */
   redirects?: Record<string, string>;
+  /**
+   * How long the site waits before answering a request, by its target (path and query), in ms:
+   * a slow site, or with a delay longer than any timeout, one that never answers. Default 0.
+   */
+  responseDelayMs?: number | ((target: string) => number);
 }
 
 /** The record an extractor should produce for a posting page (same shape as ExtractedPosting). */
@@ -80,6 +85,8 @@ export interface FixtureCareerSite {
   update(id: string, patch: { title?: string; description?: string }): FixturePosting;
   /** Requests received whose target (path and query) starts with `pathPrefix`; all when omitted. */
   requestCount(pathPrefix?: string): number;
+  /** When the last request whose target starts with `pathPrefix` arrived (epoch ms), if any. */
+  lastRequestAt(pathPrefix?: string): number | undefined;
   resetRequestCount(): void;
   /** Stops listening and closes connections; safe to call more than once. */
   close(): Promise<void>;
@@ -90,6 +97,8 @@ export async function createFixtureCareerSite(
 ): Promise<FixtureCareerSite> {
   const settings = resolveOptions(options);
   const requestCounts = new Map<string, number>();
+  const lastRequests = new Map<string, number>();
+  const delays = new Set<NodeJS.Timeout>();
 
   const server = createServer();
   await new Promise<void>((resolve, reject) => {
@@ -106,7 +115,17 @@ export async function createFixtureCareerSite(
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const target = request.url ?? '/';
     requestCounts.set(target, (requestCounts.get(target) ?? 0) + 1);
-    handleRequest(catalog, request, response, target);
+    lastRequests.set(target, Date.now());
+    const delayMs =
+      typeof options.responseDelayMs === 'function'
+        ? options.responseDelayMs(target)
+        : (options.responseDelayMs ?? 0);
+    if (delayMs <= 0) return handleRequest(catalog, request, response, target);
+    const timer = setTimeout(() => {
+      delays.delete(timer);
+      if (!response.destroyed) handleRequest(catalog, request, response, target);
+    }, delayMs);
+    delays.add(timer);
   });
 
   let closing: Promise<void> | undefined;
@@ -125,8 +144,21 @@ export async function createFixtureCareerSite(
       }
       return total;
     },
-    resetRequestCount: () => requestCounts.clear(),
+    lastRequestAt: (pathPrefix) => {
+      let last: number | undefined;
+      for (const [target, at] of lastRequests) {
+        if (pathPrefix === undefined || target.startsWith(pathPrefix))
+          last = Math.max(last ?? at, at);
+      }
+      return last;
+    },
+    resetRequestCount: () => {
+      requestCounts.clear();
+      lastRequests.clear();
+    },
     close: () => {
+      for (const timer of delays) clearTimeout(timer);
+      delays.clear();
       closing ??= new Promise<void>((resolve, reject) => {
         server.close((error) => (error === undefined ? resolve() : reject(error)));
         // Keep-alive connections would hold close() open for keepAliveTimeout (5 s); every

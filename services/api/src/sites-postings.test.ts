@@ -189,19 +189,26 @@ describe('/sites', () => {
     }
   });
 
-  it('refuses deleting a site while a run is active', async () => {
+  it('cancels the active run of a site it deletes', async () => {
     const created = await app.inject({
       method: 'POST',
       url: '/sites',
       payload: { site_name: 'busy', kind: 'career-site', config },
     });
-    await app.inject({ method: 'POST', url: '/jobs/scrape', payload: { site_name: 'busy' } });
+    const started = await app.inject({
+      method: 'POST',
+      url: '/jobs/scrape',
+      payload: { site_name: 'busy' },
+    });
+    const runId = started.json().data.run_id as string;
     const response = await app.inject({
       method: 'DELETE',
       url: `/sites/${created.json().data.id}`,
     });
-    expect(response.statusCode).toBe(409);
-    expect(response.json().run_id).toMatch(/^manual_/);
+    expect(response.statusCode).toBe(204);
+    expect((await app.inject({ method: 'GET', url: `/jobs/scrape/${runId}` })).statusCode).toBe(
+      404,
+    );
   });
 });
 

@@ -24,6 +24,10 @@ export interface HandlerContext extends WorkerDeps {
   analyser: PageAnalyser;
   job: Job;
   log: Logger;
+  /**
+   * Aborts the job's work: BullMQ's signal (a lost lock, a forced close), its queue's timeout or
+   * its run's cancellation (job-signal.ts). Undefined only for a job settled after stalling.
+   */
   signal: AbortSignal | undefined;
   /** The job's lock token: needed to move it back to delayed while it is active. */
   token: string | undefined;

@@ -49,6 +49,16 @@ const started = await startService({
           extract: config.WORKER_CONCURRENCY_EXTRACT,
         },
         extractThreads: config.WORKER_EXTRACT_THREADS,
+        timeouts: {
+          scrape: config.JOB_TIMEOUT_SCRAPE_MS,
+          crawl: config.JOB_TIMEOUT_CRAWL_MS,
+          extract: config.JOB_TIMEOUT_EXTRACT_MS,
+        },
+        stalls: {
+          lockDuration: config.WORKER_LOCK_DURATION_MS,
+          stalledInterval: config.WORKER_STALLED_INTERVAL_MS,
+          maxStalledCount: config.WORKER_MAX_STALLED_COUNT,
+        },
       },
     );
     // Stops taking jobs, waits up to the grace period for those in flight, releases the rest.

@@ -1,11 +1,19 @@
 import { hostname } from 'node:os';
+import { getRun } from '@gleaner/db';
 import { isClassifiedError } from '@gleaner/errors';
 import { jobLogger } from '@gleaner/logger';
-import { enqueue, jobs, type JobPayload, type WorkQueueName } from '@gleaner/queue';
+import {
+  enqueue,
+  jobs,
+  subscribeToRunCancellations,
+  type JobPayload,
+  type WorkQueueName,
+} from '@gleaner/queue';
 import { DelayedError, Job, UnrecoverableError, Worker, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { HandlerContext, JobHandler, WorkerDeps } from './context.js';
 import { handlers } from './handlers.js';
+import { createInFlightRuns, type InFlightRuns } from './job-signal.js';
 import { createPageAnalyser, type PageAnalyser } from './page-analysis/page-analyser.js';
 import { createSettlement, type Settlement } from './settlement/settlement.js';
 
@@ -18,6 +26,11 @@ export interface RuntimeOptions {
   extractThreads?: number;
   /** How jobs whose worker died are found and retried; BullMQ's defaults when absent. */
   stalls?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>;
+  /**
+   * How long one run of a job of each queue may take (`JOB_TIMEOUT_<QUEUE>_MS`) before its work
+   * is aborted and it fails with `JOB_TIMEOUT` (transient); a queue left out has no deadline.
+   */
+  timeouts?: Partial<Record<WorkQueueName, number>>;
 }
 
 export interface WorkerRuntime {
@@ -38,6 +51,8 @@ function createProcessor<Q extends WorkQueueName>(
   deps: WorkerDeps,
   settlement: Settlement,
   analyser: PageAnalyser,
+  inFlight: InFlightRuns,
+  timeoutMs: number | undefined,
 ) {
   const handler = handlers[queue] as JobHandler<Q>;
   const definition = jobs[queue];
@@ -51,13 +66,31 @@ function createProcessor<Q extends WorkQueueName>(
       );
     }
     const payload = parsed.data as JobPayload<Q>;
-    const context: HandlerContext = { ...deps, settlement, analyser, job, log, signal, token };
+    const jobSignal = inFlight.start({ queue, runId: payload.runId, timeoutMs, bullmq: signal });
+    const context: HandlerContext = {
+      ...deps,
+      settlement,
+      analyser,
+      job,
+      log,
+      signal: jobSignal.signal,
+      token,
+    };
     try {
       return await handler.run(payload, context);
     } catch (caught) {
       // Moved back to delayed (waiting for its site's slot): not a failure, no attempt spent.
       if (caught instanceof DelayedError) throw caught;
-      const error = caught instanceof Error ? caught : new Error(String(caught));
+      // Its run was cancelled: there is nothing left to do or to retry, and its rows were
+      // settled by the cancel. It completes, so it is neither retried nor dead-lettered.
+      if (jobSignal.isCancelled) {
+        log.info({ err: caught }, 'run cancelled; job aborted');
+        return { cancelled: true };
+      }
+      // Whatever the aborted work threw (an aborted fetch, an abort error of a wait), the job
+      // failed because it ran out of time: JOB_TIMEOUT, retried by the queue's policy.
+      const error =
+        jobSignal.timedOut ?? (caught instanceof Error ? caught : new Error(String(caught)));
       const permanent = isPermanent(error);
       const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
       if (permanent || lastAttempt) {
@@ -71,8 +104,21 @@ function createProcessor<Q extends WorkQueueName>(
         throw new UnrecoverableError(`${code}: ${error.message}`);
       }
       throw error;
+    } finally {
+      jobSignal.dispose();
     }
   };
+}
+
+/**
+ * Aborts this process's jobs of the runs cancelled while its cancellation subscriber was away
+ * (reconnecting): the broadcast is not replayed, Postgres says which runs ended.
+ */
+async function abortEndedRuns(deps: WorkerDeps, inFlight: InFlightRuns): Promise<void> {
+  for (const runId of inFlight.runIds()) {
+    const run = await getRun(deps.db, runId);
+    if (run?.status === 'cancelled') inFlight.cancel(runId);
+  }
 }
 
 /** Parks a job that will not run again in the dead-letter queue, with what is needed to requeue it. */
@@ -141,8 +187,34 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
   const analyser = createPageAnalyser({
     threads: options.queues.includes('crawl') ? (options.extractThreads ?? 0) : 0,
   });
+  // Cancelled runs' jobs in flight here are aborted as soon as the broadcast arrives.
+  const inFlight = createInFlightRuns();
+  const cancellations = subscribeToRunCancellations({
+    subscriber: options.connection.duplicate(),
+    prefix: options.prefix,
+    onCancelled(runId) {
+      const aborted = inFlight.cancel(runId);
+      if (aborted > 0) deps.logger.info({ runId, aborted }, 'run cancelled; aborting its jobs');
+    },
+    onResubscribed() {
+      abortEndedRuns(deps, inFlight).catch((error: unknown) => {
+        deps.logger.warn({ err: error }, 'could not check in-flight runs for cancellation');
+      });
+    },
+    onError(error) {
+      deps.logger.warn({ err: error }, 'run cancellation subscriber error');
+    },
+  });
   const workers = options.queues.map((queue) => {
-    const worker = new Worker(queue, createProcessor(queue, deps, settlement, analyser), {
+    const processor = createProcessor(
+      queue,
+      deps,
+      settlement,
+      analyser,
+      inFlight,
+      options.timeouts?.[queue],
+    );
+    const worker = new Worker(queue, processor, {
       connection: options.connection,
       prefix: options.prefix,
       concurrency: options.concurrency[queue],
@@ -192,6 +264,7 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
           );
           await Promise.all(workers.map((worker) => worker.close(true)));
         }
+        await cancellations.close();
         await analyser.close();
       })();
       return closing;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../client.js';
 import { ActiveRunExistsError, isUniqueViolation } from '../errors.js';
+import { withoutNul } from '../pg-text.js';
 import { afterCursor, microsOf, pageOf } from './cursor.js';
 import { activeRunStatuses, scrapeRuns, type RunRow, type RunTrigger } from '../schema.js';
 
@@ -194,4 +195,139 @@ export async function finalizeRun(
   if (!row) return undefined;
   const run = await getRun(db, id);
   return run ? { ...run, expired: Number(row.expired) } : undefined;
+}
+
+/**
+ * What a cancel does to the run's postings still `pending`, in the transaction that cancels it
+ * ($1 the run, $2 the error text). Nothing will work on them any more, and none may stay
+ * `pending` (that reads as "in progress" forever):
+ * - a posting extracted before (`extracted_at` set) goes back to `ready` with the fields it had:
+ *   its site listed it again, and its last extraction is still its best record. It must not
+ *   turn `error`, which would make good data look broken.
+ * - a posting never extracted becomes `error` with the reason, so it shows as not done, not as
+ *   a failure of its page; the site's next run lists it again and crawls it.
+ * Nothing is expired: only a run that finalizes `succeeded` expires postings (`finalizeRun`).
+ */
+const SETTLE_CANCELLED_POSTINGS = `
+  UPDATE postings
+  SET status = CASE WHEN extracted_at IS NULL THEN 'error' ELSE 'ready' END,
+      error = CASE WHEN extracted_at IS NULL THEN $2 ELSE NULL END,
+      updated_at = now()
+  WHERE run_id = $1 AND status = 'pending'
+  RETURNING status`;
+
+/** The error text of a posting whose run was cancelled before it was crawled. */
+export const CANCELLED_POSTING_ERROR = 'run cancelled before this posting was crawled';
+
+/** Postgres' deadlock_detected: one of two transactions locking rows in opposite order is aborted. */
+const DEADLOCK_DETECTED = '40P01';
+
+export interface CancelledRun {
+  run: RunRow;
+  /** Postings that were still pending: back to `ready` (extracted before), or `error`. */
+  restored: number;
+  unfinished: number;
+}
+
+async function cancelOnce(
+  db: Database,
+  id: string,
+  reason: string,
+): Promise<CancelledRun | undefined> {
+  const client = await db.$client.connect();
+  try {
+    await client.query('BEGIN');
+    // Locked first: a worker finalizing the run at the same moment waits, then finds it no
+    // longer running, and a second cancel finds it no longer active.
+    const locked = await client.query(
+      `SELECT 1 FROM scrape_runs WHERE id = $1 AND status IN ('queued', 'running') FOR UPDATE`,
+      [id],
+    );
+    if (locked.rowCount === 0) {
+      await client.query('ROLLBACK');
+      return undefined;
+    }
+    const { rows: settled } = await client.query<{ status: 'ready' | 'error' }>(
+      SETTLE_CANCELLED_POSTINGS,
+      [id, CANCELLED_POSTING_ERROR],
+    );
+    const restored = settled.filter((row) => row.status === 'ready').length;
+    const unfinished = settled.length - restored;
+    const message = withoutNul(
+      settled.length === 0
+        ? reason
+        : `${reason}; ${settled.length} postings were still pending (${restored} kept their last extraction, ${unfinished} were never extracted)`,
+    ).slice(0, 2000);
+    // The counters are what the run itself settled before the cancel, as `finalizeRun` counts.
+    const { rows } = await client.query<{ id: string }>(
+      `UPDATE scrape_runs r
+       SET (status, message, ready_count, skipped_count, errors_count, completed_pages,
+            finished_at, updated_at) = (
+         SELECT 'cancelled', $2, t.ready, t.skipped, t.errors, t.ready + t.skipped, now(), now()
+         FROM (
+           SELECT count(*) FILTER (WHERE p.status = 'ready') - $3 AS ready,
+                  count(*) FILTER (WHERE p.status = 'skipped') AS skipped,
+                  count(*) FILTER (WHERE p.status = 'error') - $4 AS errors
+           FROM postings p WHERE p.run_id = r.id
+         ) t)
+       WHERE r.id = $1
+       RETURNING r.id`,
+      [id, message, restored, unfinished],
+    );
+    await client.query('COMMIT');
+    const run = rows[0] ? await getRun(db, id) : undefined;
+    return run ? { run, restored, unfinished } : undefined;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Cancels a queued or running run: its one terminal transition, `cancelled` with `finished_at`
+ * and `message` (`reason`, and what happened to its pending postings), in one transaction that
+ * also settles those postings (`SETTLE_CANCELLED_POSTINGS`). Guarded like `finalizeRun`: only an
+ * active run is cancelled, and `finalizeRun` closes only `running` ones, so a run is never both
+ * cancelled and finalized. Returns undefined when the run was not active (already ended, or no
+ * such run).
+ *
+ * A settle batch locks its postings in its own order; when it and the cancel lock two of the
+ * same postings in opposite orders, Postgres aborts one of them: the cancel is tried again.
+ */
+export async function cancelRun(
+  db: Database,
+  id: string,
+  reason = 'cancelled',
+): Promise<CancelledRun | undefined> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await cancelOnce(db, id, reason);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code !== DEADLOCK_DETECTED || attempt >= 3) throw error;
+    }
+  }
+}
+
+/**
+ * For the job that lists a run, after it wrote postings: the run's status, read under a share
+ * lock so that a cancel under way commits first. When the run was cancelled, the postings this
+ * job wrote after the cancel settled the others are settled by the same rule: without this, a
+ * listing slice upserted while the cancel ran would stay `pending` for good. Undefined when the
+ * run no longer exists.
+ */
+export async function settleIfCancelled(
+  db: Database,
+  id: string,
+): Promise<RunRow['status'] | undefined> {
+  const { rows } = await db.$client.query<{ status: RunRow['status'] }>(
+    'SELECT status FROM scrape_runs WHERE id = $1 FOR SHARE',
+    [id],
+  );
+  const status = rows[0]?.status;
+  if (status === 'cancelled')
+    await db.$client.query(SETTLE_CANCELLED_POSTINGS, [id, CANCELLED_POSTING_ERROR]);
+  return status;
 }

@@ -55,7 +55,13 @@ export async function fetchVendorJson<S extends z.ZodType>(
   request.signal?.throwIfAborted();
   let body: Buffer;
   try {
-    body = (await context.fetcher.fetch({ url: request.url, accept: 'application/json' })).body;
+    body = (
+      await context.fetcher.fetch({
+        url: request.url,
+        accept: 'application/json',
+        signal: request.signal,
+      })
+    ).body;
   } catch (error) {
     throw translateFetchError(error, request);
   }

@@ -106,8 +106,13 @@ class Collector {
   }
 }
 
-async function fetchText(context: SourceContext, url: string, accept: string): Promise<string> {
-  const result = await context.fetcher.fetch({ url, accept });
+async function fetchText(
+  context: SourceContext,
+  url: string,
+  accept: string,
+  signal: AbortSignal | undefined,
+): Promise<string> {
+  const result = await context.fetcher.fetch({ url, accept, signal });
   return result.body.toString('utf8');
 }
 
@@ -127,7 +132,7 @@ async function listFromSitemap(
     visited.add(next);
     if (pages >= config.maxPages) return false;
     pages += 1;
-    const xml = await fetchText(context, next, 'application/xml,text/xml;q=0.9,*/*;q=0.5');
+    const xml = await fetchText(context, next, 'application/xml,text/xml;q=0.9,*/*;q=0.5', signal);
     const $ = cheerio.load(xml, { xml: true });
     const isIndex = $('sitemapindex').length > 0;
     if (!isIndex && $('urlset').length === 0) {
@@ -166,7 +171,7 @@ async function listFromListingPages(
     if (pages >= config.maxPages) return false;
     pages += 1;
     const pageUrl: string = next;
-    const html = await fetchText(context, pageUrl, 'text/html');
+    const html = await fetchText(context, pageUrl, 'text/html', signal);
     const $ = cheerio.load(html);
     $('a[href]').each((_, element) => {
       const link = $(element);

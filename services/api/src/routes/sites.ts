@@ -18,6 +18,7 @@ import type { ApiDeps } from '../deps.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableJsonObject, storableText } from '../storable.js';
 import { presentRun, presentSite } from './jobs/presenters.js';
+import { cancelRunFor } from './jobs/scrape.js';
 
 const siteFields = {
   site_name: z
@@ -261,23 +262,18 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
     {
       schema: {
         tags: ['sites'],
-        summary: 'Delete a site with its runs and postings (refused while a run is active)',
+        summary: 'Delete a site with its runs and postings',
+        description:
+          'A queued or running run of the site is cancelled first, as POST ' +
+          '/jobs/scrape/{runId}/cancel does: its work stops on every worker, then the site, its ' +
+          'runs and its postings are deleted.',
         params: siteParams,
       },
     },
     async (request, reply) => {
       const site = await findSite(request.params.site);
       const active = await getActiveRunForSite(db, site.id);
-      if (active) {
-        throw new ProblemError(
-          409,
-          'Run Already Active',
-          `site "${site.siteName}" has an active run; wait for it or disable the site`,
-          {
-            run_id: active.runId,
-          },
-        );
-      }
+      if (active) await cancelRunFor(deps, request.log, active, 'cancelled: its site was deleted');
       await deleteSite(db, site.id);
       return reply.code(204).send();
     },

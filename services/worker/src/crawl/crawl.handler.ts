@@ -10,10 +10,12 @@ import { fetchPolitely } from './polite-fetch.js';
  * thread) and settles it `ready` in one statement with its stored body. What extraction cannot
  * settle here goes to the extract queue with the body stored, so that stage is retried without
  * fetching again. A page whose analyser thread died fails the job (transient): it is retried.
+ * The job's signal (its timeout, its run's cancellation) stops its gate waits, its fetch and
+ * its page's analysis.
  */
 export const crawlHandler: JobHandler<'crawl'> = {
   async run(payload, context) {
-    const { db, queues, log, settlement, analyser } = context;
+    const { db, queues, log, settlement, analyser, signal } = context;
     const posting = await settlement.pendingWork(payload);
     if (!posting) {
       log.debug('posting not pending in a running run; skipping');
@@ -27,16 +29,19 @@ export const crawlHandler: JobHandler<'crawl'> = {
             contentType: LISTING_CONTENT_TYPE,
           }
         : await fetchPolitely(posting.url, posting.site, payload.siteId, context);
-    const analysis = await analyser.analyse({
-      body: response.body,
-      contentType: response.contentType,
-      siteKind: posting.site.kind,
-      url: posting.url,
-      previous:
-        posting.extractedAt === null
-          ? null
-          : { bodySha256: posting.bodySha256, textSha256: posting.textSha256 },
-    });
+    const analysis = await analyser.analyse(
+      {
+        body: response.body,
+        contentType: response.contentType,
+        siteKind: posting.site.kind,
+        url: posting.url,
+        previous:
+          posting.extractedAt === null
+            ? null
+            : { bodySha256: posting.bodySha256, textSha256: posting.textSha256 },
+      },
+      signal,
+    );
     const { sha256, textSha256: pageText } = analysis;
     if (analysis.unchanged) {
       await settlement.settle({ status: 'skipped', postingId: posting.id, runId: payload.runId });

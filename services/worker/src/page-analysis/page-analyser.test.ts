@@ -131,6 +131,42 @@ describe('page analyser', () => {
     expect(await dying.analyse(pages[2]!)).toEqual(inline(pages[2]!));
   });
 
+  it('stops a parse that outlives its signal, and the thread goes on with the other pages', async () => {
+    // A thread whose analysis of one page never ends: a parser caught in a pathological page.
+    const entry = threadModule(`
+      parentPort.on('message', (batch) => {
+        parentPort.postMessage(batch.map(({ id, input }) => {
+          if (input.url.endsWith('/endless')) for (;;) {}
+          return { id, analysis: analyse(input) };
+        }));
+      });`);
+    const stuck = analyser(1, entry);
+    const deadline = new AbortController();
+    const endless = stuck.analyse(
+      { ...pages[0]!, url: 'https://careers.example.com/endless' },
+      deadline.signal,
+    );
+    // Sent in the same batch, behind the endless page: it waits, it must not fail.
+    const behind = stuck.analyse(pages[1]!);
+    setTimeout(() => deadline.abort(new Error('job deadline passed')), 300);
+    await expect(endless).rejects.toThrow('job deadline passed');
+    expect(await behind).toEqual(inline(pages[1]!));
+    // Later jobs are served by the replacement thread.
+    expect(await stuck.analyse(pages[2]!)).toEqual(inline(pages[2]!));
+    expect(await stuck.analyse(pages[3]!, new AbortController().signal)).toEqual(inline(pages[3]!));
+  });
+
+  it('refuses a page whose signal has fired already, without a thread', async () => {
+    const threaded = analyser(1);
+    await expect(
+      threaded.analyse(pages[0]!, AbortSignal.abort(new Error('cancelled'))),
+    ).rejects.toThrow('cancelled');
+    await expect(
+      analyser(0).analyse(pages[0]!, AbortSignal.abort(new Error('cancelled'))),
+    ).rejects.toThrow('cancelled');
+    expect(await threaded.analyse(pages[0]!)).toEqual(inline(pages[0]!));
+  });
+
   it('analyses on the event loop when its thread module does not load', async () => {
     const broken = analyser(1, threadModule(`throw new Error('broken build');`));
     await expect(broken.analyse(pages[0]!)).rejects.toMatchObject({

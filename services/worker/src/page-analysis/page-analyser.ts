@@ -21,8 +21,14 @@ import { ExtractError, LISTING_CONTENT_TYPE } from './page-fields.js';
  * as one: about 20 µs of the event loop's time per page.
  */
 export interface PageAnalyser {
-  /** Rejects with `EXTRACT_THREAD_FAILED` (transient) when the page's thread died, or on close. */
-  analyse(input: PageInput): Promise<PageAnalysis>;
+  /**
+   * Rejects with `EXTRACT_THREAD_FAILED` (transient) when the page's thread died, or on close,
+   * and with `signal`'s reason when it fires first (the job's timeout, its run's cancellation).
+   * A page still being analysed in a thread then is stopped: the thread is ended and replaced,
+   * and the other pages it held go to the replacement. On the event loop (no threads) an
+   * analysis cannot be interrupted: the signal is only checked before it starts.
+   */
+  analyse(input: PageInput, signal?: AbortSignal): Promise<PageAnalysis>;
   /** Ends the threads; pages still being analysed are rejected. Idempotent. */
   close(): Promise<void>;
 }
@@ -44,6 +50,8 @@ export interface AnalysisRequest {
 export type AnalysisReply = { id: number; analysis: PageAnalysis } | { id: number; error: string };
 
 interface Pending {
+  /** The caller's input: what is sent again when the page moves to another thread. */
+  input: PageInput;
   resolve(analysis: PageAnalysis): void;
   reject(error: Error): void;
 }
@@ -84,8 +92,11 @@ export function createPageAnalyser({
 }: PageAnalyserOptions): PageAnalyser {
   if (!Number.isInteger(threads) || threads < 0)
     throw new RangeError(`page analyser threads must be an integer >= 0, got ${threads}`);
-  const analyseInline = (input: PageInput) =>
-    Promise.resolve().then(() => analysePage(input, extractAny));
+  const analyseInline = (input: PageInput, signal?: AbortSignal) =>
+    Promise.resolve().then(() => {
+      signal?.throwIfAborted();
+      return analysePage(input, extractAny);
+    });
   if (threads === 0) return { analyse: analyseInline, close: () => Promise.resolve() };
 
   let closing: Promise<void> | undefined;
@@ -133,6 +144,41 @@ export function createPageAnalyser({
 
   const pool: AnalyserThread[] = Array.from({ length: threads }, start);
 
+  function send(thread: AnalyserThread, id: number, input: PageInput): void {
+    // The thread gets its own copy of the bytes, moved rather than cloned: the caller keeps
+    // the body to store it, and cloning a view would copy its whole underlying buffer.
+    thread.outbox.push({ id, input: { ...input, body: new Uint8Array(input.body) } });
+    if (!flushScheduled) {
+      flushScheduled = true;
+      setImmediate(flush);
+    }
+  }
+
+  /**
+   * Gives up on page `id`: a page not sent yet is dropped; one its thread holds is stopped by
+   * ending the thread (a parse cannot be interrupted otherwise). The thread's other pages go to
+   * its replacement, which starts at once: they were waiting behind the page, not failing.
+   */
+  function abandon(thread: AnalyserThread, id: number): void {
+    thread.pending.delete(id);
+    const queued = thread.outbox.findIndex((request) => request.id === id);
+    if (queued !== -1) {
+      thread.outbox.splice(queued, 1);
+      return;
+    }
+    const index = pool.indexOf(thread);
+    if (index === -1 || closing !== undefined) return;
+    const replacement = start();
+    pool[index] = replacement;
+    for (const [otherId, other] of thread.pending) {
+      replacement.pending.set(otherId, other);
+      send(replacement, otherId, other.input);
+    }
+    thread.pending.clear();
+    thread.outbox = [];
+    void thread.worker.terminate();
+  }
+
   function flush(): void {
     flushScheduled = false;
     for (const thread of pool) {
@@ -147,28 +193,40 @@ export function createPageAnalyser({
   }
 
   return {
-    analyse(input) {
+    analyse(input, signal) {
       if (closing !== undefined) return Promise.reject(threadFailed('page analyser is closed'));
       // ATS payloads are mapped by their site's adapter: small JSON, and threads stay free of
       // the adapters' modules.
       const first = pool[0];
       if (input.contentType === LISTING_CONTENT_TYPE || first === undefined)
-        return analyseInline(input);
+        return analyseInline(input, signal);
+      if (signal?.aborted) return Promise.reject(signal.reason as Error);
       // The least busy thread; ties go to the first.
       let thread = first;
       for (const candidate of pool)
         if (candidate.pending.size < thread.pending.size) thread = candidate;
       const id = nextId++;
-      // The thread gets its own copy of the bytes, moved rather than cloned: the caller keeps
-      // the body to store it, and cloning a view would copy its whole underlying buffer.
-      const body = new Uint8Array(input.body);
       return new Promise<PageAnalysis>((resolve, reject) => {
-        thread.pending.set(id, { resolve, reject });
-        thread.outbox.push({ id, input: { ...input, body } });
-        if (!flushScheduled) {
-          flushScheduled = true;
-          setImmediate(flush);
-        }
+        const onAbort = () => {
+          // The page may have moved to a replacement thread since it was sent.
+          const holder = pool.find((each) => each.pending.has(id));
+          if (holder) abandon(holder, id);
+          reject(signal!.reason as Error);
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+        const settled = () => signal?.removeEventListener('abort', onAbort);
+        thread.pending.set(id, {
+          input,
+          resolve(analysis) {
+            settled();
+            resolve(analysis);
+          },
+          reject(error) {
+            settled();
+            reject(error);
+          },
+        });
+        send(thread, id, input);
       });
     },
     close() {

@@ -3,6 +3,7 @@ import {
   failRun,
   getRun,
   getSiteById,
+  settleIfCancelled,
   startRun,
   upsertListedPostings,
 } from '@gleaner/db';
@@ -48,6 +49,9 @@ export const scrapeHandler: JobHandler<'scrape'> = {
       { fetcher },
       { limit: run.resultsWanted, signal },
     );
+    // An abort (the job's timeout, the run's cancellation) after the adapter's last request
+    // ends the listing here: nothing more is written.
+    signal?.throwIfAborted();
     // Upserted and enqueued in slices, so crawling starts while the rest is still being written.
     const rows: Awaited<ReturnType<typeof upsertListedPostings>> = [];
     let enqueued = 0;
@@ -56,8 +60,16 @@ export const scrapeHandler: JobHandler<'scrape'> = {
       start < listing.postings.length;
       start += size, size = Math.min(size * 2, ENQUEUE_SLICE)
     ) {
+      signal?.throwIfAborted();
       const slice = listing.postings.slice(start, start + size);
       const upserted = await upsertListedPostings(db, site.id, run.id, slice);
+      // A cancel committed while the slice was written did not see its postings: they are
+      // settled now, and nothing more is queued for the run.
+      const status = await settleIfCancelled(db, run.id);
+      if (status !== 'running') {
+        log.info({ status }, 'run ended while listing; stopping');
+        return { skipped: true, status };
+      }
       const pending = upserted.filter((row) => row.status === 'pending');
       const jobs = pending.map((row) => ({
         runId: run.id,

@@ -8,13 +8,41 @@ import {
   getSiteByName,
   listRunPostings,
 } from '@gleaner/db';
-import { startScrapeRun } from '@gleaner/queue';
+import { cancelScrapeRun, startScrapeRun } from '@gleaner/queue';
+import type { FastifyBaseLogger } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps.js';
 import { ProblemError } from '../../plugins/problem.js';
 import { storableText } from '../../storable.js';
 import { presentPosting, presentRun } from './presenters.js';
+
+/**
+ * Cancels a site's run for the API (the cancel route, and site deletion): through the one cancel
+ * path of `@gleaner/queue`, logging a broadcast that failed (the run is cancelled all the same;
+ * workers skip its jobs as they start them). Undefined when the run was no longer active.
+ */
+export async function cancelRunFor(
+  deps: Pick<ApiDeps, 'db' | 'queues' | 'redis'>,
+  log: FastifyBaseLogger,
+  run: { id: string; runId: string },
+  reason: string,
+) {
+  const cancelled = await cancelScrapeRun(deps, run.id, reason);
+  if (cancelled?.broadcastError) {
+    log.warn(
+      { err: cancelled.broadcastError, runId: run.runId },
+      'run cancelled, but workers could not be told; its jobs in flight run to their end',
+    );
+  }
+  if (cancelled) {
+    log.info(
+      { runId: run.runId, restored: cancelled.restored, unfinished: cancelled.unfinished },
+      'run cancelled',
+    );
+  }
+  return cancelled?.run;
+}
 
 /** Sync mode is for small diagnostic runs (seed 003): at most this many results. */
 export const SYNC_MAX_RESULTS = 25;
@@ -42,6 +70,16 @@ const scrapeBody = z
   });
 
 const scrapeQuery = z.object({ mode: z.enum(['async', 'sync']).default('async') }).strict();
+
+const runParams = z.object({
+  runId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'is not a run id' }),
+});
+
+function unknownRun(runId: string): ProblemError {
+  return new ProblemError(404, 'Unknown Run', `no run has id ${runId}`, {
+    errors: [{ field: 'params.runId', message: 'no such run' }],
+  });
+}
 
 export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
   const { db } = deps;
@@ -173,9 +211,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       schema: {
         tags: ['jobs'],
         summary: 'Status, counters and postings of a run',
-        params: z.object({
-          runId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'is not a run id' }),
-        }),
+        params: runParams,
         querystring: z
           .object({ limit: z.coerce.number().int().min(0).max(1000).default(100) })
           .strict(),
@@ -183,11 +219,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
     },
     async (request) => {
       const run = await getRunByPublicId(db, request.params.runId);
-      if (!run) {
-        throw new ProblemError(404, 'Unknown Run', `no run has id ${request.params.runId}`, {
-          errors: [{ field: 'params.runId', message: 'no such run' }],
-        });
-      }
+      if (!run) throw unknownRun(request.params.runId);
       const [site, postings] = await Promise.all([
         getSiteById(db, run.siteScheduleId),
         request.query.limit > 0
@@ -198,6 +230,40 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         status: 'success',
         data: { ...presentRun(run, site), postings: postings.map(presentPosting) },
       };
+    },
+  );
+
+  app.post(
+    '/jobs/scrape/:runId/cancel',
+    {
+      schema: {
+        tags: ['jobs'],
+        summary: 'Cancel a queued or running run',
+        description:
+          'Ends the run as `cancelled` and stops its work on every worker within seconds: queued ' +
+          'jobs are skipped, jobs in flight are aborted (their fetches too). Postings it left ' +
+          'pending keep their last extraction (`ready`) or, never extracted, become `error`; ' +
+          'nothing is expired. Answers 200 with the cancelled run, 404 for an unknown run, and ' +
+          '409 when the run has already ended, with its `run_status`. Not idempotent: a second ' +
+          'cancel of the same run is a 409 whose `run_status` is `cancelled`.',
+        params: runParams,
+      },
+    },
+    async (request) => {
+      const run = await getRunByPublicId(db, request.params.runId);
+      if (!run) throw unknownRun(request.params.runId);
+      const cancelled = await cancelRunFor(deps, request.log, run, 'cancelled through the API');
+      if (!cancelled) {
+        const current = (await getRun(db, run.id)) ?? run;
+        throw new ProblemError(
+          409,
+          'Run Already Ended',
+          `run ${run.runId} has already ended as ${current.status}`,
+          { run_id: run.runId, run_status: current.status },
+        );
+      }
+      const site = await getSiteById(db, cancelled.siteScheduleId);
+      return { status: 'success', data: presentRun(cancelled, site) };
     },
   );
 };
