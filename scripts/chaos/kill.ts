@@ -1,0 +1,163 @@
+/**
+ * `pnpm chaos kill`: workers SIGKILLed at random while runs are in flight lose no posting and
+ * apply none twice.
+ *
+ * CHAOS_ROUNDS (3) runs, one after the other, each of a fresh fixture site (its own seed, so its
+ * CHAOS_POSTINGS (2000) postings are new content and the work is real), crawled by
+ * CHAOS_WORKERS (4) worker processes with one scheduler process running (its reconciler); every
+ * CHAOS_KILL_EVERY_MS (2000) a random worker is SIGKILLed and restarted at once, until the run
+ * ends or CHAOS_RUN_TIMEOUT_MS (600000) passes. Each run is then checked by `verifyRun`
+ * (verify.ts), a few seconds after it ended so that late duplicate work would show.
+ *
+ * Last stdout line: {"pass","rounds":[{runId,status,seconds,kills,postings,counters,…,failures}],
+ * "timing",…}. Exit code 1 when any run missed a check.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { BenchModule } from '../bench/bench.js';
+import {
+  benchRun,
+  integerFrom,
+  report,
+  round2,
+  startFixtureSites,
+  wantsHelp,
+  type Teardown,
+} from '../bench/support.js';
+import { getRun } from '@gleaner/db';
+import { startScrapeRun } from '@gleaner/queue';
+import {
+  createChaosStack,
+  insertFixtureSite,
+  logLines,
+  progressFor,
+  startKiller,
+  startReplicas,
+  timingFrom,
+  TIMING_USAGE,
+  waitForRunEnd,
+  warningSummary,
+  type ServiceTiming,
+} from './support.js';
+import { isFinalizedLineOf, verifyBodies, verifyRun, type RunVerdict } from './verify.js';
+
+const USAGE = `usage: pnpm chaos kill
+environment: CHAOS_ROUNDS (3), CHAOS_POSTINGS (2000), CHAOS_WORKERS (4), CHAOS_KILL_EVERY_MS (2000),
+  CHAOS_RUN_TIMEOUT_MS (600000), CHAOS_PAGE_BYTES (8000), CHAOS_QUIET_MS (5000),
+${TIMING_USAGE}`;
+
+interface Settings {
+  rounds: number;
+  postings: number;
+  workers: number;
+  killEveryMs: number;
+  runTimeoutMs: number;
+  pageBytes: number;
+  quietMs: number;
+  timing: ServiceTiming;
+}
+
+const progress = progressFor('kill');
+
+function readSettings(args: string[]): Settings | 'help' {
+  if (wantsHelp(args, USAGE)) return 'help';
+  return {
+    rounds: integerFrom('CHAOS_ROUNDS', 3, { min: 1 }, USAGE),
+    postings: integerFrom('CHAOS_POSTINGS', 2000, { min: 1 }, USAGE),
+    workers: integerFrom('CHAOS_WORKERS', 4, { min: 1 }, USAGE),
+    killEveryMs: integerFrom('CHAOS_KILL_EVERY_MS', 2000, { min: 100 }, USAGE),
+    runTimeoutMs: integerFrom('CHAOS_RUN_TIMEOUT_MS', 600_000, { min: 1000 }, USAGE),
+    pageBytes: integerFrom('CHAOS_PAGE_BYTES', 8000, { min: 0 }, USAGE),
+    quietMs: integerFrom('CHAOS_QUIET_MS', 5000, { min: 0 }, USAGE),
+    timing: timingFrom(USAGE),
+  };
+}
+
+interface Round extends Partial<RunVerdict> {
+  round: number;
+  seconds: number;
+  timedOut: boolean;
+  kills: number;
+  failures: string[];
+}
+
+async function check(settings: Settings, teardown: Teardown): Promise<number> {
+  progress(`settings ${JSON.stringify(settings)}`);
+  const stack = await createChaosStack('kill', settings.timing, teardown, progress);
+  const fixture = await startFixtureSites(
+    Array.from({ length: settings.rounds }, (_, round) => ({
+      postings: settings.postings,
+      pageBytes: settings.pageBytes,
+      seed: 1000 + round,
+    })),
+    teardown,
+    progress,
+  );
+  const workers = await startReplicas('worker', settings.workers, stack, teardown);
+  const schedulers = await startReplicas('scheduler', 1, stack, teardown);
+  progress(`${settings.workers} workers and 1 scheduler started`);
+
+  const rounds: Round[] = [];
+  for (let round = 0; round < settings.rounds; round++) {
+    const label = `round ${round + 1}/${settings.rounds}`;
+    const site = await insertFixtureSite(
+      stack.handle,
+      `chaos-kill-${round + 1}`,
+      fixture.sites[round]!,
+    );
+    const run = await startScrapeRun(
+      { db: stack.handle.db, queues: stack.queues },
+      { siteId: site.id, trigger: 'manual', correlationId: `chaos-kill-${round + 1}` },
+    );
+    progress(
+      `${label}: run ${run.runId} started; killing a worker every ${settings.killEveryMs} ms`,
+    );
+    const killer = startKiller(workers, settings.killEveryMs, progress);
+    const ended = await waitForRunEnd(stack.handle, run.id, settings.runTimeoutMs, progress, label);
+    const victims = await killer.stop();
+    progress(
+      `${label}: ${ended.timedOut ? `not ended after ${Math.round(ended.seconds)} s` : `ended ${ended.run?.status} after ${Math.round(ended.seconds)} s`}, ${victims.length} kills; checking after ${settings.quietMs} ms of quiet`,
+    );
+    await sleep(settings.quietMs);
+    const latest = await getRun(stack.handle.db, run.id);
+    const processes = [...workers.all, ...schedulers.all];
+    const verdict = latest
+      ? await verifyRun(stack.handle, latest, {
+          postings: settings.postings,
+          finalizedLogLines: logLines(processes, 'run finalized', isFinalizedLineOf(latest)).length,
+        })
+      : undefined;
+    const failures = [
+      ...(ended.timedOut ? [`run not ended within ${settings.runTimeoutMs} ms`] : []),
+      ...(verdict?.failures ?? []),
+    ].map((failure) => `${label} (${run.runId}): ${failure}`);
+    rounds.push({
+      round: round + 1,
+      ...verdict,
+      seconds: round2(ended.seconds),
+      timedOut: ended.timedOut,
+      kills: victims.length,
+      failures,
+    });
+    progress(
+      `${label}: ${failures.length === 0 ? 'ok' : `${failures.length} failures`} ${JSON.stringify(verdict?.postings ?? {})}`,
+    );
+  }
+
+  const failures = rounds.flatMap((round) => round.failures);
+  failures.push(...(await verifyBodies(stack.handle)));
+  for (const exit of [...workers.unexpectedExits(), ...schedulers.unexpectedExits()])
+    failures.push(`unexpected exit: ${exit}`);
+  if (failures.length === 0) stack.passed();
+  return report(progress, failures, {
+    check: 'kill',
+    pass: failures.length === 0,
+    rounds,
+    kills: workers.kills,
+    settings,
+    warnings: warningSummary([...workers.all, ...schedulers.all]),
+    logDir: failures.length === 0 ? null : stack.logDir,
+    failures,
+  });
+}
+
+export const run: BenchModule['run'] = benchRun(progress, USAGE, readSettings, check);
