@@ -7,13 +7,14 @@
  * and a host that moved to a server resetting every connection. Before, the network and DNS
  * failures counted towards the site's breaker: once the good postings were done, the bad ones'
  * retries failed back to back, the breaker opened, and each half-open probe was a bad posting
- * again, reopening it for twice as long — the run stayed `running` past 300 s where it otherwise
- * finishes in seconds.
+ * again, reopening it for twice as long — the run stayed `running` past 420 s where it otherwise
+ * finishes in seconds. A second site has 6 pages of its own that answer 500: their retries, back
+ * to back at the end of the run, opened its breaker the same way.
  *
  * The workers' fetcher is configured as in production (private networks refused) except for
- * two exact loopback peers: the fixture site and the resetting server. Names resolve through an
- * injected resolver (this machine has no DNS to ask), which answers `.invalid` names with
- * ENOTFOUND as resolvers do for that reserved TLD (RFC 6761 §6.4).
+ * the fixture servers' exact loopback addresses and ports. Names resolve through an injected
+ * resolver (this machine has no DNS to ask), which answers `.invalid` names with ENOTFOUND as
+ * resolvers do for that reserved TLD (RFC 6761 §6.4).
  *
  * The control: a site whose own server resets every posting's connection, or answers 500 to
  * every posting, still opens its breaker.
@@ -79,6 +80,19 @@ const lookup: LookupFunction = async (hostname) => {
   return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
 };
 
+/** Pages of the site's own that answer 500 while every other page of it answers. */
+const brokenPages = new Set(['13', '50', '101', '150', '222', '299']);
+
+const postingPage = (id: string) =>
+  `<html><head><script type="application/ld+json">${JSON.stringify({
+    '@context': 'https://schema.org',
+    '@type': 'JobPosting',
+    title: `Engineer ${id}`,
+    hiringOrganization: { '@type': 'Organization', name: 'Acme' },
+    datePosted: '2026-11-01',
+    description: '<p>Build things.</p>',
+  })}</script></head><body></body></html>`;
+
 /** What the run may take: before, it took over 300 s; with the bad posting retries, about 15 s. */
 const RUN_BOUND_MS = 60_000;
 
@@ -108,10 +122,10 @@ beforeAll(async () => {
   fixturePort = Number(new URL(fixture.url).port);
 
   failing = createServer((request, response) => {
-    const [, mode, rest = ''] = /^\/(reset|500)(\/.*)?$/.exec(request.url ?? '') ?? [];
+    const [, mode, rest = ''] = /^\/(reset|500|some-500)(\/.*)?$/.exec(request.url ?? '') ?? [];
     if (rest === '/sitemap.xml') {
       const locs = Array.from(
-        { length: 20 },
+        { length: mode === 'some-500' ? 300 : 20 },
         (_, i) => `<url><loc>${failingOrigin}/${mode}/jobs/${i}</loc></url>`,
       ).join('');
       response
@@ -121,6 +135,12 @@ beforeAll(async () => {
     }
     if (rest.startsWith('/jobs/') && mode === 'reset') {
       request.socket.resetAndDestroy();
+      return;
+    }
+    if (mode === 'some-500' && rest.startsWith('/jobs/') && !brokenPages.has(rest.slice(6))) {
+      response
+        .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+        .end(postingPage(rest.slice(6)));
       return;
     }
     if (rest.startsWith('/jobs/')) {
@@ -230,6 +250,31 @@ describe('postings that fail for reasons of their own', () => {
     // outcomes, the moved posting's retries after every good posting was done, left no count.
     const state = await gate.inspect(site.id);
     expect(state).toMatchObject({ breaker: 'closed', openUntil: 0, consecutiveFailures: 0 });
+  });
+});
+
+describe('a few pages of the site itself that fail', () => {
+  it('end as errors after their retries, which do not open the breaker', async () => {
+    const site = await insertSite(system.handle.db, {
+      siteName: 'a-few-broken-pages',
+      kind: 'career-site',
+      minPauseSeconds: 0,
+      maxPauseSeconds: 0,
+      config: { url: failingOrigin, sitemapUrl: `${failingOrigin}/some-500/sitemap.xml` },
+    });
+    const started = Date.now();
+    const run = await system.runToEnd(site.id, RUN_BOUND_MS);
+    expect(Date.now() - started).toBeLessThan(RUN_BOUND_MS);
+    expect(run).toMatchObject({ status: 'partial', readyCount: 294, errorsCount: 6 });
+    const { rows } = await system.handle.pool.query<{ url: string; error: string | null }>(
+      `SELECT url, error FROM postings WHERE run_id = $1 AND status = 'error'`,
+      [run.id],
+    );
+    expect(rows.map((row) => row.url.split('/').pop()).sort()).toEqual([...brokenPages].sort());
+    for (const row of rows) expect(row.error).toMatch(/answered 500/);
+    // Each broken page failed four times; only its first failure counted, between successes.
+    const state = await gate.inspect(site.id);
+    expect(state).toMatchObject({ breaker: 'closed', openUntil: 0 });
   });
 });
 

@@ -38,7 +38,8 @@ end
 `;
 
 /**
- * acquire — KEYS: state (hash), leases (zset: lease id → expiry), reservations (zset: holder → slot).
+ * acquire — KEYS: state (hash), leases (zset: lease id → expiry), reservations (zset: holder → slot),
+ * failed holders (zset: holder → time of its latest failure; only release uses it).
  * ARGV: leaseId, holder ('' = none), rpsIntervalMs, crawlDelayMs, minPauseMs, maxPauseMs,
  *       maxConcurrency, leaseTtlMs, random [0,1), horizonMs, reservationGraceMs, idleTtlMs,
  *       concurrencyRetryMs, halfOpenRetryMs, startWithinMs.
@@ -175,7 +176,8 @@ return {1, start, 'granted', now, 0}
 /**
  * release — KEYS as acquire. ARGV: leaseId, status (0 = none), retryAfterMs (-1 = none),
  * failed 0|1, cooldownBaseMs, cooldownMaxMs, maxRetryAfterMs, failureThreshold, openMs,
- * openMaxMs, maxSlowdown, recoverAfter, idleTtlMs, reservationGraceMs.
+ * openMaxMs, maxSlowdown, recoverAfter, idleTtlMs, reservationGraceMs, holder ('' = none),
+ * failureMemoryMs.
  * Returns {now, cooldownUntil, breaker, slowdown}.
  *
  * Outcomes: 429 and 503 are "slow down" — a cooldown of max(Retry-After, exponential backoff),
@@ -185,6 +187,13 @@ return {1, start, 'granted', now, 0}
  * consecutive ones open it for `openMs`, doubling on each failed probe. Any answer below 500
  * other than 429 resets the count: a 404 is a healthy site. An outcome with neither status nor
  * `failed` (our own refusal, a body cap) changes nothing but the lease.
+ *
+ * Repeat failures: while the breaker is closed, a failure of a holder that already failed within
+ * `failureMemoryMs` (a retry of the same posting) neither counts nor resets the count. Only
+ * distinct pages failing in a row say the site is down; one bad page's retries say nothing new,
+ * and a handful of them coming back to back at the end of a run, once every good page is done,
+ * would otherwise open the breaker. A holder's success forgets its failure. A probe's failure
+ * always reopens the breaker.
  */
 export const releaseScript = script(
   'gate-release',
@@ -194,6 +203,7 @@ local status, retryAfter, failed = num(ARGV[2], 0), num(ARGV[3], -1), ARGV[4] ==
 local cooldownBase, cooldownMax, maxRetryAfter = num(ARGV[5], 2000), num(ARGV[6], 600000), num(ARGV[7], 3600000)
 local threshold, openMs, openMax = num(ARGV[8], 5), num(ARGV[9], 30000), num(ARGV[10], 600000)
 local maxSlow, recoverAfter, idle, grace = num(ARGV[11], 8), num(ARGV[12], 5), num(ARGV[13], 3600000), num(ARGV[14], 300000)
+local holder, memory = ARGV[15] or '', num(ARGV[16], 600000)
 
 redis.call('ZREM', KEYS[2], leaseId)
 
@@ -206,6 +216,19 @@ local fails, opens = num(s[9], 0), num(s[10], 0)
 local throttled = status == 429 or status == 503
 local failure = failed or status >= 500
 local success = (not failure) and (not throttled) and status > 0
+
+local failedBefore = false
+if holder ~= '' and (failure or success) then
+  local at = tonumber(redis.call('ZSCORE', KEYS[4], holder))
+  failedBefore = at ~= nil and at > now - memory
+  if failure then
+    redis.call('ZADD', KEYS[4], now, holder)
+    redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - memory)
+    redis.call('PEXPIRE', KEYS[4], memory)
+  elseif at ~= nil then
+    redis.call('ZREM', KEYS[4], holder)
+  end
+end
 
 if throttled then
   cdstreak = cdstreak + 1
@@ -231,7 +254,9 @@ if breaker == 'half-open' and probe ~= '' and probe == leaseId then
     probe = '' -- inconclusive: let another request probe
   end
 elseif breaker == 'closed' then
-  if failure then
+  if failure and failedBefore then
+    -- a retry of a page that already failed: nothing new about the site
+  elseif failure then
     fails = fails + 1
     if fails >= threshold then
       opens = 1

@@ -10,6 +10,7 @@ import {
   siteGateKeys,
   type GateDecision,
   type GateLease,
+  type GateOutcome,
   type SiteGate,
   type SitePolicy,
 } from './site-gate.js';
@@ -604,13 +605,14 @@ describe('circuit breaker', () => {
       openMs: 600,
     });
     const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 10 };
-    // A 404 in between resets the count: the site is answering.
-    for (const outcome of [{ status: 500 }, { status: 404 }, { failed: true }, { status: 502 }]) {
-      const lease = await acquireUntilGranted(gate, siteId, policy, 'w');
+    // A 404 in between resets the count: the site is answering. Each outcome is another page's.
+    const outcomes = [{ status: 500 }, { status: 404 }, { failed: true }, { status: 502 }];
+    for (const [index, outcome] of outcomes.entries()) {
+      const lease = await acquireUntilGranted(gate, siteId, policy, `w${index}`);
       await lease.release(outcome);
     }
     expect((await gate.inspect(siteId)).breaker).toBe('closed');
-    const lease = await acquireUntilGranted(gate, siteId, policy, 'w');
+    const lease = await acquireUntilGranted(gate, siteId, policy, 'w4');
     await lease.release({ failed: true });
     expect((await gate.inspect(siteId)).breaker).toBe('open');
 
@@ -626,6 +628,61 @@ describe('circuit breaker', () => {
     expect((await gate.inspect(siteId)).breaker).toBe('closed');
     const after = await gate.acquire(siteId, policy);
     expect(after.granted && !after.lease.probe).toBe(true);
+  });
+
+  it('counts a page’s failure once: its retries neither open the breaker nor reset the count', async () => {
+    const siteId = newSite();
+    const gate = createSiteGate({
+      redis: clients[0]!,
+      prefix: namespace.prefix,
+      failureThreshold: 3,
+    });
+    const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 10 };
+    const fail = async (holder: string, outcome: GateOutcome = { failed: true }) =>
+      (await acquireUntilGranted(gate, siteId, policy, holder)).release(outcome);
+    // Two bad pages retried again and again, as a crawl job's attempts are, with nothing else.
+    for (let attempt = 0; attempt < 4; attempt += 1) {
+      await fail('bad-1');
+      await fail('bad-2', { status: 500 });
+    }
+    expect(await gate.inspect(siteId)).toMatchObject({ breaker: 'closed', consecutiveFailures: 2 });
+    // A third page failing makes three distinct failures in a row: the site is down.
+    await fail('bad-3');
+    expect(await gate.inspect(siteId)).toMatchObject({
+      breaker: 'open',
+      openUntil: expect.any(Number),
+    });
+  });
+
+  it('forgets a page’s failure once it succeeds, and after failureMemoryMs', async () => {
+    const siteId = newSite();
+    const gate = createSiteGate({
+      redis: clients[0]!,
+      prefix: namespace.prefix,
+      failureThreshold: 10,
+      failureMemoryMs: 300,
+    });
+    const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 10 };
+    const settle = async (holder: string, outcome: GateOutcome) =>
+      (await acquireUntilGranted(gate, siteId, policy, holder)).release(outcome);
+    await settle('flaky', { failed: true });
+    await settle('flaky', { status: 200 });
+    await settle('flaky', { failed: true });
+    expect((await gate.inspect(siteId)).consecutiveFailures).toBe(1);
+    await settle('flaky', { failed: true }); // a repeat: not counted
+    expect((await gate.inspect(siteId)).consecutiveFailures).toBe(1);
+    await sleep(400);
+    await settle('flaky', { failed: true }); // remembered no longer: counted again
+    expect((await gate.inspect(siteId)).consecutiveFailures).toBe(2);
+    // Leases without a holder have nothing to tell apart: each failure counts.
+    const bare = async () => {
+      const decision = await gate.acquire(siteId, policy);
+      if (!decision.granted) throw new Error('expected a lease');
+      await decision.lease.release({ failed: true });
+    };
+    await bare();
+    await bare();
+    expect((await gate.inspect(siteId)).consecutiveFailures).toBe(4);
   });
 
   it('reopens for twice as long when the probe fails', async () => {

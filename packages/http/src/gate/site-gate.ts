@@ -136,8 +136,14 @@ export interface SiteGateOptions {
   cooldownMaxMs?: number;
   /** Retry-After values above this are capped (a site asking for a week gets an hour). */
   maxRetryAfterMs?: number;
-  /** Consecutive 5xx/network failures that open the breaker. */
+  /** Consecutive 5xx/network failures (of distinct holders, see `failureMemoryMs`) that open the breaker. */
   failureThreshold?: number;
+  /**
+   * How long a holder's failure is remembered: its repeat failures within this time (the crawl
+   * job's retries) do not count towards the breaker again. Well above a crawl job's backoff
+   * (2 + 4 + 8 s), with room for the job being parked between attempts.
+   */
+  failureMemoryMs?: number;
   /** How long the breaker stays open; doubles per failed probe up to `openMaxMs`. */
   openMs?: number;
   openMaxMs?: number;
@@ -218,6 +224,7 @@ export interface SiteGateKeys {
   state: string;
   leases: string;
   reservations: string;
+  failed: string;
 }
 
 /**
@@ -231,7 +238,12 @@ export function siteGateKeys(prefix: string, siteId: string): SiteGateKeys {
   if (prefix.includes('{'))
     throw new RangeError(`gate prefix "${prefix}" must not contain a hash tag`);
   const base = `${prefix}:gate:{site:${siteId}}`;
-  return { state: `${base}:state`, leases: `${base}:leases`, reservations: `${base}:reservations` };
+  return {
+    state: `${base}:state`,
+    leases: `${base}:leases`,
+    reservations: `${base}:reservations`,
+    failed: `${base}:failed`,
+  };
 }
 
 interface NormalisedPolicy {
@@ -314,6 +326,7 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
     cooldownMaxMs: options.cooldownMaxMs ?? 600_000,
     maxRetryAfterMs: options.maxRetryAfterMs ?? 3_600_000,
     failureThreshold: options.failureThreshold ?? 5,
+    failureMemoryMs: options.failureMemoryMs ?? 600_000,
     openMs: options.openMs ?? 30_000,
     openMaxMs: options.openMaxMs ?? 600_000,
     maxSlowdown: options.maxSlowdown ?? 8,
@@ -333,7 +346,7 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
     keys: SiteGateKeys,
     args: (string | number)[],
   ): Promise<unknown> {
-    const keyList = [keys.state, keys.leases, keys.reservations];
+    const keyList = [keys.state, keys.leases, keys.reservations, keys.failed];
     try {
       return await redis.evalsha(script.sha, keyList.length, ...keyList, ...args);
     } catch (error) {
@@ -389,6 +402,8 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
           settings.recoverAfter,
           settings.idleTtlMs,
           settings.reservationGraceMs,
+          grant.holder,
+          settings.failureMemoryMs,
         ]).then(() => wakeOne(siteId));
         return settled;
       },
@@ -534,7 +549,7 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
     async reset(siteId) {
       const keys = siteGateKeys(prefix, siteId);
       // One DEL per key: in a cluster they share a slot, so a multi-key DEL is fine too.
-      await redis.del(keys.state, keys.leases, keys.reservations);
+      await redis.del(keys.state, keys.leases, keys.reservations, keys.failed);
     },
   };
 }
