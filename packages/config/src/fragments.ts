@@ -121,6 +121,20 @@ export const schedulerFragment = {
   SCHEDULER_POLL_INTERVAL_MS: integerFromEnv(15_000, { min: 100, max: 3_600_000 }),
   /** Port of the scheduler's /health endpoint; 0 turns it off. */
   SCHEDULER_HEALTH_PORT: integerFromEnv(0, { min: 0, max: 65_535 }),
+  /** Due sites started per statement; a pass takes up to 20 batches. */
+  SCHEDULER_BATCH_SIZE: integerFromEnv(1_000, { min: 1, max: 10_000 }),
+  /**
+   * How long a replica's lock on a site lasts: held only while it starts the site's run, so it
+   * bounds how long a replica killed mid-pass keeps others from the site.
+   */
+  SCHEDULER_LOCK_TTL_MS: integerFromEnv(10_000, { min: 1_000, max: 600_000 }),
+  /** A run still active this long after it was created is failed by the reconciler. */
+  RUN_DEADLINE_MS: integerFromEnv(6 * 3_600_000, { min: 10_000, max: 7 * 24 * 3_600_000 }),
+  /**
+   * How long a queued run or pending posting must have been quiet before the reconciler treats
+   * its missing job as lost and queues it again. Jobs are added milliseconds after their rows.
+   */
+  RECONCILE_GRACE_MS: integerFromEnv(30_000, { min: 1_000, max: 3_600_000 }),
 };
 
 type ConfigOf<T extends z.ZodRawShape> = z.infer<z.ZodObject<T>>;

@@ -14,4 +14,6 @@ export * from './repositories/postings.js';
 export { CursorInvalidError } from './repositories/cursor.js';
 export * from './repositories/bodies.js';
 export * from './repositories/posting-work.js';
+export * from './repositories/schedules.js';
+export * from './repositories/reconcile.js';
 export * from './posting-fields.js';

@@ -38,7 +38,8 @@ export const siteSchedules = pgTable(
     enabled: boolean('enabled').notNull().default(true),
     intervalMinutes: integer('interval_minutes').notNull().default(60),
     lastRunAt: timestamp('last_run_at', { withTimezone: true }),
-    nextRunAt: timestamp('next_run_at', { withTimezone: true }),
+    /** When the scheduler starts the site's next run; a new site is due at once. */
+    nextRunAt: timestamp('next_run_at', { withTimezone: true }).defaultNow(),
     payload: jsonb('payload').$type<Record<string, unknown>>().notNull().default({}),
     minPauseSeconds: integer('min_pause_seconds').notNull().default(2),
     maxPauseSeconds: integer('max_pause_seconds').notNull().default(8),
@@ -102,6 +103,11 @@ export const scrapeRuns = pgTable(
     listingComplete: boolean('listing_complete').notNull().default(false),
     correlationId: text('correlation_id'),
     message: text('message'),
+    /**
+     * A scheduled run's slot: the site's `next_run_at` that made it due. Unique per site, so two
+     * scheduler replicas can never both start the same slot; null for manual runs.
+     */
+    scheduledFor: timestamp('scheduled_for', { withTimezone: true }),
     ...timestamps,
   },
   (t) => [
@@ -115,6 +121,7 @@ export const scrapeRuns = pgTable(
       .on(t.siteScheduleId)
       .where(sql`${t.status} IN ('queued','running')`),
     index('scrape_runs_site_created_idx').on(t.siteScheduleId, t.createdAt),
+    uniqueIndex('scrape_runs_site_slot').on(t.siteScheduleId, t.scheduledFor),
   ],
 );
 

@@ -9,7 +9,7 @@ const siteId = '0f8fad5b-d9cb-469f-a165-70867728950e';
 
 describe('job catalogue', () => {
   it('defines every queue once, with attempts and a job name of the form area.verb-noun', () => {
-    expect(queueNames.sort()).toEqual(['crawl', 'dead-letter', 'extract', 'scrape']);
+    expect(queueNames.sort()).toEqual(['crawl', 'dead-letter', 'extract', 'scheduler', 'scrape']);
     for (const name of queueNames) {
       expect(jobs[name].queue).toBe(name);
       expect(jobs[name].name).toMatch(/^[a-z-]+\.[a-z]+-[a-z-]+$/);
@@ -25,7 +25,7 @@ describe('job catalogue', () => {
     expect(extract.opts.jobId).not.toContain(':');
   });
 
-  it('lists every queue but the dead letters as work for workers', () => {
+  it('lists every queue but the dead letters and scheduling passes as work for workers', () => {
     expect([...workQueueNames].sort()).toEqual(['crawl', 'extract', 'scrape']);
   });
 

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { crawlJob } from './jobs/crawl.js';
 import { deadLetterJob } from './jobs/dead-letter.js';
 import { extractJob } from './jobs/extract.js';
+import { schedulerPassJob } from './jobs/scheduler-pass.js';
 import { scrapeJob } from './jobs/scrape.js';
 
 /**
@@ -13,14 +14,18 @@ export const jobs = {
   crawl: crawlJob,
   extract: extractJob,
   'dead-letter': deadLetterJob,
+  scheduler: schedulerPassJob,
 } as const;
 
 export type QueueName = keyof typeof jobs;
 export const queueNames = Object.keys(jobs) as QueueName[];
 export type JobPayload<Q extends QueueName> = z.output<(typeof jobs)[Q]['payload']>;
 
-/** Queues whose jobs workers run; dead letters are parked for operators, never consumed. */
-export type WorkQueueName = Exclude<QueueName, 'dead-letter'>;
+/**
+ * Queues whose jobs workers run. Dead letters are parked for operators, never consumed; forced
+ * scheduling passes are run by the scheduler service.
+ */
+export type WorkQueueName = Exclude<QueueName, 'dead-letter' | 'scheduler'>;
 export const workQueueNames = queueNames.filter(
-  (name): name is WorkQueueName => name !== 'dead-letter',
+  (name): name is WorkQueueName => name !== 'dead-letter' && name !== 'scheduler',
 );

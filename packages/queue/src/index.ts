@@ -8,4 +8,7 @@ export * from './start-run.js';
 export { CRAWL_NEW_JOB_PRIORITY, crawlJob } from './jobs/crawl.js';
 export { deadLetterJob } from './jobs/dead-letter.js';
 export { extractJob } from './jobs/extract.js';
+export { schedulerPassJob } from './jobs/scheduler-pass.js';
 export { scrapeJob } from './jobs/scrape.js';
+export * from './job-states.js';
+export * from './scheduler-status.js';

@@ -16,6 +16,7 @@ import { queueRoutes } from './routes/jobs/queue.js';
 import { scrapeRoutes } from './routes/jobs/scrape.js';
 import { jobSiteRoutes } from './routes/jobs/sites.js';
 import { postingRoutes } from './routes/postings.js';
+import { schedulerRoutes } from './routes/scheduler.js';
 import { siteRoutes } from './routes/sites.js';
 
 /** Accept a caller's request id only when it is short and harmless; it becomes the correlation id. */
@@ -70,6 +71,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(postingRoutes, { deps });
   await app.register(scrapeRoutes, { deps });
   await app.register(queueRoutes, { deps });
+  await app.register(schedulerRoutes, { deps });
   await app.register(bullBoardPlugin, { deps });
   return app as unknown as FastifyInstance;
 }

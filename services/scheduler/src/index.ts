@@ -1,1 +1,4 @@
-export { createSchedulerLoop, type SchedulerLoopOptions, type SchedulerStatus } from './loop.js';
+export { createSchedulerLoop, type SchedulerLoop, type SchedulerLoopOptions } from './loop.js';
+export { createSchedulePass, type SchedulePass, type SchedulePassOptions } from './pass.js';
+export { createReconciler, type Reconciler, type ReconcilerOptions } from './reconciler.js';
+export { createSiteLocks, type SiteLocks } from './locks.js';

@@ -1,55 +1,86 @@
 import { PassThrough } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { createLogger } from '@gleaner/logger';
-import { createRedisConnection, waitForRedis } from '@gleaner/queue';
+import { noRepairs, type PassReport, type SchedulerReplicaStatus } from '@gleaner/queue';
+import { describe, expect, it } from 'vitest';
 import { createSchedulerLoop } from './loop.js';
 
-// The loop only pings: the server's own `postgres` database and Redis will do.
-const pool = new pg.Pool({
-  connectionString: 'postgres://postgres@127.0.0.1:5432/postgres',
-  max: 2,
-});
-const redis = createRedisConnection('redis://127.0.0.1:6379/0', 'producer');
 const logger = createLogger({
   service: 'scheduler',
   level: 'silent',
   destination: new PassThrough(),
 });
 
-beforeAll(async () => {
-  await waitForRedis(redis);
-});
-
-afterAll(async () => {
-  redis.disconnect();
-  await pool.end();
-});
+function report(trigger: PassReport['trigger'], changes: Partial<PassReport> = {}): PassReport {
+  return {
+    replica: 'test',
+    trigger,
+    site: null,
+    startedAt: new Date().toISOString(),
+    durationMs: 1,
+    due: 0,
+    started: [],
+    startedCount: 0,
+    skipped: {},
+    repairs: { ...noRepairs(), crawlRequeued: 2 },
+    redis: 'ok',
+    postgres: 'ok',
+    errors: [],
+    ...changes,
+  };
+}
 
 describe('scheduler loop', () => {
-  it('passes, reports its status, and stops mid-sleep at once', async () => {
-    const loop = createSchedulerLoop({ intervalMs: 60_000, logger, pool, redis });
-    expect(loop.status()).toMatchObject({ healthy: true, passes: 0, lastPassAt: null });
+  it('passes, publishes its status with the repairs so far, and stops mid-sleep at once', async () => {
+    const published: SchedulerReplicaStatus[] = [];
+    const loop = createSchedulerLoop({
+      replica: 'test',
+      intervalMs: 60_000,
+      logger,
+      pass: async (trigger) => report(trigger),
+      publish: async (status) => {
+        published.push(status);
+      },
+    });
+    expect(loop.status()).toMatchObject({ healthy: true, passes: 0, lastPass: null });
     loop.start();
     loop.start(); // a second start does not start a second loop
     await expect.poll(() => loop.status().passes).toBe(1);
-    expect(loop.status()).toMatchObject({ healthy: true, lastError: null });
+    expect(published).toHaveLength(1);
+    expect(published[0]).toMatchObject({ replica: 'test', passes: 1, intervalMs: 60_000 });
+
+    // A pass asked for through the API runs at once, between the loop's own passes.
+    const forced = await loop.runNow('some-site');
+    expect(forced.trigger).toBe('request');
+    expect(loop.status()).toMatchObject({ passes: 2, repairsTotal: { crawlRequeued: 4 } });
 
     const started = performance.now();
     await loop.stop();
     expect(performance.now() - started).toBeLessThan(1_000);
-    expect(loop.status().passes).toBe(1);
+    expect(loop.status().passes).toBe(2);
   });
 
-  it('reports a failed pass as unhealthy with its error, and keeps going', async () => {
-    // Nothing listens on port 1: every ping fails at once (producers do not queue commands).
-    const down = createRedisConnection('redis://127.0.0.1:1/0', 'producer');
-    down.on('error', () => {});
-    const loop = createSchedulerLoop({ intervalMs: 20, logger, pool, redis: down });
+  it('never runs two passes at once, and reports an incomplete pass as unhealthy', async () => {
+    let running = 0;
+    let most = 0;
+    const loop = createSchedulerLoop({
+      replica: 'test',
+      intervalMs: 10,
+      logger,
+      pass: async (trigger) => {
+        running += 1;
+        most = Math.max(most, running);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        running -= 1;
+        return report(trigger, { redis: 'unavailable', errors: ['redis: down'] });
+      },
+      // A status that cannot be published does not stop the loop.
+      publish: () => Promise.reject(new Error('redis down')),
+    });
     loop.start();
-    await expect.poll(() => loop.status().passes).toBeGreaterThanOrEqual(2);
-    expect(loop.status()).toMatchObject({ healthy: false, lastError: expect.any(String) });
+    await Promise.all([loop.runNow(), loop.runNow()]);
+    await expect.poll(() => loop.status().passes).toBeGreaterThanOrEqual(4);
     await loop.stop();
-    down.disconnect();
+    expect(most).toBe(1);
+    expect(loop.status()).toMatchObject({ healthy: false, lastPass: { errors: ['redis: down'] } });
   });
 });

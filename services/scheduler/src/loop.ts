@@ -1,52 +1,95 @@
+import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pingDb } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
-import type { Redis } from 'ioredis';
-import type pg from 'pg';
+import {
+  noRepairs,
+  type PassReport,
+  type RepairCounts,
+  type SchedulerReplicaStatus,
+} from '@gleaner/queue';
 
 export interface SchedulerLoopOptions {
+  replica: string;
   intervalMs: number;
   logger: Logger;
-  pool: pg.Pool;
-  redis: Redis;
+  /** One pass (pass.ts): never throws, reports what it could not do. */
+  pass(trigger: PassReport['trigger'], site?: string): Promise<PassReport>;
+  /** Shares the replica's status after each pass (Redis, for `GET /scheduler/status`). */
+  publish(status: SchedulerReplicaStatus): Promise<void>;
 }
 
-export interface SchedulerStatus {
-  healthy: boolean;
-  passes: number;
-  lastPassAt: string | null;
-  lastError: string | null;
+export interface SchedulerLoop {
+  start(): void;
+  /** Stops the loop, mid-sleep at once, and waits for a pass under way. */
+  stop(): Promise<void>;
+  /** Runs a pass now, after the one under way if any (`POST /scheduler/run`). */
+  runNow(site?: string): Promise<PassReport>;
+  status(): SchedulerReplicaStatus & { healthy: boolean };
 }
+
+const addRepairs = (total: RepairCounts, pass: RepairCounts) => {
+  for (const key of Object.keys(total) as (keyof RepairCounts)[]) total[key] += pass[key];
+};
 
 /**
- * The scheduler's pass loop: one pass per interval, never overlapping, stoppable mid-sleep.
- * A pass currently verifies that Redis and Postgres answer; picking due `site_schedules` and
- * reconciling rows Redis forgot run inside this same loop.
+ * The scheduler's pass loop: one pass per interval, never two at once in a replica (passes asked
+ * for through the API wait for the one under way), stoppable mid-sleep. After each pass the
+ * replica's status, with the pass report and its repairs so far, is published.
  */
-export function createSchedulerLoop(options: SchedulerLoopOptions) {
+export function createSchedulerLoop(options: SchedulerLoopOptions): SchedulerLoop {
+  const { logger, intervalMs } = options;
   const controller = new AbortController();
-  const status: SchedulerStatus = { healthy: true, passes: 0, lastPassAt: null, lastError: null };
-  let running: Promise<void> | undefined;
+  const status: SchedulerReplicaStatus = {
+    replica: options.replica,
+    host: hostname(),
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+    seenAt: new Date().toISOString(),
+    intervalMs,
+    passes: 0,
+    lastPass: null,
+    repairsTotal: noRepairs(),
+  };
+  let looping: Promise<void> | undefined;
+  let queue: Promise<unknown> = Promise.resolve();
 
-  async function pass(): Promise<void> {
-    await Promise.all([options.redis.ping(), pingDb(options.pool)]);
+  function runPass(trigger: PassReport['trigger'], site?: string): Promise<PassReport> {
+    const next = queue.then(async () => {
+      const report = await options.pass(trigger, site);
+      status.passes += 1;
+      status.lastPass = report;
+      status.seenAt = new Date().toISOString();
+      addRepairs(status.repairsTotal, report.repairs);
+      const log = report.errors.length > 0 ? logger.warn.bind(logger) : logger.debug.bind(logger);
+      log(
+        {
+          trigger,
+          site,
+          durationMs: report.durationMs,
+          due: report.due,
+          started: report.startedCount,
+          skipped: report.skipped,
+          repairs: report.repairs,
+          errors: report.errors,
+        },
+        report.errors.length > 0 ? 'scheduler pass incomplete' : 'scheduler pass',
+      );
+      await options.publish({ ...status }).catch((error: unknown) => {
+        logger.warn({ err: error }, 'could not publish the scheduler status');
+      });
+      return report;
+    });
+    queue = next.catch(() => undefined);
+    return next;
   }
 
   async function loop(): Promise<void> {
     while (!controller.signal.aborted) {
+      await runPass('interval').catch((error: unknown) => {
+        logger.error({ err: error }, 'scheduler pass failed');
+      });
       try {
-        await pass();
-        status.healthy = true;
-        status.lastError = null;
-      } catch (error) {
-        status.healthy = false;
-        status.lastError = (error as Error).message;
-        options.logger.warn({ err: error }, 'scheduler pass failed');
-      }
-      status.passes += 1;
-      status.lastPassAt = new Date().toISOString();
-      try {
-        await sleep(options.intervalMs, undefined, { signal: controller.signal });
+        await sleep(intervalMs, undefined, { signal: controller.signal });
       } catch {
         return; // aborted: stop() was called
       }
@@ -55,12 +98,17 @@ export function createSchedulerLoop(options: SchedulerLoopOptions) {
 
   return {
     start() {
-      running ??= loop();
+      looping ??= loop();
     },
     async stop() {
       controller.abort();
-      await running;
+      await looping;
+      await queue;
     },
-    status: (): SchedulerStatus => ({ ...status }),
+    runNow: (site) => runPass('request', site),
+    status: () => ({
+      ...status,
+      healthy: status.lastPass === null || status.lastPass.errors.length === 0,
+    }),
   };
 }

@@ -1,8 +1,13 @@
+import { hostname } from 'node:os';
 import { schedulerFragment } from '@gleaner/config';
 import { startService } from '@gleaner/config/service';
 import { pingDb } from '@gleaner/db';
-import { waitForRedis } from '@gleaner/queue';
+import { waitForRedis, writeSchedulerReplica } from '@gleaner/queue';
+import { startForcedPasses } from './forced-passes.js';
+import { createSiteLocks } from './locks.js';
 import { createSchedulerLoop } from './loop.js';
+import { createSchedulePass } from './pass.js';
+import { createReconciler } from './reconciler.js';
 
 const started = await startService({
   name: 'scheduler',
@@ -11,24 +16,66 @@ const started = await startService({
   // One pass at a time needs one connection; the second serves the health check.
   poolMax: () => 2,
   healthPort: (config) => config.SCHEDULER_HEALTH_PORT,
-  async start({ config, logger, database, redis, onShutdown }) {
+  async start({ config, logger, database, redis, queues, workerConnection, onShutdown }) {
     // Unlike the API, the scheduler has nothing to do without both: wait for them, or fail.
     await waitForRedis(redis, 30_000);
     await pingDb(database.pool);
+    const replica = `${hostname()}-${process.pid}`;
+    const db = database.db;
+    const pass = createSchedulePass({
+      db,
+      queues,
+      logger,
+      replica,
+      batchSize: config.SCHEDULER_BATCH_SIZE,
+      locks: createSiteLocks({
+        redis,
+        prefix: config.QUEUE_PREFIX,
+        holder: replica,
+        ttlMs: config.SCHEDULER_LOCK_TTL_MS,
+      }),
+      reconciler: createReconciler({
+        db,
+        queues,
+        logger,
+        runDeadlineMs: config.RUN_DEADLINE_MS,
+        graceMs: config.RECONCILE_GRACE_MS,
+      }),
+    });
     const loop = createSchedulerLoop({
+      replica,
       intervalMs: config.SCHEDULER_POLL_INTERVAL_MS,
       logger,
-      pool: database.pool,
-      redis,
+      pass,
+      publish: (status) => writeSchedulerReplica(redis, config.QUEUE_PREFIX, status),
     });
     loop.start();
     onShutdown('scheduler loop', () => loop.stop());
+    const forced = startForcedPasses({
+      connection: workerConnection(),
+      prefix: config.QUEUE_PREFIX,
+      loop,
+      logger,
+    });
+    onShutdown('forced passes', () => forced.close());
     return {
       health: () => {
-        const { healthy, ...status } = loop.status();
-        return { ok: healthy, details: { healthy, ...status } };
+        const { healthy, passes, lastPass } = loop.status();
+        return {
+          ok: healthy,
+          details: {
+            healthy,
+            passes,
+            lastPassAt: lastPass?.startedAt ?? null,
+            lastErrors: lastPass?.errors ?? [],
+          },
+        };
       },
-      summary: { pollIntervalMs: config.SCHEDULER_POLL_INTERVAL_MS },
+      summary: {
+        replica,
+        pollIntervalMs: config.SCHEDULER_POLL_INTERVAL_MS,
+        runDeadlineMs: config.RUN_DEADLINE_MS,
+      },
     };
   },
 });

@@ -1,0 +1,152 @@
+import type { Database } from '../client.js';
+import { withoutNul } from '../pg-text.js';
+
+/**
+ * What the reconciler reads to compare Postgres (the truth) with Redis (the work), and the one
+ * repair it makes in Postgres alone: failing a run past its deadline. Re-enqueueing and settling
+ * postings go through the same paths the workers use.
+ */
+
+/** A queued or running run, as the reconciler sees it. */
+export interface ActiveRun {
+  id: string;
+  runId: string;
+  siteId: string;
+  status: 'queued' | 'running';
+  listingDone: boolean;
+  correlationId: string | null;
+  createdAt: Date;
+  /** Milliseconds since the row last changed (start, listing done): how long it has been quiet. */
+  quietMs: number;
+}
+
+/** Active runs, oldest first (the `scrape_runs_one_active_per_site` index holds exactly them). */
+export async function listActiveRuns(db: Database, limit: number): Promise<ActiveRun[]> {
+  const { rows } = await db.$client.query<{
+    id: string;
+    run_id: string;
+    site_schedule_id: string;
+    status: 'queued' | 'running';
+    listing_done: boolean;
+    correlation_id: string | null;
+    created_at: Date;
+    quiet_ms: number;
+  }>({
+    name: 'gleaner-active-runs',
+    text: `
+      SELECT id, run_id, site_schedule_id, status, listing_done, correlation_id, created_at,
+             (extract(epoch FROM now() - updated_at) * 1000)::float8 AS quiet_ms
+      FROM scrape_runs WHERE status IN ('queued', 'running')
+      ORDER BY created_at LIMIT $1`,
+    values: [limit],
+  });
+  return rows.map((row) => ({
+    id: row.id,
+    runId: row.run_id,
+    siteId: row.site_schedule_id,
+    status: row.status,
+    listingDone: row.listing_done,
+    correlationId: row.correlation_id,
+    createdAt: row.created_at,
+    quietMs: row.quiet_ms,
+  }));
+}
+
+/** A posting still pending in a running run, unchanged for longer than the grace period. */
+export interface QuietPendingPosting {
+  id: string;
+  runId: string;
+  siteId: string;
+  /** Its page was fetched and stored in this run: what is left is the extract stage. */
+  bodyRecorded: boolean;
+}
+
+/**
+ * Pending postings of the given runs whose row has not changed for `quietMs`, oldest first. A
+ * posting's job is added right after its row is written, so a row this quiet whose job Redis
+ * does not have lost it.
+ */
+export async function listQuietPendingPostings(
+  db: Database,
+  runIds: readonly string[],
+  quietMs: number,
+  limit: number,
+): Promise<QuietPendingPosting[]> {
+  if (runIds.length === 0) return [];
+  const { rows } = await db.$client.query<{
+    id: string;
+    run_id: string;
+    site_id: string;
+    body_recorded: boolean;
+  }>({
+    name: 'gleaner-quiet-pending-postings',
+    text: `
+      SELECT p.id, p.run_id, p.site_id,
+             (p.body_sha256 IS NOT NULL AND p.fetched_at >= r.started_at) AS body_recorded
+      FROM postings p JOIN scrape_runs r ON r.id = p.run_id
+      WHERE p.run_id = ANY($1::uuid[]) AND p.status = 'pending'
+        AND p.updated_at < now() - make_interval(secs => $2::float8 / 1000)
+      ORDER BY p.updated_at LIMIT $3`,
+    values: [runIds, quietMs, limit],
+  });
+  return rows.map((row) => ({
+    id: row.id,
+    runId: row.run_id,
+    siteId: row.site_id,
+    bodyRecorded: row.body_recorded,
+  }));
+}
+
+/**
+ * Fails an active run that outlived its deadline, with `message`, and settles its postings still
+ * pending as `error` (they will not be worked on: their run is over), in one transaction. The
+ * run's row is locked first, so a worker finalizing it at the same moment waits and then finds
+ * it no longer running: the run gets exactly one terminal transition. Its counters are those of
+ * its postings. Returns how many pending postings it settled, or undefined when the run was no
+ * longer active.
+ */
+export async function failRunPastDeadline(
+  db: Database,
+  id: string,
+  message: string,
+): Promise<{ pendingSettled: number } | undefined> {
+  const text = withoutNul(message).slice(0, 2000);
+  const client = await db.$client.connect();
+  try {
+    await client.query('BEGIN');
+    const locked = await client.query(
+      `SELECT 1 FROM scrape_runs WHERE id = $1 AND status IN ('queued', 'running') FOR UPDATE`,
+      [id],
+    );
+    if (locked.rowCount === 0) {
+      await client.query('ROLLBACK');
+      return undefined;
+    }
+    const settled = await client.query(
+      `UPDATE postings SET status = 'error', error = $2, updated_at = now()
+       WHERE run_id = $1 AND status = 'pending'`,
+      [id, text],
+    );
+    await client.query(
+      `UPDATE scrape_runs r
+       SET (status, message, ready_count, skipped_count, errors_count, completed_pages,
+            finished_at, updated_at) = (
+         SELECT 'failed', $2, t.ready, t.skipped, t.errors, t.ready + t.skipped, now(), now()
+         FROM (
+           SELECT count(*) FILTER (WHERE p.status = 'ready') AS ready,
+                  count(*) FILTER (WHERE p.status = 'skipped') AS skipped,
+                  count(*) FILTER (WHERE p.status = 'error') AS errors
+           FROM postings p WHERE p.run_id = r.id
+         ) t)
+       WHERE r.id = $1`,
+      [id, text],
+    );
+    await client.query('COMMIT');
+    return { pendingSettled: settled.rowCount ?? 0 };
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

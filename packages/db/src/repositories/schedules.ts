@@ -1,0 +1,162 @@
+import type { Database } from '../client.js';
+
+/**
+ * What the scheduler reads and writes of `site_schedules`. A pass costs what is due, not what is
+ * registered: every query here walks `site_schedules_due_idx` (`next_run_at` of enabled sites).
+ */
+
+/** A site whose next run time has come. */
+export interface DueSite {
+  id: string;
+  siteName: string;
+  /** The slot: the `next_run_at` that made the site due. */
+  nextRunAt: Date;
+  intervalMinutes: number;
+}
+
+interface DueSiteRow {
+  id: string;
+  site_name: string;
+  next_run_at: Date;
+  interval_minutes: number;
+}
+
+const toDueSite = (row: DueSiteRow): DueSite => ({
+  id: row.id,
+  siteName: row.site_name,
+  nextRunAt: row.next_run_at,
+  intervalMinutes: row.interval_minutes,
+});
+
+/** Enabled sites due now, longest overdue first. */
+export async function listDueSites(db: Database, limit: number): Promise<DueSite[]> {
+  const { rows } = await db.$client.query<DueSiteRow>({
+    name: 'gleaner-due-sites',
+    text: `
+      SELECT id, site_name, next_run_at, interval_minutes FROM site_schedules
+      WHERE enabled AND next_run_at <= now()
+      ORDER BY next_run_at LIMIT $1`,
+    values: [limit],
+  });
+  return rows.map(toDueSite);
+}
+
+/** Enabled sites not yet due, soonest first. */
+export async function listUpcomingSites(db: Database, limit: number): Promise<DueSite[]> {
+  const { rows } = await db.$client.query<DueSiteRow>({
+    text: `
+      SELECT id, site_name, next_run_at, interval_minutes FROM site_schedules
+      WHERE enabled AND next_run_at > now()
+      ORDER BY next_run_at LIMIT $1`,
+    values: [limit],
+  });
+  return rows.map(toDueSite);
+}
+
+/** How many enabled sites are due now. */
+export async function countDueSites(db: Database): Promise<number> {
+  const { rows } = await db.$client.query<{ due: number }>(
+    `SELECT count(*)::int AS due FROM site_schedules WHERE enabled AND next_run_at <= now()`,
+  );
+  return rows[0]?.due ?? 0;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** One site's schedule by id or name, whether due or not (a pass forced for one site). */
+export async function findScheduledSite(
+  db: Database,
+  site: string,
+): Promise<(DueSite & { enabled: boolean }) | undefined> {
+  const { rows } = await db.$client.query<DueSiteRow & { enabled: boolean }>({
+    text: `
+      SELECT id, site_name, coalesce(next_run_at, now()) AS next_run_at, interval_minutes, enabled
+      FROM site_schedules
+      WHERE site_name = $1 OR id = $2::uuid`,
+    values: [site, UUID.test(site) ? site : null],
+  });
+  const row = rows[0];
+  return row && { ...toDueSite(row), enabled: row.enabled };
+}
+
+/** One due site the scheduler holds the lock for, with the ids its run would get. */
+export interface SlotClaim {
+  siteId: string;
+  /** The `next_run_at` the scheduler saw: the claim holds only while it is still the same. */
+  slot: Date;
+  /** The run's row id and public id, and its scrape job id (`task_id`). */
+  id: string;
+  runId: string;
+  taskId: string;
+  /** The next run comes `interval × intervalFactor` from now (the jitter, 0.9–1.1). */
+  intervalFactor: number;
+  correlationId: string;
+}
+
+/** What became of a claim. */
+export type SlotOutcome =
+  /** A `queued` run with `trigger='schedule'` was created; its scrape job is still to add. */
+  | 'started'
+  /** The site already has a queued or running run: this slot is skipped. */
+  | 'active-run'
+  /** Another scheduler took the slot first (it moved `next_run_at`, or holds the row). */
+  | 'taken';
+
+/**
+ * Starts scheduled runs for many claimed slots in one statement, each only while the site is
+ * still enabled and its `next_run_at` is still the slot the caller saw (a compare-and-set, with
+ * `SKIP LOCKED` so replicas never wait on each other's rows). For each claimed site it inserts
+ * the run (`ON CONFLICT DO NOTHING`: the one-active-run-per-site index turns a site whose run
+ * is still active into a skip, and the `(site, scheduled_for)` index makes a second run for the
+ * same slot impossible whatever the callers do) and moves `next_run_at` on by the jittered
+ * interval; `last_run_at` moves only for sites that got a run. Run and schedule change in one
+ * commit: a slot is never both spent and unstarted.
+ */
+export async function startScheduledSlots(
+  db: Database,
+  claims: readonly SlotClaim[],
+): Promise<Map<string, SlotOutcome>> {
+  const outcomes = new Map<string, SlotOutcome>(claims.map((c) => [c.siteId, 'taken']));
+  if (claims.length === 0) return outcomes;
+  const { rows } = await db.$client.query<{ id: string; started: boolean }>({
+    name: 'gleaner-start-scheduled-slots',
+    text: `
+      WITH input AS (
+        SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::uuid[], $4::text[], $5::text[],
+                             $6::float8[], $7::text[])
+          AS i(site_id, slot, id, run_id, task_id, factor, correlation_id)
+      ), claimed AS (
+        SELECT s.id, s.interval_minutes, i.slot, i.id AS run_uuid, i.run_id, i.task_id, i.factor,
+               i.correlation_id
+        FROM site_schedules s JOIN input i ON i.site_id = s.id
+        WHERE s.enabled AND s.next_run_at = i.slot
+        FOR UPDATE OF s SKIP LOCKED
+      ), started AS (
+        INSERT INTO scrape_runs (id, run_id, site_schedule_id, task_id, trigger, scheduled_for,
+                                 correlation_id)
+        SELECT run_uuid, run_id, id, task_id, 'schedule', slot, correlation_id FROM claimed
+        ON CONFLICT DO NOTHING
+        RETURNING site_schedule_id
+      ), advanced AS (
+        UPDATE site_schedules s
+        SET next_run_at = now() + make_interval(secs => c.interval_minutes * 60 * c.factor),
+            last_run_at = CASE WHEN st.site_schedule_id IS NULL THEN s.last_run_at ELSE now() END,
+            updated_at = now()
+        FROM claimed c LEFT JOIN started st ON st.site_schedule_id = c.id
+        WHERE s.id = c.id
+        RETURNING s.id, st.site_schedule_id IS NOT NULL AS started
+      )
+      SELECT id, started FROM advanced`,
+    values: [
+      claims.map((c) => c.siteId),
+      claims.map((c) => c.slot),
+      claims.map((c) => c.id),
+      claims.map((c) => c.runId),
+      claims.map((c) => c.taskId),
+      claims.map((c) => c.intervalFactor),
+      claims.map((c) => c.correlationId),
+    ],
+  });
+  for (const row of rows) outcomes.set(row.id, row.started ? 'started' : 'active-run');
+  return outcomes;
+}

@@ -1,0 +1,54 @@
+import { schedulerLockKey } from '@gleaner/queue';
+import type { Redis } from 'ioredis';
+
+/** Deletes a lock only while this replica still holds it (an expired lock may be another's). */
+const RELEASE = `
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[1] then redis.call('DEL', key) end
+end
+return 0`;
+
+/**
+ * Per-site locks with expiry (seed 003): a replica starts a site's run only while it holds the
+ * site's lock, so replicas split the due sites between them instead of racing for each one. The
+ * lock is a courtesy, not the guarantee: a lock that expires mid-pass (a paused process) lets a
+ * second replica try, and the database refuses a second run for the same slot.
+ */
+export interface SiteLocks {
+  /** Takes the free locks among `siteIds` in one round trip; returns the ids now held. */
+  acquire(siteIds: readonly string[]): Promise<Set<string>>;
+  release(siteIds: readonly string[]): Promise<void>;
+}
+
+export function createSiteLocks(options: {
+  redis: Redis;
+  prefix: string;
+  holder: string;
+  ttlMs: number;
+}): SiteLocks {
+  const { redis, prefix, holder, ttlMs } = options;
+  return {
+    async acquire(siteIds) {
+      if (siteIds.length === 0) return new Set();
+      const pipeline = redis.pipeline();
+      for (const id of siteIds)
+        pipeline.set(schedulerLockKey(prefix, id), holder, 'PX', ttlMs, 'NX');
+      const results = (await pipeline.exec()) ?? [];
+      const held = new Set<string>();
+      results.forEach(([error, reply], index) => {
+        if (error) throw error;
+        if (reply === 'OK') held.add(siteIds[index]!);
+      });
+      return held;
+    },
+    async release(siteIds) {
+      if (siteIds.length === 0) return;
+      await redis.eval(
+        RELEASE,
+        siteIds.length,
+        ...siteIds.map((id) => schedulerLockKey(prefix, id)),
+        holder,
+      );
+    },
+  };
+}
