@@ -27,7 +27,6 @@ import {
 import {
   createChaosStack,
   insertFixtureSite,
-  logLines,
   progressFor,
   startReplicas,
   timingFrom,
@@ -37,7 +36,7 @@ import {
   warningSummary,
   type ServiceTiming,
 } from './support.js';
-import { isFinalizedLineOf, verifyBodies, verifyRun } from './verify.js';
+import { finalizedLogLines, verifyBodies, verifyRun } from './verify.js';
 
 const USAGE = `usage: pnpm chaos flush
 environment: CHAOS_POSTINGS (1000), CHAOS_WORKERS (2), CHAOS_FLUSH_AT_PERCENT (30),
@@ -123,7 +122,7 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
   const verdict = latest
     ? await verifyRun(stack.handle, latest, {
         postings: settings.postings,
-        finalizedLogLines: logLines(processes, 'run finalized', isFinalizedLineOf(latest)).length,
+        finalizedLogLines: finalizedLogLines(processes, latest),
       })
     : undefined;
   failures.push(...(verdict?.failures ?? ['run row missing']));

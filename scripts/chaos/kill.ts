@@ -28,7 +28,6 @@ import { startScrapeRun } from '@gleaner/queue';
 import {
   createChaosStack,
   insertFixtureSite,
-  logLines,
   progressFor,
   startKiller,
   startReplicas,
@@ -38,7 +37,7 @@ import {
   warningSummary,
   type ServiceTiming,
 } from './support.js';
-import { isFinalizedLineOf, verifyBodies, verifyRun, type RunVerdict } from './verify.js';
+import { finalizedLogLines, verifyBodies, verifyRun, type RunVerdict } from './verify.js';
 
 const USAGE = `usage: pnpm chaos kill
 environment: CHAOS_ROUNDS (3), CHAOS_POSTINGS (2000), CHAOS_WORKERS (4), CHAOS_KILL_EVERY_MS (2000),
@@ -123,7 +122,7 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
     const verdict = latest
       ? await verifyRun(stack.handle, latest, {
           postings: settings.postings,
-          finalizedLogLines: logLines(processes, 'run finalized', isFinalizedLineOf(latest)).length,
+          finalizedLogLines: finalizedLogLines(processes, latest),
         })
       : undefined;
     const failures = [

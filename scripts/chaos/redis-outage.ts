@@ -32,7 +32,6 @@ import { BenchUsageError } from '../bench/bench.js';
 import {
   createChaosStack,
   insertFixtureSite,
-  logLines,
   progressFor,
   startReplicas,
   timingFrom,
@@ -42,7 +41,7 @@ import {
   warningSummary,
   type ServiceTiming,
 } from './support.js';
-import { isFinalizedLineOf, verifyBodies, verifyRun, type RunVerdict } from './verify.js';
+import { finalizedLogLines, verifyBodies, verifyRun, type RunVerdict } from './verify.js';
 
 const USAGE = `usage: pnpm chaos redis-outage
 environment: CHAOS_OUTAGES_MS (2000,15000,60000), CHAOS_POSTINGS (1000), CHAOS_WORKERS (2),
@@ -217,7 +216,7 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
     const verdict = latest
       ? await verifyRun(stack.handle, latest, {
           postings: settings.postings,
-          finalizedLogLines: logLines(processes, 'run finalized', isFinalizedLineOf(latest)).length,
+          finalizedLogLines: finalizedLogLines(processes, latest),
         })
       : undefined;
     failures.push(...(verdict?.failures ?? ['run row missing']));

@@ -152,6 +152,8 @@ export async function createChaosStack(
   await waitForRedis(producer);
   const prefix = 'gleaner-chaos';
   const queues = createQueues(producer, prefix);
+  // BullMQ re-emits connection errors on each queue and prints them when nobody listens.
+  for (const queue of Object.values(queues)) queue.on('error', () => undefined);
   teardown.add('close chaos queues', () => closeQueues(queues));
 
   return {
@@ -308,17 +310,6 @@ export function startKiller(replicas: Replicas, everyMs: number, progress: Progr
       return victims;
     },
   };
-}
-
-/** Log lines with this message across processes, e.g. "run finalized" for one run. */
-export function logLines(
-  processes: readonly ServiceProcess[],
-  msg: string,
-  where: (line: Record<string, unknown>) => boolean = () => true,
-): Record<string, unknown>[] {
-  return processes.flatMap((service) =>
-    service.logs.filter((line) => line.msg === msg && where(line)),
-  );
 }
 
 /** Warning and error lines (pino level ≥ 40) per message, most frequent first (top `limit`). */

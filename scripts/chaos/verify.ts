@@ -2,7 +2,8 @@
  * What "the run lost nothing and did nothing twice" means, checked in Postgres after a run of a
  * fresh fixture site (every posting new, so none has an earlier version):
  * - the run ended (terminal, `finished_at` set) and no posting of it is left `pending`;
- * - exactly one "run finalized" log line for it across the services' logs;
+ * - exactly one log line saying it was finalized, across every process's log
+ *   (`finalizedLogLines`);
  * - one posting row per (site, external id), as many as the site publishes;
  * - no `posting_versions` row (a version is kept only when a page really changed);
  * - one `page_bodies` row per distinct `postings.body_sha256`, and every posting's body stored;
@@ -10,12 +11,13 @@
  */
 import { TERMINAL_RUN_STATUSES } from '../bench/support.js';
 import type { DbHandle, RunRow } from '@gleaner/db';
+import type { ServiceProcess } from '@gleaner/testing';
 import { postingStatusCounts } from './support.js';
 
 export interface RunExpectation {
   /** Postings the site publishes: the run must list each once. */
   postings: number;
-  /** "run finalized" lines logged for this run (by its uuid or public id), across processes. */
+  /** Lines logged for this run's finalization across processes (`finalizedLogLines`). */
   finalizedLogLines: number;
 }
 
@@ -53,7 +55,7 @@ export async function verifyRun(
   if (run.finishedAt === null) failures.push('finished_at not set');
   if (count('pending') > 0) failures.push(`${count('pending')} postings left pending`);
   if (expected.finalizedLogLines !== 1)
-    failures.push(`${expected.finalizedLogLines} "run finalized" log lines (expected exactly 1)`);
+    failures.push(`${expected.finalizedLogLines} "run finalized…" log lines (expected exactly 1)`);
 
   const { rows: site } = await handle.pool.query<{ rows: number; ids: number }>(
     `SELECT count(*)::int AS rows, count(DISTINCT external_id)::int AS ids
@@ -138,7 +140,20 @@ export async function verifyBodies(handle: DbHandle): Promise<string[]> {
     : [`${stored} page_bodies rows for ${referenced} distinct posting bodies (expected equal)`];
 }
 
-/** `"run finalized"` lines for one run: workers log its uuid as `runId`. */
-export function isFinalizedLineOf(run: RunRow): (line: Record<string, unknown>) => boolean {
-  return (line) => line.runId === run.id || line.runId === run.runId;
+/**
+ * Log lines that say this run was finalized, across processes: a worker's "run finalized" and
+ * the reconciler's "run finalized by the reconciler" alike, since either closes the run and
+ * exactly one of them may. Both log the run's uuid as `runId`; its public id is matched too.
+ */
+export function finalizedLogLines(processes: readonly ServiceProcess[], run: RunRow): number {
+  let count = 0;
+  for (const service of processes)
+    for (const line of service.logs)
+      if (
+        typeof line.msg === 'string' &&
+        (line.msg === 'run finalized' || line.msg.startsWith('run finalized ')) &&
+        (line.runId === run.id || line.runId === run.runId)
+      )
+        count += 1;
+  return count;
 }
