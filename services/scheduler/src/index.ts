@@ -2,3 +2,4 @@ export { createSchedulerLoop, type SchedulerLoop, type SchedulerLoopOptions } fr
 export { createSchedulePass, type SchedulePass, type SchedulePassOptions } from './pass.js';
 export { createReconciler, type Reconciler, type ReconcilerOptions } from './reconciler.js';
 export { createSiteLocks, type SiteLocks } from './locks.js';
+export { startForcedPasses } from './forced-passes.js';

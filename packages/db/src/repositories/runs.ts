@@ -331,3 +331,49 @@ export async function settleIfCancelled(
     await db.$client.query(SETTLE_CANCELLED_POSTINGS, [id, CANCELLED_POSTING_ERROR]);
   return status;
 }
+
+/** A run with its counters as of now. */
+export type RunWithProgress = RunRow & { pendingCount: number };
+
+/**
+ * Runs with live counters: a run's stored counters are written when it ends, so for a queued
+ * or running run they are read from its postings now (`postings_run_status_idx`: an index-only
+ * count), and `requested_pages` is what its listing has written so far. Every run also gets how
+ * many of its postings are still pending.
+ */
+export async function withProgress(db: Database, runs: RunRow[]): Promise<RunWithProgress[]> {
+  if (runs.length === 0) return [];
+  const { rows } = await db.$client.query<{
+    run_id: string;
+    total: number;
+    ready: number;
+    skipped: number;
+    errors: number;
+    pending: number;
+  }>({
+    name: 'gleaner-run-progress',
+    text: `
+      SELECT run_id, count(*)::int AS total,
+             count(*) FILTER (WHERE status = 'ready')::int AS ready,
+             count(*) FILTER (WHERE status = 'skipped')::int AS skipped,
+             count(*) FILTER (WHERE status = 'error')::int AS errors,
+             count(*) FILTER (WHERE status = 'pending')::int AS pending
+      FROM postings WHERE run_id = ANY($1::uuid[]) GROUP BY run_id`,
+    values: [runs.map((run) => run.id)],
+  });
+  const counts = new Map(rows.map((row) => [row.run_id, row]));
+  return runs.map((run) => {
+    const now = counts.get(run.id);
+    const pendingCount = now?.pending ?? 0;
+    if (run.status !== 'queued' && run.status !== 'running') return { ...run, pendingCount };
+    return {
+      ...run,
+      pendingCount,
+      requestedPages: Math.max(run.requestedPages, now?.total ?? 0),
+      readyCount: now?.ready ?? 0,
+      skippedCount: now?.skipped ?? 0,
+      errorsCount: now?.errors ?? 0,
+      completedPages: (now?.ready ?? 0) + (now?.skipped ?? 0),
+    };
+  });
+}

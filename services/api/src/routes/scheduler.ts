@@ -36,7 +36,8 @@ const runBody = z
       .describe("A site's name or id: start its run now, due or not"),
   })
   .strict()
-  .optional();
+  // No body at all (the usual "run a pass now") arrives as null.
+  .nullish();
 
 const presentPass = (pass: PassReport) => ({
   replica: pass.replica,

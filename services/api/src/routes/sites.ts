@@ -7,6 +7,7 @@ import {
   listSites,
   listSiteRuns,
   updateSite,
+  withProgress,
   type NewSiteRow,
   type SiteRow,
 } from '@gleaner/db';
@@ -210,7 +211,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
       const page = await listSiteRuns(db, site.id, request.query);
       return {
         status: 'success',
-        data: page.runs.map((run) => presentRun(run, site)),
+        data: (await withProgress(db, page.runs)).map((run) => presentRun(run, site)),
         next_cursor: page.nextCursor,
       };
     },

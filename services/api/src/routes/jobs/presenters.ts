@@ -1,7 +1,11 @@
 import { snakeCasePostingFields, type PostingRow, type RunRow, type SiteRow } from '@gleaner/db';
 
 /** The API's snake_case views of rows (seed 003's field names). */
-export function presentRun(run: RunRow, site: Pick<SiteRow, 'siteName'> | undefined) {
+/** A run's view; `pendingCount` (from `withProgress`) adds `pending_count`. */
+export function presentRun(
+  run: RunRow & { pendingCount?: number },
+  site: Pick<SiteRow, 'siteName'> | undefined,
+) {
   return {
     run_id: run.runId,
     task_id: run.taskId,
@@ -16,9 +20,11 @@ export function presentRun(run: RunRow, site: Pick<SiteRow, 'siteName'> | undefi
     ready_count: run.readyCount,
     skipped_count: run.skippedCount,
     expired_count: run.expiredCount,
+    ...(run.pendingCount === undefined ? {} : { pending_count: run.pendingCount }),
     results_wanted: run.resultsWanted,
     listing_complete: run.listingComplete,
     message: run.message,
+    scheduled_for: run.scheduledFor?.toISOString() ?? null,
     created_at: run.createdAt.toISOString(),
   };
 }

@@ -7,6 +7,7 @@ import {
   getSiteById,
   getSiteByName,
   listRunPostings,
+  withProgress,
 } from '@gleaner/db';
 import { cancelScrapeRun, startScrapeRun } from '@gleaner/queue';
 import type { FastifyBaseLogger } from 'fastify';
@@ -220,15 +221,16 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
     async (request) => {
       const run = await getRunByPublicId(db, request.params.runId);
       if (!run) throw unknownRun(request.params.runId);
-      const [site, postings] = await Promise.all([
+      const [site, [progress], postings] = await Promise.all([
         getSiteById(db, run.siteScheduleId),
+        withProgress(db, [run]),
         request.query.limit > 0
           ? listRunPostings(db, run.id, request.query.limit)
           : Promise.resolve([]),
       ]);
       return {
         status: 'success',
-        data: { ...presentRun(run, site), postings: postings.map(presentPosting) },
+        data: { ...presentRun(progress!, site), postings: postings.map(presentPosting) },
       };
     },
   );
