@@ -52,6 +52,16 @@ const benches: Record<string, BenchEntry> = {
     ],
     load: () => import('./isolation.js'),
   },
+  scheduler: {
+    summary: 'one scheduling pass over 100,000 sites with 1,000 due (goal: under 200 ms)',
+    needs: [
+      'packages/testing/dist/index.js',
+      'packages/db/dist/index.js',
+      'packages/queue/dist/index.js',
+      'services/scheduler/dist/index.js',
+    ],
+    load: () => import('./scheduler.js'),
+  },
 };
 
 function usage(): string {
