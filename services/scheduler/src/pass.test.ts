@@ -147,6 +147,16 @@ describe('a scheduling pass', () => {
     expect((await replica('a')('interval')).startedCount).toBe(0);
   });
 
+  it('starts a site whose next run time Postgres wrote, at microsecond precision', async () => {
+    const row = await site();
+    await handle.db.$client.query(
+      `UPDATE site_schedules SET next_run_at = now() - interval '1.234567 seconds' WHERE id = $1`,
+      [row.id],
+    );
+    expect((await replica('a')('interval')).startedCount).toBe(1);
+    expect(await runsOf(row.id)).toHaveLength(1);
+  });
+
   it('skips the slot of a site whose run is still active', async () => {
     const busy = await site();
     await createRun(handle.db, { siteId: busy.id, trigger: 'manual' });
