@@ -60,7 +60,8 @@ export interface ServiceTiming {
 
 export const TIMING_USAGE = `  CHAOS_POLL_INTERVAL_MS (2000), CHAOS_RECONCILE_GRACE_MS (10000), CHAOS_RUN_DEADLINE_MS (900000),
   CHAOS_LOCK_DURATION_MS (10000), CHAOS_STALLED_INTERVAL_MS (5000), CHAOS_MAX_STALLED_COUNT (2),
-  CHAOS_KEEP_DIR=1 (keep the temp dir with the logs even when the check passes)
+  CHAOS_KEEP_DIR=1 (keep the temp dir with the logs even when the check passes),
+  CHAOS_LOG_LEVEL (info: the services' LOG_LEVEL; debug shows each scheduler pass)
 `;
 
 /**
@@ -169,7 +170,7 @@ export async function createChaosStack(
       REDIS_URL: redis.url,
       QUEUE_PREFIX: prefix,
       HTTP_ALLOW_PRIVATE_NETWORKS: 'true',
-      LOG_LEVEL: 'info',
+      LOG_LEVEL: process.env.CHAOS_LOG_LEVEL || 'info',
       LOG_PRETTY: 'false',
       WORKER_HEALTH_PORT: '0',
       SCHEDULER_HEALTH_PORT: '0',
@@ -194,8 +195,8 @@ export class Replicas {
   readonly all: ServiceProcess[] = [];
   private readonly live: (ServiceProcess | undefined)[];
   private readonly generations: number[];
-  /** Processes this class killed on purpose: any other exit is unexpected. */
-  private readonly killed = new Set<ServiceProcess>();
+  /** Processes this class killed or stopped on purpose: any other exit is unexpected. */
+  private readonly endedOnPurpose = new Set<ServiceProcess>();
   kills = 0;
 
   constructor(
@@ -237,7 +238,7 @@ export class Replicas {
       victim.child.exitCode === null &&
       victim.child.signalCode === null
     ) {
-      this.killed.add(victim);
+      this.endedOnPurpose.add(victim);
       const exited = new Promise((resolve) => victim.child.once('exit', resolve));
       victim.child.kill('SIGKILL');
       await exited;
@@ -250,7 +251,7 @@ export class Replicas {
   /** Processes that exited although nobody killed them: "<name> exited with <code>: <stderr>". */
   unexpectedExits(): string[] {
     return this.all
-      .filter((service) => !this.killed.has(service))
+      .filter((service) => !this.endedOnPurpose.has(service))
       .filter((service) => service.child.exitCode !== null || service.child.signalCode !== null)
       .map(
         (service) =>
@@ -260,6 +261,7 @@ export class Replicas {
 
   /** SIGTERM to the live replicas; resolves once they have exited. */
   async stop(): Promise<void> {
+    for (const service of this.live) if (service !== undefined) this.endedOnPurpose.add(service);
     await Promise.all(
       this.live.flatMap((service) => (service === undefined ? [] : [service.stop()])),
     );
