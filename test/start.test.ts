@@ -90,7 +90,13 @@ describe('npm start', () => {
     const steps = stepsBy(output);
     expect(steps.api).toEqual(['http server', 'queues', 'redis', 'postgres']);
     expect(steps.worker).toEqual(['workers', 'fetcher', 'queues', 'redis', 'postgres']);
-    expect(steps.scheduler).toEqual(['scheduler loop', 'queues', 'redis', 'postgres']);
+    expect(steps.scheduler).toEqual([
+      'forced passes',
+      'scheduler loop',
+      'queues',
+      'redis',
+      'postgres',
+    ]);
     // Nothing is left running (the services have process groups of their own).
     const pids = new Set(
       Object.values(logsBy(output))

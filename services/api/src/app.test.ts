@@ -273,6 +273,7 @@ describe('the rest of the API', () => {
       'crawl',
       'dead-letter',
       'extract',
+      'scheduler',
       'scrape',
     ]);
   });
@@ -298,7 +299,7 @@ describe('the rest of the API', () => {
         .json()
         .queues.map((q: { name: string }) => q.name)
         .sort(),
-    ).toEqual(['crawl', 'dead-letter', 'extract', 'scrape']);
+    ).toEqual(['crawl', 'dead-letter', 'extract', 'scheduler', 'scrape']);
   });
 
   it('answers unknown routes with a problem', async () => {

@@ -139,7 +139,7 @@ export const schedulerRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
         tags: ['scheduler'],
         summary: 'Run a scheduling pass now: every due site, or one site (due or not)',
         description:
-          'A scheduler replica runs the pass (after one of its own under way) and the answer is its report (200). When no report comes within 10 s the answer is 202 with the request id; 503 when no scheduler replica is running.',
+          'A scheduler replica runs the pass (after one of its own under way) and the answer is its report (200). When no report comes within 10 s, or no scheduler replica is running, the answer is 202: the pass stays queued for the first replica that takes it.',
         body: runBody,
       },
     },
@@ -151,20 +151,15 @@ export const schedulerRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
         });
       }
       const replicas = await readSchedulerReplicas(redis, prefix);
-      if (!replicas.some((replica) => replica.alive)) {
-        throw new ProblemError(
-          503,
-          'No Scheduler Running',
-          'no scheduler replica has reported recently; start the scheduler service and try again',
-        );
-      }
+      const schedulerRunning = replicas.some((replica) => replica.alive);
       const requestId = randomUUID();
       const jobId = await enqueue(queues, 'scheduler', {
         requestId,
         site,
         correlationId: request.id,
       });
-      const deadline = Date.now() + PASS_WAIT_MS;
+      // With no replica running the pass waits in the queue for the first one that starts.
+      const deadline = Date.now() + (schedulerRunning ? PASS_WAIT_MS : 0);
       while (Date.now() < deadline) {
         await sleep(100);
         const job = await Job.fromId(queues.scheduler, jobId);
@@ -173,9 +168,14 @@ export const schedulerRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
           return presentPass(job.returnvalue as PassReport);
         }
       }
-      return reply
-        .code(202)
-        .send({ request_id: requestId, status: 'queued', status_url: '/scheduler/status' });
+      return reply.code(202).send({
+        request_id: requestId,
+        status: 'queued',
+        status_url: '/scheduler/status',
+        message: schedulerRunning
+          ? 'the pass has not reported yet; its report will show in the status'
+          : 'no scheduler replica has reported recently: the pass runs when one starts',
+      });
     },
   );
 };
