@@ -130,12 +130,17 @@ export async function runWithTeardown(
   body: (teardown: Teardown) => Promise<number>,
 ): Promise<number> {
   const teardown = new Teardown(progress);
+  let cleaning = false;
+  // A Ctrl-C often arrives twice (from the terminal, and relayed by pnpm or tsx): a second signal
+  // must not kill the process halfway through its cleanup.
   const onSignal = (signal: NodeJS.Signals): void => {
+    if (cleaning) return;
+    cleaning = true;
     progress(`${signal}: cleaning up`);
     void teardown.run().finally(() => process.exit(130));
   };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
     return await body(teardown);
   } finally {

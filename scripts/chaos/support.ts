@@ -137,7 +137,7 @@ export async function createChaosStack(
   });
   progress(`temp dir ${dir}`);
 
-  const redis = await startRedisServer({ dir: redisDir });
+  const redis = await startRedisServer({ dir: redisDir, detached: true });
   teardown.add('stop redis-server', () => redis.stop());
   progress(`redis-server on port ${redis.port} (AOF on, data in ${redisDir})`);
 
@@ -198,6 +198,8 @@ export class Replicas {
   /** Processes this class killed or stopped on purpose: any other exit is unexpected. */
   private readonly endedOnPurpose = new Set<ServiceProcess>();
   kills = 0;
+  /** Set by `stop()`: from then on nothing is killed or started. */
+  private stopped = false;
 
   constructor(
     readonly kind: ServiceName,
@@ -215,6 +217,7 @@ export class Replicas {
     const service = startService(this.kind, { ...this.stack.serviceEnv, ...this.extraEnv }, label, {
       cwd: this.stack.dir,
       logFile: path.join(this.stack.logDir, `${label}.log`),
+      detached: true,
     });
     this.all.push(service);
     this.live[slot] = service;
@@ -230,7 +233,8 @@ export class Replicas {
   }
 
   /** SIGKILLs one replica at random, waits for its exit and starts its successor at once. */
-  async killRandom(): Promise<string> {
+  async killRandom(): Promise<string | undefined> {
+    if (this.stopped) return undefined;
     const slot = Math.floor(Math.random() * this.count);
     const victim = this.live[slot];
     if (
@@ -244,6 +248,7 @@ export class Replicas {
       await exited;
       this.kills += 1;
     }
+    if (this.stopped) return victim?.name;
     this.launch(slot);
     return victim?.name ?? `${this.kind}-${slot + 1}`;
   }
@@ -261,6 +266,7 @@ export class Replicas {
 
   /** SIGTERM to the live replicas; resolves once they have exited. */
   async stop(): Promise<void> {
+    this.stopped = true;
     for (const service of this.live) if (service !== undefined) this.endedOnPurpose.add(service);
     await Promise.all(
       this.live.flatMap((service) => (service === undefined ? [] : [service.stop()])),
@@ -299,7 +305,8 @@ export function startKiller(replicas: Replicas, everyMs: number, progress: Progr
         return; // stopped
       }
       try {
-        victims.push(await replicas.killRandom());
+        const victim = await replicas.killRandom();
+        if (victim !== undefined) victims.push(victim);
       } catch (error) {
         progress(`kill failed: ${error instanceof Error ? error.message : String(error)}`);
       }

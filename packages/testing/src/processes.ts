@@ -45,6 +45,11 @@ export interface StartServiceOptions {
   cwd?: string;
   /** Also appends the process's raw stdout to this file, and its stderr to `<logFile>.stderr`. */
   logFile?: string;
+  /**
+   * Its own process group: a Ctrl-C in the terminal then reaches only the parent, which stops
+   * its children in its own order (services before the Redis they need to shut down cleanly).
+   */
+  detached?: boolean;
 }
 
 /** Starts a built service (`services/<name>/dist/main.js`) as its own OS process. */
@@ -60,6 +65,7 @@ export function startService(
     cwd: options.cwd ?? repoRoot,
     env: { PATH: process.env.PATH ?? '', LOG_PRETTY: 'false', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached ?? false,
   });
   if (options.logFile !== undefined) {
     child.stdout.pipe(createWriteStream(options.logFile, { flags: 'a' }));

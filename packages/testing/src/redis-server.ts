@@ -14,6 +14,8 @@ export interface RedisServerOptions {
   binary?: string;
   /** How long a start may take before it fails. Default 15 s. */
   startTimeoutMs?: number;
+  /** Its own process group, out of reach of a Ctrl-C meant for the parent (see startService). */
+  detached?: boolean;
 }
 
 export interface RedisServer {
@@ -65,7 +67,11 @@ export async function startRedisServer(options: RedisServerOptions): Promise<Red
       '--daemonize',
       'no',
     ];
-    const started = spawn(binary, args, { cwd: options.dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const started = spawn(binary, args, {
+      cwd: options.dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: options.detached ?? false,
+    });
     const log = createWriteStream(path.join(options.dir, 'redis-server.log'), { flags: 'a' });
     started.stdout.pipe(log, { end: false });
     started.stderr.pipe(log, { end: false });
