@@ -98,6 +98,9 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
     );
     await stack.producer.flushall();
     progress(`FLUSHALL at ${flushedAtSettled}/${settings.postings} postings settled`);
+    const atFlush = await getRun(stack.handle.db, started.id);
+    if (atFlush?.finishedAt != null)
+      failures.push('the run had ended before the flush: nothing was tested');
   } catch (error) {
     failures.push(`before the flush: ${error instanceof Error ? error.message : String(error)}`);
   }

@@ -127,6 +127,9 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
       : undefined;
     const failures = [
       ...(ended.timedOut ? [`run not ended within ${settings.runTimeoutMs} ms`] : []),
+      ...(victims.length === 0
+        ? ['no worker was killed while it ran: nothing was tested (more postings, or kill sooner)']
+        : []),
       ...(verdict?.failures ?? []),
     ].map((failure) => `${label} (${run.runId}): ${failure}`);
     rounds.push({

@@ -192,6 +192,8 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
       failures.push(`before the outage: ${error instanceof Error ? error.message : String(error)}`);
     }
     await stack.redis.stop();
+    if ((await getRun(stack.handle.db, started.id))?.finishedAt != null)
+      failures.push('the run had ended before Redis stopped: nothing was tested');
     progress(`${label}: redis-server stopped at ${stoppedAtSettled}/${settings.postings} settled`);
     await sleep(outageMs);
     await stack.redis.start();
