@@ -20,6 +20,7 @@ import { createFixtureCareerSite, waitFor, type FixtureCareerSite } from '@glean
 import { UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
+import { seedRunWithPostings } from './support/seed.js';
 
 /**
  * Redis holds the work, Postgres the truth: when Redis loses a job, the reconciler finds the row
@@ -154,5 +155,32 @@ describe('the reconciler', () => {
     const { run: ended, repairs } = await reconcileToEnd(run.id);
     expect(repairs.postingsSettled).toBe(1);
     expect(ended).toMatchObject({ status: 'partial', readyCount: 39, errorsCount: 1 });
+  });
+
+  it('fails a run past its deadline, with its pending postings, in one terminal transition', async () => {
+    const { run } = await seedRunWithPostings(system.handle.db, 3, 'overdue');
+    const strict = createReconciler({
+      db: system.handle.db,
+      queues: system.queues,
+      logger: createLogger({
+        service: 'scheduler',
+        level: 'silent',
+        destination: new PassThrough(),
+      }),
+      runDeadlineMs: 1,
+      graceMs: 300,
+    });
+    const repairs = await strict.reconcile({ redis: true });
+    expect(repairs.runsPastDeadline).toBeGreaterThanOrEqual(1);
+    const ended = await getRun(system.handle.db, run.id);
+    expect(ended).toMatchObject({ status: 'failed', errorsCount: 3, readyCount: 0 });
+    expect(ended!.message).toMatch(/deadline .*RUN_DEADLINE_MS/);
+    expect(await countRunPostingsByStatus(system.handle.db, run.id)).toMatchObject({
+      pending: 0,
+      error: 3,
+    });
+    // Ended once: a second look changes nothing.
+    await strict.reconcile({ redis: true });
+    expect((await getRun(system.handle.db, run.id))!.finishedAt).toEqual(ended!.finishedAt);
   });
 });

@@ -1,10 +1,8 @@
 import type { Database } from '../client.js';
-import { withoutNul } from '../pg-text.js';
 
 /**
- * What the reconciler reads to compare Postgres (the truth) with Redis (the work), and the one
- * repair it makes in Postgres alone: failing a run past its deadline. Re-enqueueing and settling
- * postings go through the same paths the workers use.
+ * What the reconciler reads to compare Postgres (the truth) with Redis (the work). Its repairs go
+ * through the paths the workers and the API use (settles, `finalizeRun`, `failRunPastDeadline`).
  */
 
 /** A queued or running run, as the reconciler sees it. */
@@ -95,58 +93,4 @@ export async function listQuietPendingPostings(
     siteId: row.site_id,
     bodyRecorded: row.body_recorded,
   }));
-}
-
-/**
- * Fails an active run that outlived its deadline, with `message`, and settles its postings still
- * pending as `error` (they will not be worked on: their run is over), in one transaction. The
- * run's row is locked first, so a worker finalizing it at the same moment waits and then finds
- * it no longer running: the run gets exactly one terminal transition. Its counters are those of
- * its postings. Returns how many pending postings it settled, or undefined when the run was no
- * longer active.
- */
-export async function failRunPastDeadline(
-  db: Database,
-  id: string,
-  message: string,
-): Promise<{ pendingSettled: number } | undefined> {
-  const text = withoutNul(message).slice(0, 2000);
-  const client = await db.$client.connect();
-  try {
-    await client.query('BEGIN');
-    const locked = await client.query(
-      `SELECT 1 FROM scrape_runs WHERE id = $1 AND status IN ('queued', 'running') FOR UPDATE`,
-      [id],
-    );
-    if (locked.rowCount === 0) {
-      await client.query('ROLLBACK');
-      return undefined;
-    }
-    const settled = await client.query(
-      `UPDATE postings SET status = 'error', error = $2, updated_at = now()
-       WHERE run_id = $1 AND status = 'pending'`,
-      [id, text],
-    );
-    await client.query(
-      `UPDATE scrape_runs r
-       SET (status, message, ready_count, skipped_count, errors_count, completed_pages,
-            finished_at, updated_at) = (
-         SELECT 'failed', $2, t.ready, t.skipped, t.errors, t.ready + t.skipped, now(), now()
-         FROM (
-           SELECT count(*) FILTER (WHERE p.status = 'ready') AS ready,
-                  count(*) FILTER (WHERE p.status = 'skipped') AS skipped,
-                  count(*) FILTER (WHERE p.status = 'error') AS errors
-           FROM postings p WHERE p.run_id = r.id
-         ) t)
-       WHERE r.id = $1`,
-      [id, text],
-    );
-    await client.query('COMMIT');
-    return { pendingSettled: settled.rowCount ?? 0 };
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import type pg from 'pg';
 import type { Database } from '../client.js';
 import { ActiveRunExistsError, isUniqueViolation } from '../errors.js';
 import { withoutNul } from '../pg-text.js';
@@ -229,59 +230,70 @@ export interface CancelledRun {
   unfinished: number;
 }
 
-async function cancelOnce(
+/**
+ * The run's counters from its postings, as `finalizeRun` counts them, less postings its ending
+ * settled that the counters should not show ($3 turned `ready`, $4 turned `error`).
+ */
+const END_RUN = `
+  UPDATE scrape_runs r
+  SET (status, message, ready_count, skipped_count, errors_count, completed_pages,
+       finished_at, updated_at) = (
+    SELECT $5, $2, t.ready, t.skipped, t.errors, t.ready + t.skipped, now(), now()
+    FROM (
+      SELECT count(*) FILTER (WHERE p.status = 'ready') - $3 AS ready,
+             count(*) FILTER (WHERE p.status = 'skipped') AS skipped,
+             count(*) FILTER (WHERE p.status = 'error') - $4 AS errors
+      FROM postings p WHERE p.run_id = r.id
+    ) t)
+  WHERE r.id = $1
+  RETURNING r.id`;
+
+/**
+ * Ends an active run other than by finalizing it (a cancel, a deadline): in one transaction,
+ * locks the run (a worker finalizing it at the same moment waits, then finds it no longer
+ * running; a second ending finds it no longer active), lets `settle` move its pending postings
+ * on, and writes the terminal status with `settle`'s message and counters. A settle batch locks
+ * its postings in its own order; when it and this transaction lock two of the same postings in
+ * opposite orders, Postgres aborts one of them: the ending is tried again (3 times). Undefined
+ * when the run was not active.
+ */
+async function endActiveRun<T>(
   db: Database,
   id: string,
-  reason: string,
-): Promise<CancelledRun | undefined> {
-  const client = await db.$client.connect();
-  try {
-    await client.query('BEGIN');
-    // Locked first: a worker finalizing the run at the same moment waits, then finds it no
-    // longer running, and a second cancel finds it no longer active.
-    const locked = await client.query(
-      `SELECT 1 FROM scrape_runs WHERE id = $1 AND status IN ('queued', 'running') FOR UPDATE`,
-      [id],
-    );
-    if (locked.rowCount === 0) {
-      await client.query('ROLLBACK');
-      return undefined;
+  status: 'cancelled' | 'failed',
+  settle: (client: pg.PoolClient) => Promise<T & { message: string; uncounted?: [number, number] }>,
+): Promise<{ run: RunRow; settled: T } | undefined> {
+  for (let attempt = 1; ; attempt += 1) {
+    const client = await db.$client.connect();
+    try {
+      await client.query('BEGIN');
+      const locked = await client.query(
+        `SELECT 1 FROM scrape_runs WHERE id = $1 AND status IN ('queued', 'running') FOR UPDATE`,
+        [id],
+      );
+      if (locked.rowCount === 0) {
+        await client.query('ROLLBACK');
+        return undefined;
+      }
+      const settled = await settle(client);
+      const [ready, errors] = settled.uncounted ?? [0, 0];
+      await client.query(END_RUN, [
+        id,
+        withoutNul(settled.message).slice(0, 2000),
+        ready,
+        errors,
+        status,
+      ]);
+      await client.query('COMMIT');
+      const run = await getRun(db, id);
+      return run && { run, settled };
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      const code = (error as { code?: unknown }).code;
+      if (code !== DEADLOCK_DETECTED || attempt >= 3) throw error;
+    } finally {
+      client.release();
     }
-    const { rows: settled } = await client.query<{ status: 'ready' | 'error' }>(
-      SETTLE_CANCELLED_POSTINGS,
-      [id, CANCELLED_POSTING_ERROR],
-    );
-    const restored = settled.filter((row) => row.status === 'ready').length;
-    const unfinished = settled.length - restored;
-    const message = withoutNul(
-      settled.length === 0
-        ? reason
-        : `${reason}; ${settled.length} postings were still pending (${restored} kept their last extraction, ${unfinished} were never extracted)`,
-    ).slice(0, 2000);
-    // The counters are what the run itself settled before the cancel, as `finalizeRun` counts.
-    const { rows } = await client.query<{ id: string }>(
-      `UPDATE scrape_runs r
-       SET (status, message, ready_count, skipped_count, errors_count, completed_pages,
-            finished_at, updated_at) = (
-         SELECT 'cancelled', $2, t.ready, t.skipped, t.errors, t.ready + t.skipped, now(), now()
-         FROM (
-           SELECT count(*) FILTER (WHERE p.status = 'ready') - $3 AS ready,
-                  count(*) FILTER (WHERE p.status = 'skipped') AS skipped,
-                  count(*) FILTER (WHERE p.status = 'error') - $4 AS errors
-           FROM postings p WHERE p.run_id = r.id
-         ) t)
-       WHERE r.id = $1
-       RETURNING r.id`,
-      [id, message, restored, unfinished],
-    );
-    await client.query('COMMIT');
-    const run = rows[0] ? await getRun(db, id) : undefined;
-    return run ? { run, restored, unfinished } : undefined;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
   }
 }
 
@@ -301,14 +313,53 @@ export async function cancelRun(
   id: string,
   reason = 'cancelled',
 ): Promise<CancelledRun | undefined> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await cancelOnce(db, id, reason);
-    } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (code !== DEADLOCK_DETECTED || attempt >= 3) throw error;
+  const ended = await endActiveRun(db, id, 'cancelled', async (client) => {
+    const { rows: settled } = await client.query<{ status: 'ready' | 'error' }>(
+      SETTLE_CANCELLED_POSTINGS,
+      [id, CANCELLED_POSTING_ERROR],
+    );
+    const restored = settled.filter((row) => row.status === 'ready').length;
+    const unfinished = settled.length - restored;
+    return {
+      restored,
+      unfinished,
+      message:
+        settled.length === 0
+          ? reason
+          : `${reason}; ${settled.length} postings were still pending (${restored} kept their last extraction, ${unfinished} were never extracted)`,
+      // The counters are what the run itself settled before the cancel.
+      uncounted: [restored, unfinished] as [number, number],
+    };
+  });
+  return (
+    ended && {
+      run: ended.run,
+      restored: ended.settled.restored,
+      unfinished: ended.settled.unfinished,
     }
-  }
+  );
+}
+
+/**
+ * Fails an active run that outlived its deadline, with `message`, and settles its postings still
+ * pending as `error` (nothing will work on them: their run is over), through the same ending as
+ * a cancel. Returns how many pending postings it settled, or undefined when the run was no
+ * longer active.
+ */
+export async function failRunPastDeadline(
+  db: Database,
+  id: string,
+  message: string,
+): Promise<{ pendingSettled: number } | undefined> {
+  const ended = await endActiveRun(db, id, 'failed', async (client) => {
+    const settled = await client.query(
+      `UPDATE postings SET status = 'error', error = $2, updated_at = now()
+       WHERE run_id = $1 AND status = 'pending'`,
+      [id, withoutNul(message).slice(0, 2000)],
+    );
+    return { pendingSettled: settled.rowCount ?? 0, message };
+  });
+  return ended && { pendingSettled: ended.settled.pendingSettled };
 }
 
 /**
