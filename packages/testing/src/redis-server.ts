@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -10,7 +10,7 @@ export interface RedisServerOptions {
   dir: string;
   /** A free port by default; restarts keep the same one. */
   port?: number;
-  /** `/usr/bin/redis-server` by default (REDIS_SERVER_BIN overrides). */
+  /** REDIS_SERVER_BIN, else `/usr/bin/redis-server` (Debian's package), else `redis-server` on PATH. */
   binary?: string;
   /** How long a start may take before it fails. Default 15 s. */
   startTimeoutMs?: number;
@@ -43,7 +43,10 @@ const DEFAULT_BINARY = '/usr/bin/redis-server';
  */
 export async function startRedisServer(options: RedisServerOptions): Promise<RedisServer> {
   const port = options.port ?? (await freePort());
-  const binary = options.binary ?? process.env.REDIS_SERVER_BIN ?? DEFAULT_BINARY;
+  const binary =
+    options.binary ??
+    process.env.REDIS_SERVER_BIN ??
+    (existsSync(DEFAULT_BINARY) ? DEFAULT_BINARY : 'redis-server');
   const startTimeoutMs = options.startTimeoutMs ?? 15_000;
   const url = `redis://127.0.0.1:${port}/0`;
   let child: ChildProcess | undefined;
