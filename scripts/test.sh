@@ -12,5 +12,10 @@ fi
 echo "test: build, typecheck, lint"
 pnpm exec turbo run build typecheck lint --output-logs=errors-only
 
+echo "test: typecheck and lint the benchmarks and chaos checks"
+pnpm exec tsc --noEmit -p scripts/bench/tsconfig.json
+pnpm exec tsc --noEmit -p scripts/chaos/tsconfig.json
+pnpm exec eslint scripts/bench scripts/chaos
+
 echo "test: vitest"
 pnpm exec vitest run "$@"

@@ -5,11 +5,18 @@ import { assertValidJobId } from './define-job.js';
 
 export type Queues = { readonly [Q in QueueName]: Queue };
 
-/** One Queue per catalogue entry, sharing one producer connection. */
+/**
+ * One Queue per catalogue entry, sharing one producer connection. A queue re-emits its
+ * connection's errors; without a listener BullMQ prints each to stderr (a stack trace per
+ * reconnect attempt while Redis is away). The connection's owner reports them once, from the
+ * connection's own `error` event (`startService` logs them), so the queues' copies are dropped.
+ */
 export function createQueues(connection: Redis, prefix: string): Queues {
-  const entries = queueNames.map(
-    (name) => [name, new Queue(name, { connection, prefix })] as const,
-  );
+  const entries = queueNames.map((name) => {
+    const queue = new Queue(name, { connection, prefix });
+    queue.on('error', () => undefined);
+    return [name, queue] as const;
+  });
   return Object.fromEntries(entries) as unknown as Queues;
 }
 

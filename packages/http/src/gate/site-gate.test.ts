@@ -259,6 +259,36 @@ describe('concurrency leases', () => {
     expect((await gates[1]!.acquire(siteId, policy)).granted).toBe(true);
   });
 
+  it('releases a lease whose release met a Redis outage once Redis is back', async () => {
+    const siteId = newSite();
+    const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 1 };
+    // A connection that refuses every script while `down`, as one does while Redis is away.
+    let down = false;
+    const flaky = new Proxy(clients[0]!, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        if ((property === 'evalsha' || property === 'eval') && typeof value === 'function')
+          return (...args: unknown[]) =>
+            down
+              ? Promise.reject(new Error("Stream isn't writeable"))
+              : (value as (...a: unknown[]) => unknown).apply(target, args);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    // Leases outlive the test: only the retried release can free the slot.
+    const gate = createSiteGate({ redis: flaky, prefix: namespace.prefix, leaseTtlMs: 60_000 });
+    const decision = await gate.acquire(siteId, policy);
+    if (!decision.granted) throw new Error('expected a lease');
+    down = true;
+    await expect(decision.lease.release({ status: 200 })).rejects.toThrow(/writeable/);
+    down = false;
+    expect((await gates[1]!.inspect(siteId)).leases).toBe(1);
+    await expect
+      .poll(async () => (await gates[1]!.inspect(siteId)).leases, { timeout: 5_000 })
+      .toBe(0);
+    expect((await gates[1]!.acquire(siteId, policy)).granted).toBe(true);
+  });
+
   it('lets every key expire once the site is idle', async () => {
     const siteId = newSite();
     const gate = createSiteGate({

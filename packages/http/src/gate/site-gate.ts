@@ -358,6 +358,9 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
     }
   }
 
+  /** How often a lease whose release could not reach Redis is released again. */
+  const LEASE_SETTLE_RETRY_MS = 1_000;
+
   /** Per site, the callers of `nextRelease` waiting in this process, woken one per freed lease. */
   const releaseWaiters = new Map<string, Set<() => void>>();
   function wakeOne(siteId: string): void {
@@ -379,6 +382,27 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
     },
   ): GateLease {
     let settled: Promise<void> | undefined;
+    /**
+     * Runs a lease's settling script. When Redis cannot be reached (an outage mid-fetch) the
+     * caller still sees the error, and the script is tried again every second in the
+     * background until it runs or the lease would have expired anyway: otherwise every lease in
+     * flight at the outage would hold its site's concurrency slot for the whole lease TTL.
+     */
+    const settle = (call: () => Promise<unknown>): Promise<void> => {
+      const first = call().then(() => wakeOne(siteId));
+      first.catch(() => {
+        const until = Date.now() + settings.leaseTtlMs;
+        const retry = () => {
+          if (Date.now() > until) return;
+          call().then(
+            () => wakeOne(siteId),
+            () => setTimeout(retry, LEASE_SETTLE_RETRY_MS).unref(),
+          );
+        };
+        setTimeout(retry, LEASE_SETTLE_RETRY_MS).unref();
+      });
+      return first;
+    };
     return {
       id: grant.id,
       siteId,
@@ -387,34 +411,38 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
       startAfter: grant.startAfter,
       startBy: grant.startBy,
       release(outcome = {}) {
-        settled ??= run(releaseScript, keys, [
-          grant.id,
-          outcome.status ?? 0,
-          outcome.retryAfterMs ?? -1,
-          outcome.failed ? 1 : 0,
-          settings.cooldownBaseMs,
-          settings.cooldownMaxMs,
-          settings.maxRetryAfterMs,
-          settings.failureThreshold,
-          settings.openMs,
-          settings.openMaxMs,
-          settings.maxSlowdown,
-          settings.recoverAfter,
-          settings.idleTtlMs,
-          settings.reservationGraceMs,
-          grant.holder,
-          settings.failureMemoryMs,
-        ]).then(() => wakeOne(siteId));
+        settled ??= settle(() =>
+          run(releaseScript, keys, [
+            grant.id,
+            outcome.status ?? 0,
+            outcome.retryAfterMs ?? -1,
+            outcome.failed ? 1 : 0,
+            settings.cooldownBaseMs,
+            settings.cooldownMaxMs,
+            settings.maxRetryAfterMs,
+            settings.failureThreshold,
+            settings.openMs,
+            settings.openMaxMs,
+            settings.maxSlowdown,
+            settings.recoverAfter,
+            settings.idleTtlMs,
+            settings.reservationGraceMs,
+            grant.holder,
+            settings.failureMemoryMs,
+          ]),
+        );
         return settled;
       },
       giveBack() {
-        settled ??= run(giveBackScript, keys, [
-          grant.id,
-          grant.holder,
-          grant.grantedAt,
-          settings.idleTtlMs,
-          settings.reservationGraceMs,
-        ]).then(() => wakeOne(siteId));
+        settled ??= settle(() =>
+          run(giveBackScript, keys, [
+            grant.id,
+            grant.holder,
+            grant.grantedAt,
+            settings.idleTtlMs,
+            settings.reservationGraceMs,
+          ]),
+        );
         return settled;
       },
     };
