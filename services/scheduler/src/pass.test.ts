@@ -236,4 +236,36 @@ describe('a scheduling pass', () => {
     // Redis is back: the next pass starts it.
     expect((await replica('a')('interval')).startedCount).toBe(1);
   });
+
+  it('says Postgres is unavailable, and the next pass with Postgres back starts the site', async () => {
+    const waiting = await site();
+    // Nothing listens on port 1: every query fails at once.
+    const downDb = createDb({ url: 'postgres://postgres@127.0.0.1:1/none', poolMax: 1 });
+    const pass = createSchedulePass({
+      db: downDb.db,
+      queues,
+      logger,
+      replica: 'no-postgres',
+      batchSize: 50,
+      locks: createSiteLocks({
+        redis,
+        prefix: namespace.prefix,
+        holder: 'no-postgres',
+        ttlMs: 5_000,
+      }),
+      reconciler: createReconciler({
+        db: downDb.db,
+        queues,
+        logger,
+        runDeadlineMs: 3_600_000,
+        graceMs: 30_000,
+      }),
+    });
+    const report = await pass('interval');
+    await downDb.close();
+    expect(report).toMatchObject({ postgres: 'unavailable', redis: 'ok', startedCount: 0 });
+    expect(report.errors[0]).toMatch(/^postgres: /);
+    expect((await replica('a')('interval')).startedCount).toBe(1);
+    expect(await runsOf(waiting.id)).toHaveLength(1);
+  });
 });
