@@ -75,6 +75,14 @@ export const workerFragment = {
    * uses a second core; 0 does that work on the event loop.
    */
   WORKER_EXTRACT_THREADS: integerFromEnv(1, { min: 0, max: 32 }),
+  /** Document extraction jobs at once per worker; each waits on a parser thread. */
+  WORKER_CONCURRENCY_DOCUMENTS: integerFromEnv(2, { min: 1, max: 64 }),
+  /**
+   * Threads parsing documents (PDF, DOCX, HTML, text) for a worker that serves `documents`: a
+   * parse that runs past its timeout is stopped by ending its thread, which the event loop could
+   * not do to itself. Jobs beyond the threads wait for one.
+   */
+  WORKER_DOCUMENT_THREADS: integerFromEnv(1, { min: 1, max: 32 }),
   /** Port of the worker's /health endpoint; 0 turns it off (several local replicas). */
   WORKER_HEALTH_PORT: integerFromEnv(0, { min: 0, max: 65_535 }),
   /**
@@ -137,6 +145,39 @@ export const schedulerFragment = {
   RECONCILE_GRACE_MS: integerFromEnv(30_000, { min: 1_000, max: 3_600_000 }),
 };
 
+/**
+ * Documents (seed 001): uploads, their extraction, retries and repairs. Read by the API (upload
+ * size, attempts of the jobs it adds), the worker (all of it) and the scheduler (attempts,
+ * the stale threshold).
+ */
+export const documentFragment = {
+  /** Retries after a document's first attempt (seed 001's `max_retries`): jobs get this + 1 attempts. */
+  DOCUMENT_MAX_RETRIES: integerFromEnv(3, { min: 0, max: 20 }),
+  /**
+   * How long one extraction may take (seed 001's `extraction_timeout`, 300 s): the parse is then
+   * stopped and the attempt fails as `timeout`. It is also the worker's job timeout for the queue.
+   */
+  DOCUMENT_EXTRACTION_TIMEOUT_MS: integerFromEnv(300_000, { min: 1000, max: 3_600_000 }),
+  /** Largest upload accepted (20 MiB); a larger one is answered 413. */
+  DOCUMENT_MAX_BYTES: integerFromEnv(20 * 1024 * 1024, { min: 1024, max: 512 * 1024 * 1024 }),
+  /** Pages a document may have; a longer one is read up to here and marked truncated. */
+  DOCUMENT_MAX_PAGES: integerFromEnv(500, { min: 1, max: 100_000 }),
+  /** Bytes a DOCX (a zip) may inflate to: a zip bomb fails as `corruption` rather than eat memory. */
+  DOCUMENT_MAX_DECOMPRESSED_BYTES: integerFromEnv(200 * 1024 * 1024, {
+    min: 1024,
+    max: 4 * 1024 * 1024 * 1024,
+  }),
+  /** Characters of text kept per document; the rest is cut and the document marked truncated. */
+  DOCUMENT_MAX_TEXT_CHARS: integerFromEnv(2_000_000, { min: 1000, max: 100_000_000 }),
+  /** How often a worker serving `documents` writes its heartbeat row (seed 001: 10 s). */
+  DOCUMENT_HEARTBEAT_INTERVAL_MS: integerFromEnv(10_000, { min: 100, max: 600_000 }),
+  /**
+   * A document `processing` this long with no active job is released to `pending` and queued
+   * again by the scheduler's reconciler (seed 001's `cleanup_stale_jobs`, 30 min).
+   */
+  DOCUMENT_STALE_AFTER_MS: integerFromEnv(30 * 60_000, { min: 1000, max: 7 * 24 * 3_600_000 }),
+};
+
 type ConfigOf<T extends z.ZodRawShape> = z.infer<z.ZodObject<T>>;
 export type LoggingConfig = ConfigOf<typeof loggingFragment>;
 export type DatabaseConfig = ConfigOf<typeof databaseFragment>;
@@ -147,3 +188,4 @@ export type ApiConfig = ConfigOf<typeof apiFragment>;
 export type WorkerConfig = ConfigOf<typeof workerFragment>;
 export type FetchConfig = ConfigOf<typeof fetchFragment>;
 export type SchedulerConfig = ConfigOf<typeof schedulerFragment>;
+export type DocumentConfig = ConfigOf<typeof documentFragment>;

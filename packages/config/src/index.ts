@@ -24,6 +24,7 @@ export { booleanFromEnv, integerFromEnv, listFromEnv, numberFromEnv } from './co
 export {
   apiFragment,
   databaseFragment,
+  documentFragment,
   fetchFragment,
   loggingFragment,
   queueFragment,
@@ -35,6 +36,7 @@ export {
 export type {
   ApiConfig,
   DatabaseConfig,
+  DocumentConfig,
   FetchConfig,
   LoggingConfig,
   QueueConfig,

@@ -17,3 +17,5 @@ export * from './repositories/posting-work.js';
 export * from './repositories/schedules.js';
 export * from './repositories/reconcile.js';
 export * from './posting-fields.js';
+export * from './repositories/documents.js';
+export * from './repositories/document-workers.js';

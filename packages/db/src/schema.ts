@@ -17,6 +17,7 @@ import {
 import type { FieldProvenance, PostingFieldKey, PostingFields } from './posting-fields.js';
 
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' });
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 
 const timestamps = {
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
@@ -221,11 +222,153 @@ export const pageBodies = pgTable('page_bodies', {
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
 });
 
+export const documentKinds = ['resume', 'posting', 'other'] as const;
+export type DocumentKind = (typeof documentKinds)[number];
+/** Seed 001's job states, which are the document's status. */
+export const documentStatuses = [
+  'pending',
+  'processing',
+  'complete',
+  'retry_pending',
+  'failed',
+] as const;
+export type DocumentStatus = (typeof documentStatuses)[number];
+/** Seed 001's error types: the parsers' and, for a job that ran out of time, `timeout`. */
+export const documentErrorTypes = [
+  'timeout',
+  'corruption',
+  'extractor_missing',
+  'unsupported',
+  'unknown',
+] as const;
+export type DocumentErrorType = (typeof documentErrorTypes)[number];
+export const documentFormats = ['pdf', 'docx', 'html', 'text'] as const;
+
+/**
+ * Characters of a document's text that go into its search vector. A tsvector holds at most 1 MB;
+ * 250,000 characters (a 100-page PDF) stay well under it whatever the words, and the text beyond
+ * is still stored and served whole.
+ */
+export const DOCUMENT_SEARCH_CHARS = 250_000;
+
+/**
+ * A person's or a posting's document (seed 001): the uploaded bytes, stored once per tenant and
+ * content hash, its extraction status (seed 001's job states) and the text extracted from it.
+ * `generation` numbers the document's extraction jobs: `retry` starts a new one, so BullMQ,
+ * which ignores an add whose id it still holds, takes the new job.
+ */
+export const documents = pgTable(
+  'documents',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    tenantId: text('tenant_id').notNull(),
+    kind: text('kind', { enum: documentKinds }).notNull(),
+    externalId: text('external_id'),
+    filename: text('filename'),
+    mediaType: text('media_type'),
+    byteSize: integer('byte_size').notNull(),
+    contentSha256: text('content_sha256').notNull(),
+    content: bytea('content').notNull(),
+    /** Seed 001's priority: higher first, then first come first served. */
+    priority: integer('priority').notNull().default(0),
+    status: text('status', { enum: documentStatuses }).notNull().default('pending'),
+    generation: integer('generation').notNull().default(0),
+    /** Extraction attempts of the current generation. */
+    attempts: integer('attempts').notNull().default(0),
+    errorType: text('error_type', { enum: documentErrorTypes }),
+    errorMessage: text('error_message'),
+    /** The worker that last claimed it (`document_worker_heartbeats.worker_id`). */
+    workerId: text('worker_id'),
+    correlationId: text('correlation_id'),
+    queuedAt: timestamp('queued_at', { withTimezone: true }).notNull().defaultNow(),
+    startedAt: timestamp('started_at', { withTimezone: true }),
+    completedAt: timestamp('completed_at', { withTimezone: true }),
+    nextRetryAt: timestamp('next_retry_at', { withTimezone: true }),
+    extractionMs: integer('extraction_ms'),
+    format: text('format', { enum: documentFormats }),
+    pageCount: integer('page_count'),
+    title: text('title'),
+    text: text('text'),
+    textChars: integer('text_chars'),
+    truncated: boolean('truncated'),
+    /** Title above text, English stemming: `GET /documents/search` ranks over it. */
+    search: tsvector('search').generatedAlwaysAs(
+      sql`setweight(to_tsvector('english'::regconfig, coalesce(title, '')), 'A') || setweight(to_tsvector('english'::regconfig, left(coalesce(text, ''), ${sql.raw(String(DOCUMENT_SEARCH_CHARS))})), 'B')`,
+    ),
+    ...timestamps,
+  },
+  (t) => [
+    uniqueIndex('documents_tenant_sha256').on(t.tenantId, t.contentSha256),
+    // The list's filters, each in its cursor order (newest first).
+    index('documents_tenant_created_idx').on(t.tenantId, t.createdAt, t.id),
+    index('documents_tenant_status_created_idx').on(t.tenantId, t.status, t.createdAt, t.id),
+    index('documents_tenant_kind_created_idx').on(t.tenantId, t.kind, t.createdAt, t.id),
+    // Counts by status, the reconciler's quiet and stale documents, retry of all failed.
+    index('documents_status_updated_idx').on(t.status, t.updatedAt),
+    index('documents_search_idx').using('gin', t.search),
+    check(
+      'documents_status_valid',
+      sql`${t.status} IN ('pending','processing','complete','retry_pending','failed')`,
+    ),
+    check('documents_kind_valid', sql`${t.kind} IN ('resume','posting','other')`),
+  ],
+);
+
+export const documentWorkerStatuses = [
+  'idle',
+  'processing',
+  'paused',
+  'stopping',
+  'stopped',
+] as const;
+export type DocumentWorkerStatus = (typeof documentWorkerStatuses)[number];
+
+/** One row per worker process serving `documents`, written every heartbeat interval (seed 001). */
+export const documentWorkerHeartbeats = pgTable('document_worker_heartbeats', {
+  workerId: text('worker_id').primaryKey(),
+  hostname: text('hostname').notNull(),
+  pid: integer('pid').notNull(),
+  status: text('status', { enum: documentWorkerStatuses }).notNull(),
+  jobsCompleted: integer('jobs_completed').notNull().default(0),
+  jobsFailed: integer('jobs_failed').notNull().default(0),
+  currentDocumentId: uuid('current_document_id'),
+  startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
+  lastHeartbeat: timestamp('last_heartbeat', { withTimezone: true }).notNull().defaultNow(),
+});
+
+export const extractionOutcomes = ['complete', 'retry', 'failed'] as const;
+export type ExtractionOutcome = (typeof extractionOutcomes)[number];
+
+/** One row per extraction attempt (seed 001's `extraction_metrics`): what status and stats read. */
+export const documentExtractionMetrics = pgTable(
+  'document_extraction_metrics',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    documentId: uuid('document_id')
+      .notNull()
+      .references(() => documents.id, { onDelete: 'cascade' }),
+    workerId: text('worker_id').notNull(),
+    attempt: integer('attempt').notNull(),
+    durationMs: integer('duration_ms').notNull(),
+    bytes: integer('bytes').notNull(),
+    pages: integer('pages'),
+    outcome: text('outcome', { enum: extractionOutcomes }).notNull(),
+    errorType: text('error_type', { enum: documentErrorTypes }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('document_extraction_metrics_created_idx').on(t.createdAt),
+    index('document_extraction_metrics_document_idx').on(t.documentId),
+  ],
+);
+
 export type SiteRow = typeof siteSchedules.$inferSelect;
 export type NewSiteRow = typeof siteSchedules.$inferInsert;
 export type RunRow = typeof scrapeRuns.$inferSelect;
 export type PostingRow = typeof postings.$inferSelect;
 export type PostingVersionRow = typeof postingVersions.$inferSelect;
+export type DocumentRow = typeof documents.$inferSelect;
+export type DocumentWorkerHeartbeatRow = typeof documentWorkerHeartbeats.$inferSelect;
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 /** The posting field list and the schema agree on each field's type: a mismatch does not compile. */

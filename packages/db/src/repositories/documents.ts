@@ -1,0 +1,611 @@
+import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import type { Database } from '../client.js';
+import { withoutNul } from '../pg-text.js';
+import { afterCursor, microsOf, pageOf } from './cursor.js';
+import { sha256Hex } from './bodies.js';
+import {
+  documentExtractionMetrics,
+  documents,
+  type DocumentErrorType,
+  type DocumentKind,
+  type DocumentRow,
+  type DocumentStatus,
+  type ExtractionOutcome,
+} from '../schema.js';
+
+/**
+ * Documents and their extraction status (seed 001). Every status change is one guarded UPDATE
+ * (`… WHERE status IN (…)`), so a job retried, released or repaired twice changes a document
+ * once, and a change that lost its race returns nothing:
+ *
+ *   pending ──claim──► processing ──► complete
+ *      ▲                  │ └──────► retry_pending ──claim──► processing …
+ *      │ release / retry  └──────► failed (permanent error, or the last attempt)
+ *      └───────────────────────────────┘
+ */
+
+/** A document without its bytes and text: what lists, answers to uploads and the worker's claim carry. */
+export type DocumentSummary = Omit<DocumentRow, 'content' | 'text' | 'search'>;
+
+/** The summary's columns, for selects that must not read the bytes or the text. */
+const summaryColumns = {
+  id: documents.id,
+  tenantId: documents.tenantId,
+  kind: documents.kind,
+  externalId: documents.externalId,
+  filename: documents.filename,
+  mediaType: documents.mediaType,
+  byteSize: documents.byteSize,
+  contentSha256: documents.contentSha256,
+  priority: documents.priority,
+  status: documents.status,
+  generation: documents.generation,
+  attempts: documents.attempts,
+  errorType: documents.errorType,
+  errorMessage: documents.errorMessage,
+  workerId: documents.workerId,
+  correlationId: documents.correlationId,
+  queuedAt: documents.queuedAt,
+  startedAt: documents.startedAt,
+  completedAt: documents.completedAt,
+  nextRetryAt: documents.nextRetryAt,
+  extractionMs: documents.extractionMs,
+  format: documents.format,
+  pageCount: documents.pageCount,
+  title: documents.title,
+  textChars: documents.textChars,
+  truncated: documents.truncated,
+  createdAt: documents.createdAt,
+  updatedAt: documents.updatedAt,
+};
+
+export interface NewDocument {
+  tenantId: string;
+  kind: DocumentKind;
+  externalId?: string | null;
+  filename?: string | null;
+  mediaType?: string | null;
+  content: Uint8Array;
+  /** Seed 001's priority: higher first. */
+  priority?: number;
+  correlationId?: string | null;
+}
+
+/** What a document's extraction job needs to be queued. */
+export interface DocumentWork {
+  id: string;
+  generation: number;
+  priority: number;
+  correlationId: string | null;
+  /** When a `retry_pending` document's next attempt is due; null runs it at once. */
+  nextRetryAt?: Date | null;
+}
+
+/**
+ * Stores documents, each once per tenant and content: the same bytes for the same tenant are one
+ * document, whatever its name. Returns one entry per input, in order, with `duplicate` set when
+ * the document existed already (or appeared twice in `inputs`); only new ones need a job.
+ */
+export async function insertDocuments(
+  db: Database,
+  inputs: readonly NewDocument[],
+): Promise<{ document: DocumentSummary; duplicate: boolean }[]> {
+  if (inputs.length === 0) return [];
+  const values = inputs.map((input) => ({
+    tenantId: input.tenantId,
+    kind: input.kind,
+    externalId: input.externalId ?? null,
+    filename: input.filename ?? null,
+    mediaType: input.mediaType ?? null,
+    byteSize: input.content.byteLength,
+    contentSha256: sha256Hex(input.content),
+    content: Buffer.from(input.content.buffer, input.content.byteOffset, input.content.byteLength),
+    priority: input.priority ?? 0,
+    correlationId: input.correlationId ?? null,
+  }));
+  const inserted = await db
+    .insert(documents)
+    .values(values)
+    .onConflictDoNothing({ target: [documents.tenantId, documents.contentSha256] })
+    .returning(summaryColumns);
+  const key = (tenantId: string, sha256: string) => `${tenantId}\u0000${sha256}`;
+  const fresh = new Map(inserted.map((row) => [key(row.tenantId, row.contentSha256), row]));
+  const missing = values.filter((value) => !fresh.has(key(value.tenantId, value.contentSha256)));
+  const existing = new Map<string, DocumentSummary>();
+  if (missing.length > 0) {
+    const rows = await db
+      .select(summaryColumns)
+      .from(documents)
+      .where(
+        sql`(${documents.tenantId}, ${documents.contentSha256}) IN (${sql.join(
+          missing.map((value) => sql`(${value.tenantId}, ${value.contentSha256})`),
+          sql`, `,
+        )})`,
+      );
+    for (const row of rows) existing.set(key(row.tenantId, row.contentSha256), row);
+  }
+  const claimed = new Set<string>();
+  return values.map((value) => {
+    const k = key(value.tenantId, value.contentSha256);
+    const row = fresh.get(k);
+    if (row && !claimed.has(k)) {
+      claimed.add(k);
+      return { document: row, duplicate: false };
+    }
+    const found = row ?? existing.get(k);
+    // Inserted by nobody and found by nobody: deleted between the two statements.
+    if (!found) throw new Error(`document ${value.contentSha256} vanished while it was stored`);
+    return { document: found, duplicate: true };
+  });
+}
+
+/** A document with the first `previewChars` of its text (null before it is extracted). */
+export type DocumentView = DocumentSummary & { textPreview: string | null };
+
+export async function getDocument(
+  db: Database,
+  id: string,
+  previewChars = 500,
+): Promise<DocumentView | undefined> {
+  const [row] = await db
+    .select({
+      ...summaryColumns,
+      textPreview: sql<string | null>`left(${documents.text}, ${previewChars})`,
+    })
+    .from(documents)
+    .where(eq(documents.id, id));
+  return row;
+}
+
+/** A document's whole extracted text; null while it has none. Undefined when there is no such document. */
+export async function getDocumentText(
+  db: Database,
+  id: string,
+): Promise<{ status: DocumentStatus; text: string | null } | undefined> {
+  const [row] = await db
+    .select({ status: documents.status, text: documents.text })
+    .from(documents)
+    .where(eq(documents.id, id));
+  return row;
+}
+
+export interface DocumentListQuery {
+  tenantId: string;
+  status?: DocumentStatus;
+  kind?: DocumentKind;
+  limit: number;
+  cursor?: string;
+}
+
+/**
+ * A tenant's documents, newest first, one page at a time; each filter has an index in this
+ * order (`documents_tenant_*_created_idx`).
+ */
+export async function listDocuments(
+  db: Database,
+  query: DocumentListQuery,
+): Promise<{ documents: DocumentSummary[]; nextCursor: string | null }> {
+  const conditions: SQL[] = [eq(documents.tenantId, query.tenantId)];
+  if (query.status) conditions.push(eq(documents.status, query.status));
+  if (query.kind) conditions.push(eq(documents.kind, query.kind));
+  if (query.cursor) conditions.push(afterCursor(documents.createdAt, documents.id, query.cursor));
+  const rows = await db
+    .select({ document: summaryColumns, micros: microsOf(documents.createdAt) })
+    .from(documents)
+    .where(and(...conditions))
+    .orderBy(desc(documents.createdAt), desc(documents.id))
+    .limit(query.limit + 1);
+  const { page, nextCursor } = pageOf(rows, query.limit, (row) => ({
+    micros: row.micros,
+    id: row.document.id,
+  }));
+  return { documents: page.map((row) => row.document), nextCursor };
+}
+
+export interface DocumentSearchHit {
+  id: string;
+  kind: DocumentKind;
+  externalId: string | null;
+  filename: string | null;
+  title: string | null;
+  rank: number;
+  /** Matching passages with the words found between `<b>` and `</b>`. */
+  snippet: string;
+}
+
+/**
+ * Full-text search of a tenant's complete documents (`websearch_to_tsquery`: quoted phrases,
+ * `or`, `-word`), best first by `ts_rank_cd` over the stored vector, where the title weighs more
+ * than the text. Snippets are cut from the ranked page only: `ts_headline` re-parses the text.
+ */
+export async function searchDocuments(
+  db: Database,
+  search: { tenantId: string; query: string; limit: number },
+): Promise<DocumentSearchHit[]> {
+  const { rows } = await db.$client.query<{
+    id: string;
+    kind: DocumentKind;
+    external_id: string | null;
+    filename: string | null;
+    title: string | null;
+    rank: number;
+    snippet: string;
+  }>({
+    name: 'gleaner-search-documents',
+    text: `
+      WITH q AS (SELECT websearch_to_tsquery('english', $2) AS query),
+      ranked AS (
+        SELECT d.id, ts_rank_cd(d.search, q.query) AS rank
+        FROM documents d, q
+        WHERE d.tenant_id = $1 AND d.status = 'complete' AND d.search @@ q.query
+        ORDER BY rank DESC, d.id
+        LIMIT $3
+      )
+      SELECT d.id, d.kind, d.external_id, d.filename, d.title, r.rank::float8 AS rank,
+             ts_headline('english', left(coalesce(d.text, ''), $4), q.query,
+                         'MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=" … "') AS snippet
+      FROM ranked r JOIN documents d ON d.id = r.id, q
+      ORDER BY r.rank DESC, d.id`,
+    values: [search.tenantId, search.query, search.limit, 250_000],
+  });
+  return rows.map((row) => ({
+    id: row.id,
+    kind: row.kind,
+    externalId: row.external_id,
+    filename: row.filename,
+    title: row.title,
+    rank: row.rank,
+    snippet: row.snippet,
+  }));
+}
+
+/** A document claimed for extraction: its bytes, and what its attempt is. */
+export type ClaimedDocument = DocumentSummary & { content: Buffer };
+
+/**
+ * pending | retry_pending → processing, for the job of this generation. A document already
+ * `processing` for this generation is claimed again: its job is running again after its worker
+ * died or let it go. Undefined when the document is complete, failed, of another generation, or
+ * gone: the job has nothing to do.
+ */
+export async function claimDocument(
+  db: Database,
+  id: string,
+  generation: number,
+  workerId: string,
+): Promise<ClaimedDocument | undefined> {
+  const [row] = await db
+    .update(documents)
+    .set({
+      status: 'processing',
+      attempts: sql`${documents.attempts} + 1`,
+      workerId,
+      startedAt: sql`now()`,
+      nextRetryAt: null,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(documents.id, id),
+        eq(documents.generation, generation),
+        inArray(documents.status, ['pending', 'retry_pending', 'processing']),
+      ),
+    )
+    .returning({ ...summaryColumns, content: documents.content });
+  return row;
+}
+
+export interface ExtractedText {
+  format: DocumentRow['format'];
+  text: string;
+  title: string | null;
+  pageCount: number | null;
+  textChars: number;
+  truncated: boolean;
+  extractionMs: number;
+}
+
+/** processing → complete with the extracted text. False when the document was no longer this job's. */
+export async function completeDocument(
+  db: Database,
+  id: string,
+  generation: number,
+  result: ExtractedText,
+): Promise<boolean> {
+  const rows = await db
+    .update(documents)
+    .set({
+      status: 'complete',
+      format: result.format,
+      text: withoutNul(result.text),
+      title: result.title === null ? null : withoutNul(result.title),
+      pageCount: result.pageCount,
+      textChars: result.textChars,
+      truncated: result.truncated,
+      extractionMs: result.extractionMs,
+      errorType: null,
+      errorMessage: null,
+      completedAt: sql`now()`,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(documents.id, id),
+        eq(documents.generation, generation),
+        eq(documents.status, 'processing'),
+      ),
+    )
+    .returning({ id: documents.id });
+  return rows.length > 0;
+}
+
+export interface DocumentFailure {
+  errorType: DocumentErrorType;
+  message: string;
+}
+
+/** processing → retry_pending, its next attempt due at `nextRetryAt`. */
+export async function scheduleDocumentRetry(
+  db: Database,
+  id: string,
+  generation: number,
+  failure: DocumentFailure & { nextRetryAt: Date },
+): Promise<boolean> {
+  const rows = await db
+    .update(documents)
+    .set({
+      status: 'retry_pending',
+      errorType: failure.errorType,
+      errorMessage: withoutNul(failure.message).slice(0, 2000),
+      nextRetryAt: failure.nextRetryAt,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(documents.id, id),
+        eq(documents.generation, generation),
+        eq(documents.status, 'processing'),
+      ),
+    )
+    .returning({ id: documents.id });
+  return rows.length > 0;
+}
+
+/**
+ * Any state but complete → failed: a permanent error, the last attempt, or a job that failed
+ * for good without its handler (stalled too often).
+ */
+export async function failDocument(
+  db: Database,
+  id: string,
+  generation: number,
+  failure: DocumentFailure,
+): Promise<boolean> {
+  const rows = await db
+    .update(documents)
+    .set({
+      status: 'failed',
+      errorType: failure.errorType,
+      errorMessage: withoutNul(failure.message).slice(0, 2000),
+      nextRetryAt: null,
+      completedAt: sql`now()`,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(documents.id, id),
+        eq(documents.generation, generation),
+        inArray(documents.status, ['pending', 'processing', 'retry_pending']),
+      ),
+    )
+    .returning({ id: documents.id });
+  return rows.length > 0;
+}
+
+/**
+ * processing → pending (seed 001's `release`): its worker let it go unfinished (a shutdown), or
+ * it went stale. With `workerId`, only while that worker still holds it. The attempt it was in
+ * never ended, and does not count (BullMQ does not count it either).
+ */
+export async function releaseDocument(
+  db: Database,
+  id: string,
+  workerId?: string,
+): Promise<DocumentWork | undefined> {
+  const [row] = await db
+    .update(documents)
+    .set({
+      status: 'pending',
+      attempts: sql`greatest(${documents.attempts} - 1, 0)`,
+      workerId: null,
+      startedAt: null,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(documents.id, id),
+        eq(documents.status, 'processing'),
+        workerId === undefined ? undefined : eq(documents.workerId, workerId),
+      ),
+    )
+    .returning({
+      id: documents.id,
+      generation: documents.generation,
+      priority: documents.priority,
+      correlationId: documents.correlationId,
+    });
+  return row;
+}
+
+/**
+ * failed → pending in a new generation with its attempts reset (seed 001's `retry_failed`): every
+ * failed document, or those of `ids` that are failed. Returns what to queue.
+ */
+export async function retryFailedDocuments(
+  db: Database,
+  ids?: readonly string[],
+): Promise<DocumentWork[]> {
+  return db
+    .update(documents)
+    .set({
+      status: 'pending',
+      generation: sql`${documents.generation} + 1`,
+      attempts: 0,
+      errorType: null,
+      errorMessage: null,
+      workerId: null,
+      startedAt: null,
+      completedAt: null,
+      nextRetryAt: null,
+      queuedAt: sql`now()`,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(documents.status, 'failed'),
+        ids === undefined ? undefined : inArray(documents.id, [...ids]),
+      ),
+    )
+    .returning({
+      id: documents.id,
+      generation: documents.generation,
+      priority: documents.priority,
+      correlationId: documents.correlationId,
+    });
+}
+
+export interface ExtractionMetric {
+  documentId: string;
+  workerId: string;
+  attempt: number;
+  durationMs: number;
+  bytes: number;
+  pages: number | null;
+  outcome: ExtractionOutcome;
+  errorType: DocumentErrorType | null;
+}
+
+export async function recordExtractionMetric(
+  db: Database,
+  metric: ExtractionMetric,
+): Promise<void> {
+  await db.insert(documentExtractionMetrics).values(metric);
+}
+
+export interface DocumentQueueStats {
+  pending: number;
+  processing: number;
+  retryPending: number;
+  failed: number;
+  complete: number;
+  /** Extractions completed in the last 24 hours. */
+  completed24h: number;
+  /** Extractions completed per second over the last 5 minutes. */
+  throughputPerSecond: number;
+  /** Mean duration of the last 24 hours' completed extractions; null when there were none. */
+  avgExtractionTimeMs: number | null;
+}
+
+/** Seconds over which `throughputPerSecond` is measured. */
+const THROUGHPUT_WINDOW_S = 300;
+
+/** Seed 001's `get_queue_stats`: counts by status (an index-only count), and the last day's metrics. */
+export async function documentQueueStats(db: Database): Promise<DocumentQueueStats> {
+  const [counts, metrics] = await Promise.all([
+    db.$client.query<{ status: DocumentStatus; count: number }>(
+      'SELECT status, count(*)::int AS count FROM documents GROUP BY status',
+    ),
+    db.$client.query<{ completed_24h: number; recent: number; avg_ms: number | null }>(
+      `SELECT count(*)::int AS completed_24h,
+              count(*) FILTER (WHERE created_at >= now() - make_interval(secs => $1))::int AS recent,
+              avg(duration_ms)::float8 AS avg_ms
+       FROM document_extraction_metrics
+       WHERE created_at >= now() - interval '24 hours' AND outcome = 'complete'`,
+      [THROUGHPUT_WINDOW_S],
+    ),
+  ]);
+  const by = new Map(counts.rows.map((row) => [row.status, row.count]));
+  const row = metrics.rows[0];
+  return {
+    pending: by.get('pending') ?? 0,
+    processing: by.get('processing') ?? 0,
+    retryPending: by.get('retry_pending') ?? 0,
+    failed: by.get('failed') ?? 0,
+    complete: by.get('complete') ?? 0,
+    completed24h: row?.completed_24h ?? 0,
+    throughputPerSecond: (row?.recent ?? 0) / THROUGHPUT_WINDOW_S,
+    avgExtractionTimeMs:
+      row?.avg_ms === null || row?.avg_ms === undefined ? null : Math.round(row.avg_ms),
+  };
+}
+
+/** A document waiting for its job, as the reconciler sees it. */
+export type QuietDocument = DocumentWork & { status: 'pending' | 'retry_pending' };
+
+/**
+ * Documents waiting (`pending`, `retry_pending`) whose row has not changed for `quietMs`, oldest
+ * first: a job is added right after its row is written, so one this quiet whose job Redis lacks
+ * lost it.
+ */
+export async function listQuietWaitingDocuments(
+  db: Database,
+  quietMs: number,
+  limit: number,
+): Promise<QuietDocument[]> {
+  const { rows } = await db.$client.query<{
+    id: string;
+    generation: number;
+    priority: number;
+    correlation_id: string | null;
+    next_retry_at: Date | null;
+    status: 'pending' | 'retry_pending';
+  }>({
+    name: 'gleaner-quiet-waiting-documents',
+    text: `
+      SELECT id, generation, priority, correlation_id, next_retry_at, status
+      FROM documents
+      WHERE status IN ('pending', 'retry_pending')
+        AND updated_at < now() - make_interval(secs => $1::float8 / 1000)
+      ORDER BY updated_at LIMIT $2`,
+    values: [quietMs, limit],
+  });
+  return rows.map((row) => ({
+    id: row.id,
+    generation: row.generation,
+    priority: row.priority,
+    correlationId: row.correlation_id,
+    nextRetryAt: row.next_retry_at,
+    status: row.status,
+  }));
+}
+
+/** Documents `processing` for longer than `staleMs` (seed 001's `cleanup_stale_jobs`), oldest first. */
+export async function listStaleProcessingDocuments(
+  db: Database,
+  staleMs: number,
+  limit: number,
+): Promise<(DocumentWork & { workerId: string | null })[]> {
+  const { rows } = await db.$client.query<{
+    id: string;
+    generation: number;
+    priority: number;
+    correlation_id: string | null;
+    worker_id: string | null;
+  }>({
+    name: 'gleaner-stale-processing-documents',
+    text: `
+      SELECT id, generation, priority, correlation_id, worker_id
+      FROM documents
+      WHERE status = 'processing'
+        AND updated_at < now() - make_interval(secs => $1::float8 / 1000)
+      ORDER BY updated_at LIMIT $2`,
+    values: [staleMs, limit],
+  });
+  return rows.map((row) => ({
+    id: row.id,
+    generation: row.generation,
+    priority: row.priority,
+    correlationId: row.correlation_id,
+    workerId: row.worker_id,
+  }));
+}
