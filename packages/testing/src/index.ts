@@ -8,3 +8,4 @@ export * from './canary.js';
 export * from './hostile-site.js';
 export * from './process-memory.js';
 export * from './outgoing-connections.js';
+export * from './documents.js';
