@@ -12,3 +12,8 @@ export {
   type DocumentLimits,
   type ExtractedDocument,
 } from './extract-document.js';
+export {
+  createDocumentParserPool,
+  type DocumentParserPool,
+  type DocumentParserPoolOptions,
+} from './parser-pool.js';
