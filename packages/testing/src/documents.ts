@@ -370,12 +370,14 @@ export interface DocxZipBombOptions {
 const MIB = 1024 * 1024;
 
 /**
- * A deflate stream that inflates to `mebibytes` MiB of zeros, made without holding them: one
- * MiB compressed with a full flush (byte-aligned, no final block), repeated, then an empty final
- * block. The CRC is left 0: nothing that reads a bomb gets far enough to check it.
+ * A raw deflate stream that inflates to `mebibytes` MiB of `byte`, made without holding them:
+ * one MiB compressed with a full flush (byte-aligned, no final block), repeated, then an empty
+ * final block.
  */
-function zeroDeflateStream(mebibytes: number): Uint8Array {
-  const block = deflateRawSync(Buffer.alloc(MIB), { finishFlush: zlibConstants.Z_FULL_FLUSH });
+function repeatedDeflateStream(mebibytes: number, byte = 0): Buffer {
+  const block = deflateRawSync(Buffer.alloc(MIB, byte), {
+    finishFlush: zlibConstants.Z_FULL_FLUSH,
+  });
   const stream = Buffer.alloc(block.length * mebibytes + 2);
   for (let index = 0; index < mebibytes; index++) block.copy(stream, index * block.length);
   stream[stream.length - 2] = 0x03; // final fixed-Huffman block holding only end-of-block
@@ -384,8 +386,44 @@ function zeroDeflateStream(mebibytes: number): Uint8Array {
 }
 
 /**
+ * A one-page PDF whose content stream (FlateDecode) inflates to `inflatedBytes` of spaces: a
+ * page that reads as blank, after gigabytes of decompression. The zlib checksum is left 0.
+ */
+export function buildPdfFlateBomb({ inflatedBytes }: { inflatedBytes: number }): Uint8Array {
+  const deflated = repeatedDeflateStream(Math.max(1, Math.ceil(inflatedBytes / MIB)), 0x20);
+  const stream = Buffer.concat([Buffer.from([0x78, 0x9c]), deflated, Buffer.alloc(4)]);
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R >>',
+  ];
+  const parts: Buffer[] = [Buffer.from('%PDF-1.4\n', 'latin1')];
+  let length = parts[0]!.length;
+  const offsets: number[] = [];
+  const add = (part: Buffer | string) => {
+    const buffer = typeof part === 'string' ? Buffer.from(part, 'latin1') : part;
+    parts.push(buffer);
+    length += buffer.length;
+  };
+  objects.forEach((object, index) => {
+    offsets.push(length);
+    add(`${index + 1} 0 obj\n${object}\nendobj\n`);
+  });
+  offsets.push(length);
+  add(`4 0 obj\n<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`);
+  add(stream);
+  add('\nendstream\nendobj\n');
+  const xref = length;
+  add(`xref\n0 5\n0000000000 65535 f \n`);
+  for (const offset of offsets) add(`${String(offset).padStart(10, '0')} 00000 n \n`);
+  add(`trailer\n<< /Size 5 /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`);
+  return Buffer.concat(parts);
+}
+
+/**
  * A DOCX (a real one: word/document.xml, text and all) carrying a zip bomb in
- * `word/media/`, whose headers declare 1 KiB per entry.
+ * `word/media/`, whose headers declare 1 KiB per entry. The CRC is left 0: nothing that reads
+ * a bomb should get far enough to check it.
  */
 export async function buildDocxZipBomb({
   inflatedBytes,
@@ -396,7 +434,7 @@ export async function buildDocxZipBomb({
   const bomb = (name: string, size: number): RawZipEntry => ({
     name,
     method: 8,
-    compressed: zeroDeflateStream(size),
+    compressed: repeatedDeflateStream(size),
     crc: 0,
     declaredSize: 1024,
   });

@@ -8,6 +8,7 @@ import {
   buildEncryptedPdf,
   buildImagePdf,
   buildPdf,
+  buildPdfFlateBomb,
   buildPng,
   buildZip,
   readProcessMemory,
@@ -140,6 +141,24 @@ describe('PDF', () => {
       expectType(error, 'corruption');
       expect(error.code).toBe('DOCUMENT_CORRUPT');
     }
+  });
+
+  it('reports a PDF whose streams inflate past maxDecompressedBytes as corruption, quickly and holding little', async () => {
+    const bomb = buildPdfFlateBomb({ inflatedBytes: 1024 * 1024 * 1024 });
+    expect(bomb.byteLength).toBeLessThan(2 * 1024 * 1024);
+    writeFileSync('/proc/self/clear_refs', '5'); // peak RSS from here on (see the DOCX bomb)
+    const before = await readProcessMemory(process.pid);
+    const started = performance.now();
+    const error = await failure(extractDocument(bomb));
+    const elapsed = performance.now() - started;
+    const after = await readProcessMemory(process.pid);
+    expectType(error, 'corruption');
+    expect(error.message).toMatch(/streams decompress past 104857600 bytes/);
+    expect(elapsed).toBeLessThan(5_000);
+    expect(after.peakRssBytes - before.rssBytes).toBeLessThan(64 * 1024 * 1024);
+    // Under the limit the same kind of file is read, as the blank page it is.
+    const small = buildPdfFlateBomb({ inflatedBytes: 2 * 1024 * 1024 });
+    expect(await extractDocument(small)).toMatchObject({ format: 'pdf', text: '', pageCount: 1 });
   });
 
   it('reads a PDF without fetching or reading anything (its standard font is not embedded)', async () => {

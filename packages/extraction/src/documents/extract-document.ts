@@ -15,7 +15,10 @@ export interface DocumentLimits {
   maxBytes: number;
   /** PDF pages read; the rest are ignored, their count still reported. */
   maxPages: number;
-  /** DOCX: total inflated bytes across the zip's entries; a zip bomb fails as `corruption`. */
+  /**
+   * Total inflated bytes: DOCX across the zip's entries, PDF across its Flate streams (images
+   * aside). A bomb fails as `corruption`.
+   */
   maxDecompressedBytes: number;
   /** Extracted text is cut to this many characters (UTF-16 code units, never half a pair). */
   maxTextChars: number;

@@ -6,11 +6,14 @@
 import { getResolvedPDFJS } from 'unpdf';
 import type * as PdfJs from 'unpdf/pdfjs';
 import { DocumentExtractionError } from './errors.js';
+import { inflateInChunks } from './inflate.js';
 import { tidyText } from './text.js';
 
 export interface PdfLimits {
   maxPages: number;
   maxTextChars: number;
+  /** Total bytes the PDF's Flate streams (images aside) may inflate to. */
+  maxDecompressedBytes: number;
 }
 
 export interface PdfText {
@@ -55,7 +58,53 @@ const SAFE_OPTIONS: DocumentInitParameters & { isEvalSupported: false } = {
   disableRange: true,
   // Errors only: pdf.js warns on every non-embedded font, and a thread's console is the process's.
   verbosity: 0,
+  // Images are decoded only to tell a scan from blank pages, and an image's decoded size is
+  // bounded by its dimensions: 50 megapixels is an A4 page scanned at 600 dpi, with room.
+  maxImageSize: 50_000_000,
 };
+
+/**
+ * A Flate stream inside a PDF is a zip bomb like any other: a 260 KB PDF whose page content
+ * inflates to 256 MiB took pdf.js 5 s and 750 MB of memory (typed arrays, outside the thread's
+ * heap cap) to read as an empty page. pdf.js has no limit of its own, so before it sees the
+ * file, every stream whose dictionary names /FlateDecode is inflated here, a chunk at a time,
+ * counting the output against `maxInflatedBytes`. Image streams are left out: pdf.js reads an
+ * image only up to the size its dimensions give (and `maxImageSize` bounds those). A stream
+ * that does not inflate (encrypted, another filter first, damaged) is left to pdf.js: a bomb
+ * in an encrypted PDF is bounded only by the pool's timeout.
+ */
+export function checkFlateStreams(bytes: Uint8Array, maxInflatedBytes: number): void {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
+  const keyword = /stream(?:\r\n|\n|\r)/g;
+  let total = 0;
+  const count = (chunk: Uint8Array) => {
+    total += chunk.byteLength;
+    if (total > maxInflatedBytes)
+      throw new DocumentExtractionError(
+        'corruption',
+        `the PDF's streams decompress past ${maxInflatedBytes} bytes`,
+      );
+  };
+  for (let match = keyword.exec(text); match !== null; match = keyword.exec(text)) {
+    if (text.startsWith('end', match.index - 3)) continue;
+    const start = match.index + match[0].length;
+    const endstream = text.indexOf('endstream', start);
+    const end = endstream === -1 ? text.length : endstream;
+    keyword.lastIndex = end;
+    // The stream's dictionary: what follows the last `obj` keyword, within 4 KiB.
+    const head = text.slice(Math.max(0, match.index - 4096), match.index);
+    const dictionary = head.slice(head.lastIndexOf('obj') + 1);
+    if (!dictionary.includes('/FlateDecode') || /\/Subtype\s*\/Image\b/.test(dictionary)) continue;
+    // FlateDecode is zlib: a 2-byte header (method 8) before the raw DEFLATE data.
+    const skip = ((bytes[start] ?? 0) & 0x0f) === 8 ? 2 : 0;
+    try {
+      inflateInChunks(bytes.subarray(start + skip, end), count);
+    } catch (error) {
+      if (error instanceof DocumentExtractionError) throw error;
+      // Counted as far as it inflated; whether the stream is usable is pdf.js's call.
+    }
+  }
+}
 
 function errorName(error: unknown): unknown {
   return typeof error === 'object' && error !== null && 'name' in error ? error.name : undefined;
@@ -121,11 +170,12 @@ function infoTitle(info: unknown): string | null {
  * joined with blank lines; the page count; the title from the info dictionary.
  *
  * Throws `unsupported` for a password-protected PDF, `corruption` for one pdf.js cannot open or
- * read, and `extractor_missing` for pages with no text layer at all but images — a scan, which
+ * read or whose streams inflate past `maxDecompressedBytes`, and `extractor_missing` for pages with no text layer at all but images — a scan, which
  * needs OCR, which this deployment does not have. A PDF with neither text nor images (blank
  * pages) is read as empty text.
  */
 export async function extractPdf(bytes: Uint8Array, limits: PdfLimits): Promise<PdfText> {
+  checkFlateStreams(bytes, limits.maxDecompressedBytes);
   const { getDocument } = await getResolvedPDFJS();
   // pdf.js takes ownership of (transfers) the buffer it is given: hand it a copy.
   const task = getDocument({ ...SAFE_OPTIONS, data: new Uint8Array(bytes) });

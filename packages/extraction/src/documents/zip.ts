@@ -7,8 +7,8 @@
  * counting the bytes that come out and keeping none of them except the few small parts asked
  * for. Only a zip that stays under the limit is handed to mammoth.
  */
-import { Inflate } from 'fflate';
 import { DocumentExtractionError } from './errors.js';
+import { inflateInChunks } from './inflate.js';
 
 export interface ZipEntry {
   name: string;
@@ -22,12 +22,6 @@ export interface ZipEntry {
 
 /** A DOCX has a few dozen parts, a few hundred with images; far more is a bomb of entries. */
 export const MAX_ZIP_ENTRIES = 10_000;
-
-/**
- * Compressed bytes handed to the inflater at a time. DEFLATE expands at most ~1032:1, so one push
- * yields at most ~8 MiB: the bound on what a bomb can allocate before the count stops it.
- */
-const INFLATE_CHUNK_BYTES = 8 * 1024;
 
 const EOCD_SIGNATURE = 0x06054b50;
 const ZIP64_LOCATOR_SIGNATURE = 0x07064b50;
@@ -206,13 +200,8 @@ export function inflateZipEntries(
     if (entry.method === 0) {
       collect(data);
     } else if (entry.method === 8) {
-      const inflater = new Inflate(collect);
       try {
-        for (let start = 0; start < data.byteLength; start += INFLATE_CHUNK_BYTES) {
-          const end = Math.min(start + INFLATE_CHUNK_BYTES, data.byteLength);
-          inflater.push(data.subarray(start, end), end === data.byteLength);
-        }
-        if (data.byteLength === 0) inflater.push(new Uint8Array(0), true);
+        inflateInChunks(data, collect);
       } catch (error) {
         if (error instanceof DocumentExtractionError) throw error;
         throw corrupt(`the zip entry ${entry.name} does not inflate`, error);
