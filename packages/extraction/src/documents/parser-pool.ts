@@ -269,7 +269,14 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
           request: {
             id: nextId++,
             bytes: new Uint8Array(bytes),
-            hints,
+            // Only the two strings: anything else on the object need not survive postMessage.
+            hints:
+              hints === undefined
+                ? undefined
+                : {
+                    ...(hints.mediaType === undefined ? {} : { mediaType: hints.mediaType }),
+                    ...(hints.filename === undefined ? {} : { filename: hints.filename }),
+                  },
             limits: extractOptions.limits ?? defaultDocumentLimits,
           },
           timeoutMs: extractOptions.timeoutMs ?? timeoutMs,
