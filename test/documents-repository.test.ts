@@ -55,11 +55,14 @@ describe('documents', () => {
     const [first] = await insertDocuments(handle.db, [
       { tenantId: 'tenant-a', kind: 'resume', content: bytes, filename: 'a.txt' },
     ]);
-    const [again, inBatchTwice, otherTenant] = await insertDocuments(handle.db, [
+    const rows = await insertDocuments(handle.db, [
       { tenantId: 'tenant-a', kind: 'other', content: bytes, filename: 'renamed.txt' },
       { tenantId: 'tenant-b', kind: 'resume', content: Buffer.from('fresh') },
       { tenantId: 'tenant-b', kind: 'resume', content: Buffer.from('fresh') },
-    ]).then((rows) => [rows[0]!, rows[2]!, rows[1]!]);
+    ]);
+    const again = rows[0]!;
+    const otherTenant = rows[1]!;
+    const inBatchTwice = rows[2]!;
     expect(first!.duplicate).toBe(false);
     expect(again).toMatchObject({ duplicate: true, document: { id: first!.document.id } });
     expect(again.document.filename).toBe('a.txt');

@@ -9,7 +9,14 @@ const siteId = '0f8fad5b-d9cb-469f-a165-70867728950e';
 
 describe('job catalogue', () => {
   it('defines every queue once, with attempts and a job name of the form area.verb-noun', () => {
-    expect(queueNames.sort()).toEqual(['crawl', 'dead-letter', 'extract', 'scheduler', 'scrape']);
+    expect(queueNames.sort()).toEqual([
+      'crawl',
+      'dead-letter',
+      'documents',
+      'extract',
+      'scheduler',
+      'scrape',
+    ]);
     for (const name of queueNames) {
       expect(jobs[name].queue).toBe(name);
       expect(jobs[name].name).toMatch(/^[a-z-]+\.[a-z]+-[a-z-]+$/);
@@ -26,7 +33,7 @@ describe('job catalogue', () => {
   });
 
   it('lists every queue but the dead letters and scheduling passes as work for workers', () => {
-    expect([...workQueueNames].sort()).toEqual(['crawl', 'extract', 'scrape']);
+    expect([...workQueueNames].sort()).toEqual(['crawl', 'documents', 'extract', 'scrape']);
   });
 
   it('rejects invalid payloads and ids', () => {

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { crawlJob } from './jobs/crawl.js';
 import { deadLetterJob } from './jobs/dead-letter.js';
+import { documentJob } from './jobs/documents.js';
 import { extractJob } from './jobs/extract.js';
 import { schedulerPassJob } from './jobs/scheduler-pass.js';
 import { scrapeJob } from './jobs/scrape.js';
@@ -13,6 +14,7 @@ export const jobs = {
   scrape: scrapeJob,
   crawl: crawlJob,
   extract: extractJob,
+  documents: documentJob,
   'dead-letter': deadLetterJob,
   scheduler: schedulerPassJob,
 } as const;

@@ -1,4 +1,4 @@
-import type { JobsOptions } from 'bullmq';
+import type { BackoffStrategy, JobsOptions } from 'bullmq';
 import type { z } from 'zod';
 
 export interface JobDefinition<Q extends string, S extends z.ZodType> {
@@ -11,6 +11,8 @@ export interface JobDefinition<Q extends string, S extends z.ZodType> {
   defaults: JobsOptions;
   /** Deterministic id: the dedupe key. Never contains `:` and is never all digits. */
   jobId(payload: z.output<S>): string;
+  /** The custom backoff of `defaults.backoff`'s type, set on the queue's workers. */
+  backoffStrategy?: BackoffStrategy;
 }
 
 export function defineJob<Q extends string, S extends z.ZodType>(

@@ -7,6 +7,8 @@ export * from './run-cancellation.js';
 export * from './start-run.js';
 export { CRAWL_NEW_JOB_PRIORITY, crawlJob } from './jobs/crawl.js';
 export { deadLetterJob } from './jobs/dead-letter.js';
+export * from './jobs/documents.js';
+export * from './documents.js';
 export { extractJob } from './jobs/extract.js';
 export { schedulerPassJob } from './jobs/scheduler-pass.js';
 export { scrapeJob } from './jobs/scrape.js';

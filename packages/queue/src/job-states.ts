@@ -8,7 +8,8 @@ import type { WorkQueueName } from './catalogue.js';
  * left goes back to waiting or delayed), or `missing` (never added, removed, or lost with Redis).
  */
 export type JobLiveness =
-  | { state: 'live' }
+  /** `active`: a worker holds it now. */
+  | { state: 'live'; active: boolean }
   | { state: 'completed' }
   | { state: 'failed'; reason: string }
   | { state: 'missing' };
@@ -34,7 +35,7 @@ export async function jobLiveness(
         else if (state === 'failed') {
           const job = await Job.fromId(queues[queue], id);
           found.set(id, { state: 'failed', reason: job?.failedReason || 'failed' });
-        } else found.set(id, { state: 'live' });
+        } else found.set(id, { state: 'live', active: state === 'active' });
       }),
     );
   }

@@ -32,6 +32,15 @@ export interface RepairCounts {
   runsFinalized: number;
   /** Runs past `RUN_DEADLINE_MS`: failed, their pending postings settled `error`. */
   runsPastDeadline: number;
+  /** Documents pending or retry_pending with no live job: their job enqueued again. */
+  documentsRequeued: number;
+  /**
+   * Documents processing longer than `DOCUMENT_STALE_AFTER_MS` with no active job: released to
+   * pending and, when Redis had lost their job, enqueued again (seed 001's cleanup_stale_jobs).
+   */
+  documentsReleased: number;
+  /** Documents whose job failed for good without settling them: failed now. */
+  documentsFailed: number;
 }
 
 export const noRepairs = (): RepairCounts => ({
@@ -42,6 +51,9 @@ export const noRepairs = (): RepairCounts => ({
   runsFailed: 0,
   runsFinalized: 0,
   runsPastDeadline: 0,
+  documentsRequeued: 0,
+  documentsReleased: 0,
+  documentsFailed: 0,
 });
 
 /** One scheduling pass, as the replica that ran it reports it. */

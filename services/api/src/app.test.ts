@@ -272,6 +272,7 @@ describe('the rest of the API', () => {
     expect(Object.keys(queueStatus.json().data).sort()).toEqual([
       'crawl',
       'dead-letter',
+      'documents',
       'extract',
       'scheduler',
       'scrape',
@@ -299,7 +300,7 @@ describe('the rest of the API', () => {
         .json()
         .queues.map((q: { name: string }) => q.name)
         .sort(),
-    ).toEqual(['crawl', 'dead-letter', 'extract', 'scheduler', 'scrape']);
+    ).toEqual(['crawl', 'dead-letter', 'documents', 'extract', 'scheduler', 'scrape']);
   });
 
   it('answers unknown routes with a problem', async () => {

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { schedulerFragment } from '@gleaner/config';
+import { documentFragment, schedulerFragment } from '@gleaner/config';
 import { startService } from '@gleaner/config/service';
 import { pingDb } from '@gleaner/db';
 import { waitForRedis, writeSchedulerReplica } from '@gleaner/queue';
@@ -12,7 +12,7 @@ import { createReconciler } from './reconciler.js';
 const started = await startService({
   name: 'scheduler',
   env: process.env,
-  settings: schedulerFragment,
+  settings: { ...schedulerFragment, ...documentFragment },
   // One pass at a time needs one connection; the second serves the health check.
   poolMax: () => 2,
   healthPort: (config) => config.SCHEDULER_HEALTH_PORT,
@@ -40,6 +40,10 @@ const started = await startService({
         logger,
         runDeadlineMs: config.RUN_DEADLINE_MS,
         graceMs: config.RECONCILE_GRACE_MS,
+        documents: {
+          maxRetries: config.DOCUMENT_MAX_RETRIES,
+          staleAfterMs: config.DOCUMENT_STALE_AFTER_MS,
+        },
       }),
     });
     const loop = createSchedulerLoop({

@@ -1,19 +1,26 @@
 import {
+  failDocument,
   failRun,
   failRunPastDeadline,
   finalizeRun,
   listActiveRuns,
   listQuietPendingPostings,
+  listQuietWaitingDocuments,
+  listStaleProcessingDocuments,
+  releaseDocument,
   settlePostings,
   type ActiveRun,
   type Database,
+  type DocumentWork,
   type QuietPendingPosting,
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import {
   crawlJob,
+  documentJob,
   enqueue,
   enqueueBulk,
+  enqueueDocuments,
   extractJob,
   jobLiveness,
   noRepairs,
@@ -34,9 +41,16 @@ export interface ReconcilerOptions {
    * (`RECONCILE_GRACE_MS`): jobs are added right after their rows are written, never this late.
    */
   graceMs: number;
-  /** Most active runs and pending postings looked at per pass. */
+  /** Most active runs, pending postings and documents looked at per pass. */
   maxRuns?: number;
   maxPostings?: number;
+  maxDocuments?: number;
+  /**
+   * Documents (seed 001): the attempts of the jobs it queues (`DOCUMENT_MAX_RETRIES`) and how long
+   * a document may be `processing` before it counts as stale (`DOCUMENT_STALE_AFTER_MS`). Without
+   * it, documents are not reconciled.
+   */
+  documents?: { maxRetries: number; staleAfterMs: number };
 }
 
 /**
@@ -52,6 +66,14 @@ export interface ReconcilerOptions {
  * - then every running run is offered to the guarded finalize, which closes those whose work is
  *   all terminal.
  *
+ * And for documents:
+ *
+ * - `pending` or `retry_pending` for longer than the grace period with no live job → the job is
+ *   queued again (a `retry_pending` one after what is left of its delay);
+ * - `processing` for longer than `DOCUMENT_STALE_AFTER_MS` with no active job (its worker died and
+ *   the job was lost or is waiting again) → released to `pending`, its job queued again when lost;
+ * - either with a job that failed for good (stalled too often) → `failed`, as the handler would.
+ *
  * Every repair is idempotent: a job queued twice runs once in effect (deterministic ids, guarded
  * settles), and a posting settled by a worker meanwhile is left as it is.
  */
@@ -59,6 +81,7 @@ export function createReconciler(options: ReconcilerOptions) {
   const { db, queues, logger, runDeadlineMs, graceMs } = options;
   const maxRuns = options.maxRuns ?? 1_000;
   const maxPostings = options.maxPostings ?? 5_000;
+  const maxDocuments = options.maxDocuments ?? 5_000;
 
   async function failPastDeadline(run: ActiveRun, repairs: RepairCounts): Promise<void> {
     const minutes = Math.round(runDeadlineMs / 60_000);
@@ -217,6 +240,87 @@ export function createReconciler(options: ReconcilerOptions) {
     }
   }
 
+  const documentJobId = (document: { id: string; generation: number }) =>
+    documentJob.jobId({ documentId: document.id, generation: document.generation });
+
+  async function failLostDocument(
+    document: { id: string; generation: number },
+    reason: string,
+    repairs: RepairCounts,
+  ): Promise<void> {
+    const message = `extraction job failed for good: ${reason}`;
+    if (
+      !(await failDocument(db, document.id, document.generation, { errorType: 'unknown', message }))
+    )
+      return;
+    repairs.documentsFailed += 1;
+    logger.warn(
+      { documentId: document.id, reason },
+      'reconciler: document failed, its job had failed for good',
+    );
+  }
+
+  async function repairDocuments(
+    settings: { maxRetries: number; staleAfterMs: number },
+    repairs: RepairCounts,
+  ): Promise<void> {
+    const toQueue: DocumentWork[] = [];
+
+    const waiting = await listQuietWaitingDocuments(db, graceMs, maxDocuments);
+    const waitingJobs = await jobLiveness(queues, 'documents', waiting.map(documentJobId));
+    for (const document of waiting) {
+      const job = waitingJobs.get(documentJobId(document))!;
+      if (job.state === 'live') continue;
+      if (job.state === 'failed') {
+        await failLostDocument(document, job.reason, repairs);
+        continue;
+      }
+      if (job.state === 'completed')
+        await removeFinishedJob(queues, 'documents', documentJobId(document));
+      toQueue.push(document);
+    }
+    const requeued = toQueue.length;
+
+    const stale = await listStaleProcessingDocuments(db, settings.staleAfterMs, maxDocuments);
+    const staleJobs = await jobLiveness(queues, 'documents', stale.map(documentJobId));
+    for (const document of stale) {
+      const job = staleJobs.get(documentJobId(document))!;
+      // A worker holds it: a long extraction, not a stale one (its timeout ends it).
+      if (job.state === 'live' && job.active) continue;
+      if (job.state === 'failed') {
+        await failLostDocument(document, job.reason, repairs);
+        continue;
+      }
+      const released = await releaseDocument(db, document.id);
+      if (!released) continue;
+      repairs.documentsReleased += 1;
+      logger.warn(
+        { documentId: document.id, workerId: document.workerId, job: job.state },
+        'reconciler: stale processing document released to pending',
+      );
+      // A job still waiting runs it; a lost or finished one is queued again.
+      if (job.state === 'live') continue;
+      if (job.state === 'completed')
+        await removeFinishedJob(queues, 'documents', documentJobId(document));
+      toQueue.push(released);
+    }
+
+    if (toQueue.length === 0) return;
+    await enqueueDocuments(queues, toQueue, { maxRetries: settings.maxRetries });
+    repairs.documentsRequeued += requeued;
+    if (requeued > 0)
+      logger.warn(
+        {
+          documents: toQueue
+            .slice(0, requeued)
+            .map((document) => document.id)
+            .slice(0, 50),
+          count: requeued,
+        },
+        'reconciler: document jobs lost; queued again',
+      );
+  }
+
   return {
     /**
      * One reconciliation. With `redis: false` (Redis not answering) only what Postgres alone can
@@ -234,6 +338,7 @@ export function createReconciler(options: ReconcilerOptions) {
       if (redis) {
         await repairListing(current, repairs);
         await repairPostings(current, repairs);
+        if (options.documents) await repairDocuments(options.documents, repairs);
       }
       await finalizeDone(current, repairs);
       return repairs;

@@ -1,8 +1,11 @@
 import type { Database } from '@gleaner/db';
+import type { DocumentLimits, DocumentParserPool } from '@gleaner/extraction/documents';
 import type { Fetcher, RobotsCache, SiteGate } from '@gleaner/http';
 import type { Logger } from '@gleaner/logger';
 import type { JobPayload, Queues, WorkQueueName } from '@gleaner/queue';
 import type { Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { DocumentWorker } from './documents/document-worker.js';
 import type { PageAnalyser } from './page-analysis/page-analyser.js';
 import type { Settlement } from './settlement/settlement.js';
 
@@ -15,6 +18,19 @@ export interface WorkerDeps {
   gate: SiteGate;
   robots: RobotsCache;
   logger: Logger;
+  /** Required by a worker that serves `documents`, built in main.ts only for one that does. */
+  documents?: DocumentDeps;
+}
+
+/** What extracting documents needs beside the common dependencies. */
+export interface DocumentDeps {
+  /** Parser threads (`WORKER_DOCUMENT_THREADS`), closed by main.ts at shutdown. */
+  parser: DocumentParserPool;
+  limits: DocumentLimits;
+  /** Where completion events are published (the producer connection). */
+  redis: Redis;
+  /** `DOCUMENT_HEARTBEAT_INTERVAL_MS`. */
+  heartbeatIntervalMs: number;
 }
 
 export interface HandlerContext extends WorkerDeps {
@@ -31,6 +47,8 @@ export interface HandlerContext extends WorkerDeps {
   signal: AbortSignal | undefined;
   /** The job's lock token: needed to move it back to delayed while it is active. */
   token: string | undefined;
+  /** This process's document worker (heartbeat, counters): set when it serves `documents`. */
+  documentWorker: DocumentWorker | undefined;
 }
 
 export interface JobHandler<Q extends WorkQueueName> {
@@ -40,6 +58,12 @@ export interface JobHandler<Q extends WorkQueueName> {
    * records the failure on the row so that the run can still finalize.
    */
   giveUp(payload: JobPayload<Q>, error: Error, context: HandlerContext): Promise<void>;
+  /**
+   * A queue whose handler has this lets its jobs in flight go when a shutdown's grace period is
+   * over, instead of leaving them to BullMQ's stall check: their signal aborts, this puts the
+   * row back for another worker, and the job returns to the queue without spending an attempt.
+   */
+  release?(payload: JobPayload<Q>, context: HandlerContext): Promise<void>;
 }
 
 /** One handler for every queue the catalogue gives workers. */

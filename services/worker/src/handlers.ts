@@ -1,5 +1,6 @@
 import type { HandlerMap } from './context.js';
 import { crawlHandler } from './crawl/crawl.handler.js';
+import { documentsHandler } from './documents/documents.handler.js';
 import { extractHandler } from './extract/extract.handler.js';
 import { scrapeHandler } from './scrape/scrape.handler.js';
 
@@ -11,4 +12,5 @@ export const handlers: HandlerMap = {
   scrape: scrapeHandler,
   crawl: crawlHandler,
   extract: extractHandler,
+  documents: documentsHandler,
 };

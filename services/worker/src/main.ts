@@ -1,19 +1,22 @@
-import { fetchFragment, workerFragment } from '@gleaner/config';
+import { documentFragment, fetchFragment, workerFragment } from '@gleaner/config';
 import { startService } from '@gleaner/config/service';
+import { createDocumentParserPool } from '@gleaner/extraction/documents';
 import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
+import type { DocumentDeps } from './context.js';
 import { startWorkers } from './index.js';
 
 const started = await startService({
   name: 'worker',
   env: process.env,
-  settings: { ...workerFragment, ...fetchFragment },
+  settings: { ...workerFragment, ...fetchFragment, ...documentFragment },
   // More connections than jobs at once would only sit idle.
   poolMax: (config) =>
     Math.min(
       config.DATABASE_POOL_MAX,
       config.WORKER_CONCURRENCY_SCRAPE +
         config.WORKER_CONCURRENCY_CRAWL +
-        config.WORKER_CONCURRENCY_EXTRACT,
+        config.WORKER_CONCURRENCY_EXTRACT +
+        config.WORKER_CONCURRENCY_DOCUMENTS,
     ),
   healthPort: (config) => config.WORKER_HEALTH_PORT,
   start({ config, logger, database, redis, queues, workerConnection, onShutdown }) {
@@ -37,8 +40,29 @@ const started = await startService({
       prefix: config.QUEUE_PREFIX,
       userAgent: config.HTTP_USER_AGENT,
     });
+    // Parser threads only for a replica that serves documents; closed after the workers stop
+    // (shutdown steps run last-registered first).
+    let documents: DocumentDeps | undefined;
+    if (config.WORKER_QUEUES.includes('documents')) {
+      const parser = createDocumentParserPool({
+        threads: config.WORKER_DOCUMENT_THREADS,
+        timeoutMs: config.DOCUMENT_EXTRACTION_TIMEOUT_MS,
+      });
+      onShutdown('document parsers', () => parser.close());
+      documents = {
+        parser,
+        limits: {
+          maxBytes: config.DOCUMENT_MAX_BYTES,
+          maxPages: config.DOCUMENT_MAX_PAGES,
+          maxDecompressedBytes: config.DOCUMENT_MAX_DECOMPRESSED_BYTES,
+          maxTextChars: config.DOCUMENT_MAX_TEXT_CHARS,
+        },
+        redis,
+        heartbeatIntervalMs: config.DOCUMENT_HEARTBEAT_INTERVAL_MS,
+      };
+    }
     const runtime = startWorkers(
-      { db: database.db, queues, fetcher, gate, robots, logger },
+      { db: database.db, queues, fetcher, gate, robots, logger, documents },
       {
         connection: workerConnection(),
         prefix: config.QUEUE_PREFIX,
@@ -47,12 +71,15 @@ const started = await startService({
           scrape: config.WORKER_CONCURRENCY_SCRAPE,
           crawl: config.WORKER_CONCURRENCY_CRAWL,
           extract: config.WORKER_CONCURRENCY_EXTRACT,
+          documents: config.WORKER_CONCURRENCY_DOCUMENTS,
         },
         extractThreads: config.WORKER_EXTRACT_THREADS,
         timeouts: {
           scrape: config.JOB_TIMEOUT_SCRAPE_MS,
           crawl: config.JOB_TIMEOUT_CRAWL_MS,
           extract: config.JOB_TIMEOUT_EXTRACT_MS,
+          // The job's deadline is the extraction's (seed 001's extraction_timeout).
+          documents: config.DOCUMENT_EXTRACTION_TIMEOUT_MS,
         },
         stalls: {
           lockDuration: config.WORKER_LOCK_DURATION_MS,

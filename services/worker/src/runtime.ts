@@ -12,16 +12,19 @@ import {
 import { DelayedError, Job, UnrecoverableError, Worker, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { HandlerContext, JobHandler, WorkerDeps } from './context.js';
+import { createDocumentWorker, type DocumentWorker } from './documents/document-worker.js';
 import { handlers } from './handlers.js';
-import { createInFlightRuns, type InFlightRuns } from './job-signal.js';
+import { createInFlightJobs, type InFlightJobs } from './job-signal.js';
 import { createPageAnalyser, type PageAnalyser } from './page-analysis/page-analyser.js';
+import { isLastAttempt, isPermanent } from './retry-decision.js';
 import { createSettlement, type Settlement } from './settlement/settlement.js';
 
 export interface RuntimeOptions {
   connection: Redis;
   prefix: string;
   queues: readonly WorkQueueName[];
-  concurrency: Record<WorkQueueName, number>;
+  /** Jobs at once per served queue; a queue left out runs one at a time. */
+  concurrency: Partial<Record<WorkQueueName, number>>;
   /** Threads for the CPU-bound part of crawling (`WORKER_EXTRACT_THREADS`); default 0, inline. */
   extractThreads?: number;
   /** How jobs whose worker died are found and retried; BullMQ's defaults when absent. */
@@ -39,19 +42,26 @@ export interface WorkerRuntime {
   close(graceMs: number): Promise<void>;
 }
 
-function isPermanent(error: unknown): boolean {
-  return (
-    error instanceof UnrecoverableError ||
-    (isClassifiedError(error) && error.retryClass === 'permanent')
-  );
+/** After the grace period, how long jobs let go (`release`) have to put their rows back. */
+const RELEASE_WAIT_MS = 3_000;
+
+/** The run a job works for, for queues whose jobs belong to runs. */
+function runIdOf(payload: object): string | undefined {
+  return 'runId' in payload && typeof payload.runId === 'string' ? payload.runId : undefined;
+}
+
+/** What each processor shares with the others of its process. */
+interface ProcessorParts {
+  settlement: Settlement;
+  analyser: PageAnalyser;
+  inFlight: InFlightJobs;
+  documentWorker: DocumentWorker | undefined;
 }
 
 function createProcessor<Q extends WorkQueueName>(
   queue: Q,
   deps: WorkerDeps,
-  settlement: Settlement,
-  analyser: PageAnalyser,
-  inFlight: InFlightRuns,
+  { settlement, analyser, inFlight, documentWorker }: ProcessorParts,
   timeoutMs: number | undefined,
 ) {
   const handler = handlers[queue] as JobHandler<Q>;
@@ -66,7 +76,12 @@ function createProcessor<Q extends WorkQueueName>(
       );
     }
     const payload = parsed.data as JobPayload<Q>;
-    const jobSignal = inFlight.start({ queue, runId: payload.runId, timeoutMs, bullmq: signal });
+    const jobSignal = inFlight.start({
+      queue,
+      runId: runIdOf(payload),
+      timeoutMs,
+      bullmq: signal,
+    });
     const context: HandlerContext = {
       ...deps,
       settlement,
@@ -75,12 +90,21 @@ function createProcessor<Q extends WorkQueueName>(
       log,
       signal: jobSignal.signal,
       token,
+      documentWorker,
     };
     try {
       return await handler.run(payload, context);
     } catch (caught) {
       // Moved back to delayed (waiting for its site's slot): not a failure, no attempt spent.
       if (caught instanceof DelayedError) throw caught;
+      // Let go by a shutdown: its row is put back and the job returns to the queue for another
+      // worker at once, without spending an attempt (the same move as a parked crawl job).
+      if (jobSignal.isReleased && handler.release) {
+        await handler.release(payload, context);
+        await job.moveToDelayed(Date.now() + 10, token);
+        log.info('job released to another worker');
+        throw new DelayedError();
+      }
       // Its run was cancelled: there is nothing left to do or to retry, and its rows were
       // settled by the cancel. It completes, so it is neither retried nor dead-lettered.
       if (jobSignal.isCancelled) {
@@ -92,7 +116,7 @@ function createProcessor<Q extends WorkQueueName>(
       const error =
         jobSignal.timedOut ?? (caught instanceof Error ? caught : new Error(String(caught)));
       const permanent = isPermanent(error);
-      const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+      const lastAttempt = isLastAttempt(job);
       if (permanent || lastAttempt) {
         log.warn({ err: error, permanent }, 'giving up on job');
         await handler.giveUp(payload, error, context);
@@ -114,7 +138,7 @@ function createProcessor<Q extends WorkQueueName>(
  * Aborts this process's jobs of the runs cancelled while its cancellation subscriber was away
  * (reconnecting): the broadcast is not replayed, Postgres says which runs ended.
  */
-async function abortEndedRuns(deps: WorkerDeps, inFlight: InFlightRuns): Promise<void> {
+async function abortEndedRuns(deps: WorkerDeps, inFlight: InFlightJobs): Promise<void> {
   for (const runId of inFlight.runIds()) {
     const run = await getRun(deps.db, runId);
     if (run?.status === 'cancelled') inFlight.cancel(runId);
@@ -157,8 +181,7 @@ async function settleFailedStall(
   queue: WorkQueueName,
   jobId: string,
   deps: WorkerDeps,
-  settlement: Settlement,
-  analyser: PageAnalyser,
+  { settlement, analyser, documentWorker }: ProcessorParts,
 ): Promise<void> {
   const job = await Job.fromId(deps.queues[queue], jobId);
   if (!job || (await job.getState()) !== 'failed') return;
@@ -176,9 +199,23 @@ async function settleFailedStall(
       log,
       signal: undefined,
       token: undefined,
+      documentWorker,
     });
   }
   await parkDeadLetter(deps, job, error, true);
+}
+
+/** Waits for `promise` up to `ms`: `done`, or `timeout`. */
+async function within(promise: Promise<'done'>, ms: number): Promise<'done' | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerRuntime {
@@ -188,7 +225,21 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     threads: options.queues.includes('crawl') ? (options.extractThreads ?? 0) : 0,
   });
   // Cancelled runs' jobs in flight here are aborted as soon as the broadcast arrives.
-  const inFlight = createInFlightRuns();
+  const inFlight = createInFlightJobs();
+  // A replica serving documents beats in `document_worker_heartbeats` (seed 001).
+  let documentWorker: DocumentWorker | undefined;
+  if (options.queues.includes('documents')) {
+    if (!deps.documents)
+      throw new Error('a worker serving the documents queue needs deps.documents (a parser pool)');
+    documentWorker = createDocumentWorker({
+      db: deps.db,
+      queues: deps.queues,
+      logger: deps.logger,
+      intervalMs: deps.documents.heartbeatIntervalMs,
+    });
+    void documentWorker.beat();
+  }
+  const parts: ProcessorParts = { settlement, analyser, inFlight, documentWorker };
   const cancellations = subscribeToRunCancellations({
     subscriber: options.connection.duplicate(),
     prefix: options.prefix,
@@ -206,24 +257,23 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     },
   });
   const workers = options.queues.map((queue) => {
-    const processor = createProcessor(
-      queue,
-      deps,
-      settlement,
-      analyser,
-      inFlight,
-      options.timeouts?.[queue],
-    );
+    const processor = createProcessor(queue, deps, parts, options.timeouts?.[queue]);
+    const { backoffStrategy } = jobs[queue];
     const worker = new Worker(queue, processor, {
       connection: options.connection,
       prefix: options.prefix,
-      concurrency: options.concurrency[queue],
+      concurrency: options.concurrency[queue] ?? 1,
       // Stamped on each job as `processedBy`, so an operator can tell which replica ran it.
-      name: `${hostname()}-${process.pid}`,
+      name:
+        documentWorker && queue === 'documents'
+          ? documentWorker.workerId
+          : `${hostname()}-${process.pid}`,
+      // A queue whose backoff is its own (documents: seed 001's retry table).
+      ...(backoffStrategy ? { settings: { backoffStrategy } } : {}),
       ...options.stalls,
     });
     worker.on('stalled', (jobId) => {
-      settleFailedStall(queue, jobId, deps, settlement, analyser).catch((error: unknown) => {
+      settleFailedStall(queue, jobId, deps, parts).catch((error: unknown) => {
         deps.logger.error(
           { err: error, queue, jobId },
           'could not settle a job failed by stalling',
@@ -248,24 +298,27 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     workers,
     close(graceMs) {
       closing ??= (async () => {
-        let timer: NodeJS.Timeout | undefined;
+        await documentWorker?.stopping();
         const graceful = Promise.all(workers.map((worker) => worker.close())).then(
           () => 'done' as const,
         );
-        const timeout = new Promise<'timeout'>((resolve) => {
-          timer = setTimeout(() => resolve('timeout'), graceMs);
-        });
-        const outcome = await Promise.race([graceful, timeout]);
-        clearTimeout(timer);
+        let outcome = await within(graceful, graceMs);
         if (outcome === 'timeout') {
           deps.logger.warn(
             { graceMs },
             'in-flight jobs did not finish in time; releasing them to other workers',
           );
-          await Promise.all(workers.map((worker) => worker.close(true)));
+          // Queues whose handlers can put their rows back let their jobs go now; the others'
+          // jobs are left to BullMQ's stall check, which hands them on once their lock expires.
+          const released = options.queues
+            .filter((queue) => handlers[queue].release !== undefined)
+            .reduce((count, queue) => count + inFlight.release(queue), 0);
+          if (released > 0) outcome = await within(graceful, RELEASE_WAIT_MS);
+          if (outcome === 'timeout') await Promise.all(workers.map((worker) => worker.close(true)));
         }
         await cancellations.close();
         await analyser.close();
+        await documentWorker?.stop();
       })();
       return closing;
     },

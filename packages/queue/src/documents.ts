@@ -1,0 +1,102 @@
+import type { DocumentWork } from '@gleaner/db';
+import type { Redis } from 'ioredis';
+import { bullmqDocumentPriority } from './jobs/documents.js';
+import { enqueueBulk, type Queues } from './queues.js';
+
+/**
+ * Queues the extraction jobs of documents: one job per document and generation (the dedupe), with
+ * DOCUMENT_MAX_RETRIES + 1 attempts, seed 001's priority mapped onto BullMQ's, and for a
+ * `retry_pending` document the delay left until its next attempt. Used by the API (uploads,
+ * batches, retry), the reconciler and the tests alike. Returns how many jobs it added.
+ */
+export async function enqueueDocuments(
+  queues: Queues,
+  work: readonly DocumentWork[],
+  options: { maxRetries: number; now?: number },
+): Promise<number> {
+  const now = options.now ?? Date.now();
+  const byId = new Map(work.map((item) => [item.id, item]));
+  return enqueueBulk(
+    queues,
+    'documents',
+    work.map((item) => ({
+      documentId: item.id,
+      generation: item.generation,
+      correlationId: item.correlationId ?? undefined,
+    })),
+    (payload) => {
+      const item = byId.get(payload.documentId)!;
+      const delay = item.nextRetryAt ? Math.max(0, item.nextRetryAt.getTime() - now) : 0;
+      return {
+        attempts: options.maxRetries + 1,
+        priority: bullmqDocumentPriority(item.priority),
+        ...(delay > 0 ? { delay } : {}),
+      };
+    },
+  );
+}
+
+/**
+ * Document events for the stages after extraction (the LLM stage subscribes to `completed`): a
+ * Redis stream under the queue prefix, so a consumer that was down reads what it missed from the
+ * last id it handled (or joins with a consumer group, `XREADGROUP`). Capped at about
+ * `DOCUMENT_EVENTS_MAX_LENGTH` entries: a consumer further behind than that finds the rest in
+ * Postgres (`status = 'complete'`, `completed_at`), which stays the truth.
+ */
+export const DOCUMENT_EVENTS_MAX_LENGTH = 100_000;
+
+export function documentEventsKey(prefix: string): string {
+  return `${prefix}:documents:events`;
+}
+
+export interface DocumentCompletedEvent {
+  type: 'document.completed';
+  documentId: string;
+  tenantId: string;
+  kind: string;
+  textChars: number;
+  completedAt: string;
+}
+
+/** Appends an event; returns its stream id. */
+export async function publishDocumentEvent(
+  redis: Redis,
+  prefix: string,
+  event: DocumentCompletedEvent,
+): Promise<string> {
+  const id = await redis.xadd(
+    documentEventsKey(prefix),
+    'MAXLEN',
+    '~',
+    String(DOCUMENT_EVENTS_MAX_LENGTH),
+    '*',
+    'type',
+    event.type,
+    'event',
+    JSON.stringify(event),
+  );
+  return id!;
+}
+
+/**
+ * Events after stream id `after` ('0' for all still kept, '$' for only new ones when blocking),
+ * oldest first, at most `count`. With `blockMs` it waits that long for one when none is there
+ * (give it a connection of its own: a blocked connection serves nothing else).
+ */
+export async function readDocumentEvents(
+  redis: Redis,
+  prefix: string,
+  options: { after: string; count?: number; blockMs?: number },
+): Promise<{ id: string; event: DocumentCompletedEvent }[]> {
+  const key = documentEventsKey(prefix);
+  const count = String(options.count ?? 100);
+  const reply =
+    options.blockMs === undefined
+      ? await redis.xread('COUNT', count, 'STREAMS', key, options.after)
+      : await redis.xread('COUNT', count, 'BLOCK', options.blockMs, 'STREAMS', key, options.after);
+  const entries = reply?.[0]?.[1] ?? [];
+  return entries.map(([id, fields]) => {
+    const at = fields.indexOf('event');
+    return { id, event: JSON.parse(fields[at + 1]!) as DocumentCompletedEvent };
+  });
+}
