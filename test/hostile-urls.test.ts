@@ -384,6 +384,8 @@ beforeAll(async () => {
       ADMIN_PASSWORD: 'correct-horse',
       SYNC_SCRAPE_TIMEOUT_MS: 5000,
       HTTP_ALLOW_PRIVATE_NETWORKS: false,
+      DOCUMENT_MAX_BYTES: 1024 * 1024,
+      DOCUMENT_MAX_RETRIES: 3,
     },
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: system.handle.db,

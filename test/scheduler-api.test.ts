@@ -83,6 +83,8 @@ beforeAll(async () => {
       ADMIN_PASSWORD: 'correct-horse',
       SYNC_SCRAPE_TIMEOUT_MS: 1000,
       HTTP_ALLOW_PRIVATE_NETWORKS: true,
+      DOCUMENT_MAX_BYTES: 1024 * 1024,
+      DOCUMENT_MAX_RETRIES: 3,
     },
     logger: silent(),
     db,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -11,6 +12,8 @@ import {
 import type { ApiDeps } from './deps.js';
 import { bullBoardPlugin } from './plugins/bull-board.js';
 import { problemPlugin, replyWithProblem } from './plugins/problem.js';
+import { adminDocumentRoutes } from './routes/admin-documents.js';
+import { documentRoutes } from './routes/documents.js';
 import { healthRoutes } from './routes/health.js';
 import { queueRoutes } from './routes/jobs/queue.js';
 import { scrapeRoutes } from './routes/jobs/scrape.js';
@@ -64,6 +67,16 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     transform: jsonSchemaTransform,
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
+  // Document uploads (POST /documents): one file of at most DOCUMENT_MAX_BYTES, a few short fields.
+  await app.register(multipart, {
+    limits: {
+      fileSize: deps.config.DOCUMENT_MAX_BYTES,
+      files: 1,
+      fields: 8,
+      fieldSize: 1024,
+      parts: 9,
+    },
+  });
 
   await app.register(healthRoutes, { deps });
   await app.register(jobSiteRoutes, { deps });
@@ -72,6 +85,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(scrapeRoutes, { deps });
   await app.register(queueRoutes, { deps });
   await app.register(schedulerRoutes, { deps });
+  await app.register(documentRoutes, { deps });
+  await app.register(adminDocumentRoutes, { deps });
   await app.register(bullBoardPlugin, { deps });
   return app as unknown as FastifyInstance;
 }

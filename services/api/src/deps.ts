@@ -1,4 +1,4 @@
-import type { ApiConfig, FetchConfig } from '@gleaner/config';
+import type { ApiConfig, DocumentConfig, FetchConfig } from '@gleaner/config';
 import type { Database } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import type { Queues } from '@gleaner/queue';
@@ -15,7 +15,8 @@ export interface ApiDeps {
     | 'ADMIN_PASSWORD'
     | 'SYNC_SCRAPE_TIMEOUT_MS'
   > &
-    Pick<FetchConfig, 'HTTP_ALLOW_PRIVATE_NETWORKS'>;
+    Pick<FetchConfig, 'HTTP_ALLOW_PRIVATE_NETWORKS'> &
+    Pick<DocumentConfig, 'DOCUMENT_MAX_BYTES' | 'DOCUMENT_MAX_RETRIES'>;
   logger: Logger;
   db: Database;
   pool: pg.Pool;

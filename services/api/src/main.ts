@@ -1,4 +1,4 @@
-import { apiFragment, fetchFragment } from '@gleaner/config';
+import { apiFragment, documentFragment, fetchFragment } from '@gleaner/config';
 import { startService } from '@gleaner/config/service';
 import { buildApp } from './app.js';
 
@@ -8,6 +8,8 @@ const started = await startService({
   settings: {
     ...apiFragment,
     HTTP_ALLOW_PRIVATE_NETWORKS: fetchFragment.HTTP_ALLOW_PRIVATE_NETWORKS,
+    DOCUMENT_MAX_BYTES: documentFragment.DOCUMENT_MAX_BYTES,
+    DOCUMENT_MAX_RETRIES: documentFragment.DOCUMENT_MAX_RETRIES,
   },
   async start({ config, logger, database, redis, queues, onShutdown }) {
     const app = await buildApp({

@@ -37,6 +37,8 @@ export async function createApiTestStack(
         ADMIN_PASSWORD: 'correct-horse',
         SYNC_SCRAPE_TIMEOUT_MS: 1000,
         HTTP_ALLOW_PRIVATE_NETWORKS: false,
+        DOCUMENT_MAX_BYTES: 1024 * 1024,
+        DOCUMENT_MAX_RETRIES: 3,
         ...config,
       },
       logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),

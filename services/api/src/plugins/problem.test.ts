@@ -163,6 +163,8 @@ describe('answers of an API whose backing services are down', () => {
         ADMIN_PASSWORD: undefined,
         SYNC_SCRAPE_TIMEOUT_MS: 1000,
         HTTP_ALLOW_PRIVATE_NETWORKS: false,
+        DOCUMENT_MAX_BYTES: 1024 * 1024,
+        DOCUMENT_MAX_RETRIES: 3,
       },
       logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
       db: dead.db,

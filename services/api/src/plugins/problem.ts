@@ -98,6 +98,13 @@ const problemsByCode = new Map<string, ProblemMapping>([
   ['FST_ERR_INVALID_URL', { status: 400, title: 'Bad Request', field: 'url' }],
   ['FST_ERR_BAD_URL', { status: 400, title: 'Bad Request', field: 'url' }],
   ['FST_ERR_MAX_PARAM_LENGTH', { status: 414, title: 'URI Too Long', field: 'url' }],
+  // @fastify/multipart (document uploads).
+  ['FST_REQ_FILE_TOO_LARGE', { status: 413, title: 'Payload Too Large', field: 'body.file' }],
+  ['FST_FILES_LIMIT', { status: 413, title: 'Payload Too Large', field: 'body.file' }],
+  ['FST_FIELDS_LIMIT', { status: 413, title: 'Payload Too Large', field: 'body' }],
+  ['FST_PARTS_LIMIT', { status: 413, title: 'Payload Too Large', field: 'body' }],
+  ['FST_PROTO_VIOLATION', { status: 400, title: 'Bad Request', field: 'body' }],
+  ['FST_MP_PREMATURE_CLOSE', { status: 400, title: 'Bad Request', field: 'body' }],
 
   // Node's sockets, for Redis and Postgres alike.
   ['ECONNREFUSED', unavailable],

@@ -1,0 +1,550 @@
+import type { MultipartFile } from '@fastify/multipart';
+import {
+  documentKinds,
+  documentQueueStats,
+  documentStatuses,
+  getDocument,
+  getDocumentText,
+  insertDocuments,
+  listDocuments,
+  listDocumentWorkers,
+  searchDocuments,
+  type DocumentSummary,
+  type DocumentView,
+  type NewDocument,
+} from '@gleaner/db';
+import { DOCUMENT_PRIORITY_MAX, DOCUMENT_PRIORITY_MIN, enqueueDocuments } from '@gleaner/queue';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ApiDeps } from '../deps.js';
+import { ProblemError } from '../plugins/problem.js';
+import { storableText } from '../storable.js';
+
+/** Characters of text `GET /documents/:id` shows; the whole text is `GET /documents/:id/text`. */
+const PREVIEW_CHARS = 500;
+/** Documents one batch may carry. */
+const BATCH_MAX = 100;
+
+const tenantId = storableText()
+  .trim()
+  .min(1)
+  .max(200)
+  .describe('The tenant the document belongs to (explicit until access control comes)');
+const externalId = storableText().trim().min(1).max(500).describe("The caller's own id for it");
+const priority = z
+  .int()
+  .min(DOCUMENT_PRIORITY_MIN)
+  .max(DOCUMENT_PRIORITY_MAX)
+  .describe('Higher is extracted first; equal priorities in the order they came (default 0)');
+
+/** The JSON form of a document: its text or HTML in the body. */
+const documentJson = z
+  .object({
+    tenant_id: tenantId,
+    kind: z.enum(documentKinds),
+    external_id: externalId.optional(),
+    priority: priority.optional(),
+    text: storableText().min(1).optional().describe('Plain text (UTF-8)'),
+    html: storableText().min(1).optional().describe('An HTML page; its visible text is extracted'),
+  })
+  .strict()
+  .refine((body) => (body.text === undefined) !== (body.html === undefined), {
+    message: 'give exactly one of text or html',
+    path: ['text'],
+  });
+
+/** The fields of the multipart form besides `file`. */
+const documentFields = z
+  .object({
+    tenant_id: tenantId,
+    kind: z.enum(documentKinds),
+    external_id: externalId.optional(),
+    priority: z.coerce.number().pipe(priority).optional(),
+  })
+  .strict();
+
+const isoDate = z.iso.datetime({ offset: true });
+const accepted = z.object({
+  id: z.uuid(),
+  status: z.enum(documentStatuses),
+  status_url: z.string(),
+  /** The same bytes were already stored for the tenant: this is that document. */
+  duplicate: z.boolean(),
+});
+const summary = z.object({
+  id: z.uuid(),
+  tenant_id: z.string(),
+  kind: z.enum(documentKinds),
+  external_id: z.string().nullable(),
+  filename: z.string().nullable(),
+  media_type: z.string().nullable(),
+  byte_size: z.int(),
+  content_sha256: z.string(),
+  priority: z.int(),
+  status: z.enum(documentStatuses),
+  attempts: z.int(),
+  error_type: z.string().nullable(),
+  error_message: z.string().nullable(),
+  format: z.string().nullable(),
+  page_count: z.int().nullable(),
+  title: z.string().nullable(),
+  text_chars: z.int().nullable(),
+  truncated: z.boolean().nullable(),
+  timings: z.object({
+    queued_at: isoDate,
+    started_at: isoDate.nullable(),
+    completed_at: isoDate.nullable(),
+    next_retry_at: isoDate.nullable(),
+    extraction_ms: z.int().nullable(),
+  }),
+  created_at: isoDate,
+  updated_at: isoDate,
+});
+const detail = summary.extend({ text_preview: z.string().nullable() });
+
+const iso = (date: Date | null) => date?.toISOString() ?? null;
+
+function presentSummary(document: DocumentSummary): z.infer<typeof summary> {
+  return {
+    id: document.id,
+    tenant_id: document.tenantId,
+    kind: document.kind,
+    external_id: document.externalId,
+    filename: document.filename,
+    media_type: document.mediaType,
+    byte_size: document.byteSize,
+    content_sha256: document.contentSha256,
+    priority: document.priority,
+    status: document.status,
+    attempts: document.attempts,
+    error_type: document.errorType,
+    error_message: document.errorMessage,
+    format: document.format,
+    page_count: document.pageCount,
+    title: document.title,
+    text_chars: document.textChars,
+    truncated: document.truncated,
+    timings: {
+      queued_at: document.queuedAt.toISOString(),
+      started_at: iso(document.startedAt),
+      completed_at: iso(document.completedAt),
+      next_retry_at: iso(document.nextRetryAt),
+      extraction_ms: document.extractionMs,
+    },
+    created_at: document.createdAt.toISOString(),
+    updated_at: document.updatedAt.toISOString(),
+  };
+}
+
+const presentDetail = (document: DocumentView) => ({
+  ...presentSummary(document),
+  text_preview: document.textPreview,
+});
+
+/** A zod failure as the problem plugin words one: each field under `where` named. */
+function validated<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const errors = parsed.error.issues.map((issue) => {
+    const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
+    const path = [where, ...issue.path.map(String), ...keys.slice(0, 1)];
+    return { field: path.join('.'), message: issue.message };
+  });
+  throw new ProblemError(
+    400,
+    'Validation Failed',
+    errors.map((e) => `${e.field}: ${e.message}`).join('; '),
+    { errors },
+  );
+}
+
+function unknownDocument(id: string): ProblemError {
+  return new ProblemError(404, 'Unknown Document', `no document has id ${id}`, {
+    errors: [{ field: 'params.id', message: 'no such document' }],
+  });
+}
+
+/** A JSON-form document as stored: its text or HTML as UTF-8 bytes. */
+function fromJson(body: z.output<typeof documentJson>, correlationId: string): NewDocument {
+  const isHtml = body.html !== undefined;
+  return {
+    tenantId: body.tenant_id,
+    kind: body.kind,
+    externalId: body.external_id ?? null,
+    mediaType: isHtml ? 'text/html; charset=utf-8' : 'text/plain; charset=utf-8',
+    content: Buffer.from(body.html ?? body.text!, 'utf8'),
+    priority: body.priority ?? 0,
+    correlationId,
+  };
+}
+
+/**
+ * The multipart form: one `file` and the fields, in any order. An upload over DOCUMENT_MAX_BYTES
+ * is a 413 naming `body.file`; any file is accepted, and one no parser reads fails in the worker
+ * as `unsupported`.
+ */
+async function fromMultipart(
+  request: FastifyRequest,
+  maxBytes: number,
+  correlationId: string,
+): Promise<NewDocument> {
+  const fields: Record<string, string> = {};
+  let file: { bytes: Buffer; filename: string; mediaType: string } | undefined;
+  for await (const part of request.parts()) {
+    if (part.type === 'file') {
+      if (part.fieldname !== 'file' || file) {
+        part.file.resume();
+        throw new ProblemError(400, 'Validation Failed', 'one file, in the field "file"', {
+          errors: [{ field: `body.${part.fieldname}`, message: 'only one file, named "file"' }],
+        });
+      }
+      file = await readUpload(part, maxBytes);
+    } else {
+      fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value);
+    }
+  }
+  const parsed = validated(documentFields, fields, 'body');
+  if (!file || file.bytes.byteLength === 0) {
+    throw new ProblemError(400, 'Validation Failed', 'body.file: is required and not empty', {
+      errors: [{ field: 'body.file', message: 'is required and must not be empty' }],
+    });
+  }
+  return {
+    tenantId: parsed.tenant_id,
+    kind: parsed.kind,
+    externalId: parsed.external_id ?? null,
+    filename: file.filename.slice(0, 500) || null,
+    mediaType: file.mediaType.slice(0, 200) || null,
+    content: file.bytes,
+    priority: parsed.priority ?? 0,
+    correlationId,
+  };
+}
+
+async function readUpload(part: MultipartFile, maxBytes: number) {
+  try {
+    const bytes = await part.toBuffer();
+    // Names and types come from the client: what Postgres cannot store is dropped, not refused.
+    const clean = (value: string) => value.replace(/\0|[\uD800-\uDFFF]/gu, '');
+    return { bytes, filename: clean(part.filename ?? ''), mediaType: clean(part.mimetype ?? '') };
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'FST_REQ_FILE_TOO_LARGE') {
+      const message = `must be at most ${maxBytes} bytes (DOCUMENT_MAX_BYTES)`;
+      throw new ProblemError(413, 'Payload Too Large', `body.file: ${message}`, {
+        errors: [{ field: 'body.file', message }],
+      });
+    }
+    throw error;
+  }
+}
+
+/**
+ * Documents (seed 001): uploads stored once per tenant and content, extracted on the `documents`
+ * queue, read back, listed and searched per tenant, and the queue's status.
+ */
+export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
+  const { db, queues } = deps;
+  const maxBytes = deps.config.DOCUMENT_MAX_BYTES;
+  const statusUrl = (id: string, request: FastifyRequest) =>
+    `${deps.config.API_PUBLIC_URL ?? `${request.protocol}://${request.host}`}/documents/${id}`;
+
+  /** Stores documents and queues the new ones; Postgres keeps what Redis could not take. */
+  async function store(inputs: NewDocument[], request: FastifyRequest) {
+    const stored = await insertDocuments(db, inputs);
+    const fresh = stored.filter((entry) => !entry.duplicate).map((entry) => entry.document);
+    await queueNew(fresh, request.log);
+    return stored.map(({ document, duplicate }) => ({
+      id: document.id,
+      status: document.status,
+      status_url: statusUrl(document.id, request),
+      duplicate,
+    }));
+  }
+
+  async function queueNew(fresh: DocumentSummary[], log: FastifyBaseLogger) {
+    if (fresh.length === 0) return;
+    try {
+      await enqueueDocuments(queues, fresh, { maxRetries: deps.config.DOCUMENT_MAX_RETRIES });
+    } catch (error) {
+      // The documents are stored `pending`: the scheduler's reconciler queues them once Redis
+      // answers again. The upload itself succeeded.
+      log.warn(
+        { err: error, documents: fresh.map((document) => document.id) },
+        'documents stored but not queued; the reconciler will queue them',
+      );
+    }
+  }
+
+  app.post(
+    '/documents',
+    {
+      bodyLimit: maxBytes,
+      schema: {
+        tags: ['documents'],
+        summary: 'Store a document and queue its extraction',
+        description:
+          'multipart/form-data: `file` (PDF, DOCX, HTML or text; at most DOCUMENT_MAX_BYTES) with `tenant_id`, `kind` (resume, posting, other) and optional `external_id` and `priority` (-1000 to 1000, higher first). Or JSON: `{"tenant_id","kind","external_id"?,"priority"?}` with `text` or `html`. The same bytes for the same tenant are one document: a second upload answers with the first, `duplicate: true`.',
+        consumes: ['multipart/form-data', 'application/json'],
+        response: { 202: accepted },
+      },
+    },
+    async (request, reply) => {
+      const input = request.isMultipart()
+        ? await fromMultipart(request, maxBytes, request.id)
+        : fromJson(validated(documentJson, request.body, 'body'), request.id);
+      const [answer] = await store([input], request);
+      request.log.info({ documentId: answer!.id, duplicate: answer!.duplicate }, 'document stored');
+      return reply.code(202).send(answer!);
+    },
+  );
+
+  app.post(
+    '/documents/batch',
+    {
+      bodyLimit: maxBytes,
+      schema: {
+        tags: ['documents'],
+        summary: 'Store many documents (the JSON form) and queue them together',
+        description: `Every document is validated before any is stored; at most ${BATCH_MAX}.`,
+        body: z.array(documentJson).min(1).max(BATCH_MAX),
+        response: {
+          202: z.object({
+            documents: z.array(accepted),
+            created: z.int(),
+            duplicates: z.int(),
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const answers = await store(
+        request.body.map((body) => fromJson(body, request.id)),
+        request,
+      );
+      const duplicates = answers.filter((answer) => answer.duplicate).length;
+      return reply
+        .code(202)
+        .send({ documents: answers, created: answers.length - duplicates, duplicates });
+    },
+  );
+
+  app.get(
+    '/documents',
+    {
+      schema: {
+        tags: ['documents'],
+        summary: "A tenant's documents, newest first, with cursor paging (no text)",
+        querystring: z
+          .object({
+            tenant_id: tenantId,
+            status: z.enum(documentStatuses).optional(),
+            kind: z.enum(documentKinds).optional(),
+            limit: z.coerce.number().int().min(1).max(200).default(50),
+            cursor: storableText().max(200).optional().describe('next_cursor of the previous page'),
+          })
+          .strict(),
+        response: {
+          200: z.object({
+            status: z.literal('success'),
+            data: z.array(summary),
+            next_cursor: z.string().nullable(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const { query } = request;
+      const page = await listDocuments(db, {
+        tenantId: query.tenant_id,
+        status: query.status,
+        kind: query.kind,
+        limit: query.limit,
+        cursor: query.cursor,
+      });
+      return {
+        status: 'success' as const,
+        data: page.documents.map(presentSummary),
+        next_cursor: page.nextCursor,
+      };
+    },
+  );
+
+  app.get(
+    '/documents/search',
+    {
+      schema: {
+        tags: ['documents'],
+        summary: "Full-text search of a tenant's extracted documents, best first",
+        description:
+          'Web search syntax (`"exact phrase"`, `or`, `-word`), English stemming; a match in the title ranks above one in the text. Only `complete` documents are found.',
+        querystring: z
+          .object({
+            tenant_id: tenantId,
+            q: storableText().trim().min(1).max(500),
+            limit: z.coerce.number().int().min(1).max(50).default(20),
+          })
+          .strict(),
+        response: {
+          200: z.object({
+            status: z.literal('success'),
+            data: z.array(
+              z.object({
+                id: z.uuid(),
+                kind: z.enum(documentKinds),
+                external_id: z.string().nullable(),
+                filename: z.string().nullable(),
+                title: z.string().nullable(),
+                rank: z.number(),
+                snippet: z.string(),
+              }),
+            ),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const hits = await searchDocuments(db, {
+        tenantId: request.query.tenant_id,
+        query: request.query.q,
+        limit: request.query.limit,
+      });
+      return {
+        status: 'success' as const,
+        data: hits.map((hit) => ({
+          id: hit.id,
+          kind: hit.kind,
+          external_id: hit.externalId,
+          filename: hit.filename,
+          title: hit.title,
+          rank: hit.rank,
+          snippet: hit.snippet,
+        })),
+      };
+    },
+  );
+
+  app.get(
+    '/documents/status',
+    {
+      schema: {
+        tags: ['documents'],
+        summary: "Seed 001's get_status: documents by status, throughput, pause, workers",
+        response: {
+          200: z.object({
+            pending: z.int(),
+            processing: z.int(),
+            retry_pending: z.int(),
+            failed: z.int(),
+            complete: z.int(),
+            completed_24h: z.int(),
+            throughput_per_second: z.number(),
+            avg_extraction_time_ms: z.int().nullable(),
+            queue_depth: z.int().nullable().describe('Jobs waiting in Redis (null: Redis away)'),
+            paused: z.boolean().nullable(),
+            redis: z.enum(['ok', 'unavailable']),
+            active_workers: z.int(),
+            workers: z.array(
+              z.object({
+                worker_id: z.string(),
+                hostname: z.string(),
+                pid: z.int(),
+                status: z.enum(['idle', 'processing', 'paused', 'stopping', 'stopped', 'dead']),
+                jobs_completed: z.int(),
+                jobs_failed: z.int(),
+                current_document_id: z.uuid().nullable(),
+                started_at: isoDate,
+                last_heartbeat: isoDate,
+              }),
+            ),
+          }),
+        },
+      },
+    },
+    async () => {
+      const [stats, workers] = await Promise.all([documentQueueStats(db), listDocumentWorkers(db)]);
+      let queueDepth: number | null = null;
+      let paused: boolean | null = null;
+      try {
+        const [counts, isPaused] = await Promise.all([
+          queues.documents.getJobCounts('waiting', 'prioritized', 'delayed'),
+          queues.documents.isPaused(),
+        ]);
+        queueDepth = Object.values(counts).reduce((sum, count) => sum + count, 0);
+        paused = isPaused;
+      } catch {
+        // Redis away: Postgres still says what each document is doing.
+      }
+      return {
+        pending: stats.pending,
+        processing: stats.processing,
+        retry_pending: stats.retryPending,
+        failed: stats.failed,
+        complete: stats.complete,
+        completed_24h: stats.completed24h,
+        throughput_per_second: stats.throughputPerSecond,
+        avg_extraction_time_ms: stats.avgExtractionTimeMs,
+        queue_depth: queueDepth,
+        paused,
+        redis: paused === null ? ('unavailable' as const) : ('ok' as const),
+        active_workers: workers.filter(
+          (worker) => worker.effectiveStatus !== 'stopped' && worker.effectiveStatus !== 'dead',
+        ).length,
+        workers: workers.map((worker) => ({
+          worker_id: worker.workerId,
+          hostname: worker.hostname,
+          pid: worker.pid,
+          status: worker.effectiveStatus,
+          jobs_completed: worker.jobsCompleted,
+          jobs_failed: worker.jobsFailed,
+          current_document_id: worker.currentDocumentId,
+          started_at: worker.startedAt.toISOString(),
+          last_heartbeat: worker.lastHeartbeat.toISOString(),
+        })),
+      };
+    },
+  );
+
+  app.get(
+    '/documents/:id',
+    {
+      schema: {
+        tags: ['documents'],
+        summary: `A document's status, errors, timings and the first ${PREVIEW_CHARS} characters of its text`,
+        params: z.object({ id: z.uuid() }),
+        response: { 200: z.object({ status: z.literal('success'), data: detail }) },
+      },
+    },
+    async (request) => {
+      const document = await getDocument(db, request.params.id, PREVIEW_CHARS);
+      if (!document) throw unknownDocument(request.params.id);
+      return { status: 'success' as const, data: presentDetail(document) };
+    },
+  );
+
+  app.get(
+    '/documents/:id/text',
+    {
+      schema: {
+        tags: ['documents'],
+        summary: "A document's whole extracted text (text/plain; charset=utf-8)",
+        description: '409 while the document has no text yet (not complete).',
+        params: z.object({ id: z.uuid() }),
+        produces: ['text/plain'],
+      },
+    },
+    async (request, reply) => {
+      const document = await getDocumentText(db, request.params.id);
+      if (!document) throw unknownDocument(request.params.id);
+      if (document.text === null) {
+        throw new ProblemError(
+          409,
+          'Text Not Ready',
+          `document ${request.params.id} is ${document.status}: it has no text yet`,
+          { document_status: document.status },
+        );
+      }
+      return reply.type('text/plain; charset=utf-8').send(document.text);
+    },
+  );
+};
