@@ -52,6 +52,19 @@ const benches: Record<string, BenchEntry> = {
     ],
     load: () => import('./isolation.js'),
   },
+  documents: {
+    summary:
+      '500 PDF and DOCX files through the API and one worker, vs a bare loop of the same parsers',
+    needs: [
+      'packages/testing/dist/index.js',
+      'packages/db/dist/index.js',
+      'packages/queue/dist/index.js',
+      'packages/extraction/dist/documents/index.js',
+      'services/api/dist/main.js',
+      'services/worker/dist/main.js',
+    ],
+    load: () => import('./documents.js'),
+  },
   scheduler: {
     summary: 'one scheduling pass over 100,000 sites with 1,000 due (goal: under 200 ms)',
     needs: [

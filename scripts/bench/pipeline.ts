@@ -47,6 +47,7 @@ import {
   stopChild,
   benchRun,
   report,
+  sampleRss,
   TERMINAL_RUN_STATUSES,
   wantsHelp,
   startWorkerProcesses,
@@ -185,37 +186,6 @@ async function startFixtureSite(settings: Settings): Promise<FixtureSiteProcess>
     await stop();
     throw error;
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Peak RSS of a process, from /proc
-
-/** kB value of one `/proc/<pid>/status` field, or 0 when the process is gone. */
-function procStatusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
-    return match ? Number(match[1]) : 0;
-  } catch {
-    return 0;
-  }
-}
-
-interface RssSampler {
-  /** Max of the polled VmRSS and the kernel's VmHWM, in MB; call before the process exits. */
-  peakMb(): number;
-  stop(): void;
-}
-
-function sampleRss(pid: number, intervalMs = 200): RssSampler {
-  let maxRssKb = procStatusKb(pid, 'VmRSS');
-  const timer = setInterval(() => {
-    maxRssKb = Math.max(maxRssKb, procStatusKb(pid, 'VmRSS'));
-  }, intervalMs);
-  return {
-    peakMb: () => Math.max(maxRssKb, procStatusKb(pid, 'VmRSS'), procStatusKb(pid, 'VmHWM')) / 1024,
-    stop: () => clearInterval(timer),
-  };
 }
 
 // ---------------------------------------------------------------------------------------------

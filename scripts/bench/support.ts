@@ -5,6 +5,7 @@
  * waiting for runs to end.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -456,7 +457,7 @@ export function workerProcessEnv(): Record<string, string> {
 
 /**
  * Starts `count` worker processes (services/worker/dist/main.js) and waits until every one of
- * them serves scrape, crawl and extract. Stopped by the teardown.
+ * them serves the `served` queues (scrape, crawl and extract by default). Stopped by the teardown.
  */
 export async function startWorkerProcesses(
   count: number,
@@ -464,6 +465,11 @@ export async function startWorkerProcesses(
   stack: BenchStack,
   teardown: Teardown,
   timeoutMs = 60_000,
+  served: readonly { getWorkersCount(): Promise<number> }[] = [
+    stack.queues.scrape,
+    stack.queues.crawl,
+    stack.queues.extract,
+  ],
 ): Promise<ServiceProcess[]> {
   const workers: ServiceProcess[] = [];
   teardown.add('stop workers', () => Promise.all(workers.map((worker) => worker.stop())));
@@ -472,7 +478,6 @@ export async function startWorkerProcesses(
       startService('worker', { ...env, ...workerProcessEnv() }, `bench-worker-${index + 1}`),
     );
   const deadline = Date.now() + timeoutMs;
-  const served = [stack.queues.scrape, stack.queues.crawl, stack.queues.extract];
   while (Date.now() < deadline) {
     assertWorkersAlive(workers);
     const counts = await Promise.all(served.map((queue) => queue.getWorkersCount()));
@@ -533,4 +538,35 @@ export async function waitForRuns(
       await options.onTick((now - options.startedAt) / 1000, endedAt.size);
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Peak RSS of a process, from /proc
+
+/** kB value of one `/proc/<pid>/status` field, or 0 when the process is gone. */
+function procStatusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    return match ? Number(match[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+export interface RssSampler {
+  /** Max of the polled VmRSS and the kernel's VmHWM, in MB; call before the process exits. */
+  peakMb(): number;
+  stop(): void;
+}
+
+export function sampleRss(pid: number, intervalMs = 200): RssSampler {
+  let maxRssKb = procStatusKb(pid, 'VmRSS');
+  const timer = setInterval(() => {
+    maxRssKb = Math.max(maxRssKb, procStatusKb(pid, 'VmRSS'));
+  }, intervalMs);
+  return {
+    peakMb: () => Math.max(maxRssKb, procStatusKb(pid, 'VmRSS'), procStatusKb(pid, 'VmHWM')) / 1024,
+    stop: () => clearInterval(timer),
+  };
 }

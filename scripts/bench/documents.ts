@@ -1,0 +1,271 @@
+/**
+ * `pnpm bench documents`: documents per second through the real document path, against a bare
+ * loop of the same parsers, in the same run.
+ *
+ *   baseline  `extractDocument` (@gleaner/extraction/documents) over every file, one after the
+ *             other, in this process: the parsers and nothing else;
+ *   pipeline  every file uploaded to the API process (`POST /documents`, multipart, a few
+ *             uploads at once), stored in Postgres, queued, and extracted by one worker process
+ *             (`WORKER_QUEUES=documents`, its parser threads), timed from the first upload until
+ *             the last document's `completed_at`.
+ *
+ * Both sides read the same files: `BENCH_DOCUMENTS` (500), half PDF (`BENCH_PDF_PAGES` pages of
+ * 300 words), half DOCX (`BENCH_DOCX_PARAGRAPHS` paragraphs of 40 words), each with its own seed
+ * so that no two are the same bytes. Both are warmed on `BENCH_WARM_UP_DOCUMENTS` other files
+ * first. The baseline runs first, on an otherwise idle machine.
+ *
+ * Last stdout line: {"docsPerSec","baselineDocsPerSec","ratio","peakRssMB",…}. Exit code 1 when a
+ * document did not end `complete` or a target (ratio ≥ 0.8, worker peak RSS ≤ 400 MB) is missed.
+ *
+ * Environment: BENCH_DOCUMENTS (500), BENCH_PDF_PAGES (3), BENCH_DOCX_PARAGRAPHS (30),
+ * BENCH_WARM_UP_DOCUMENTS (20), BENCH_UPLOAD_CONCURRENCY (8), BENCH_TIMEOUT_MS (300000),
+ * BENCH_DOCUMENT_THREADS and BENCH_DOCUMENTS_CONCURRENCY (the worker's defaults).
+ * TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
+ */
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { workerFragment } from '@gleaner/config';
+import { extractDocument } from '@gleaner/extraction/documents';
+import { buildDocx, buildPdf, freePort, startService, waitFor } from '@gleaner/testing';
+import type { BenchModule } from './bench.js';
+import {
+  assertWorkersAlive,
+  benchRun,
+  concurrencyFrom,
+  createBenchStack,
+  integerFrom,
+  progressFor,
+  report,
+  round2,
+  sampleRss,
+  startWorkerProcesses,
+  wantsHelp,
+  workerWarnings,
+} from './support.js';
+
+const USAGE = `usage: pnpm bench documents
+environment: BENCH_DOCUMENTS (500), BENCH_PDF_PAGES (3), BENCH_DOCX_PARAGRAPHS (30),
+  BENCH_WARM_UP_DOCUMENTS (20), BENCH_UPLOAD_CONCURRENCY (8), BENCH_TIMEOUT_MS (300000),
+  BENCH_DOCUMENT_THREADS, BENCH_DOCUMENTS_CONCURRENCY (worker defaults)
+`;
+
+const TARGET_RATIO = 0.8;
+const TARGET_PEAK_RSS_MB = 400;
+const TENANT = 'bench';
+
+interface Settings {
+  documents: number;
+  pdfPages: number;
+  docxParagraphs: number;
+  warmUp: number;
+  uploadConcurrency: number;
+  timeoutMs: number;
+  threads: number;
+  concurrency: number;
+}
+
+interface BenchFile {
+  name: string;
+  mediaType: string;
+  bytes: Uint8Array;
+}
+
+const progress = progressFor('documents');
+
+function readSettings(args: string[]): Settings | 'help' {
+  if (wantsHelp(args, USAGE)) return 'help';
+  return {
+    documents: integerFrom('BENCH_DOCUMENTS', 500, { min: 2 }, USAGE),
+    pdfPages: integerFrom('BENCH_PDF_PAGES', 3, { min: 1, max: 500 }, USAGE),
+    docxParagraphs: integerFrom('BENCH_DOCX_PARAGRAPHS', 30, { min: 1 }, USAGE),
+    warmUp: integerFrom('BENCH_WARM_UP_DOCUMENTS', 20, { min: 0 }, USAGE),
+    uploadConcurrency: integerFrom('BENCH_UPLOAD_CONCURRENCY', 8, { min: 1, max: 64 }, USAGE),
+    timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, { min: 1000 }, USAGE),
+    threads: concurrencyFrom(
+      'BENCH_DOCUMENT_THREADS',
+      workerFragment.WORKER_DOCUMENT_THREADS,
+      USAGE,
+    ),
+    concurrency: concurrencyFrom(
+      'BENCH_DOCUMENTS_CONCURRENCY',
+      workerFragment.WORKER_CONCURRENCY_DOCUMENTS,
+      USAGE,
+    ),
+  };
+}
+
+/** Alternating PDF and DOCX files, each of its own seed (`firstSeed` onwards). */
+async function buildFiles(count: number, firstSeed: number, settings: Settings) {
+  const files: BenchFile[] = [];
+  for (let index = 0; index < count; index++) {
+    const seed = firstSeed + index;
+    files.push(
+      index % 2 === 0
+        ? {
+            name: `resume-${seed}.pdf`,
+            mediaType: 'application/pdf',
+            bytes: (await buildPdf({ pages: settings.pdfPages, wordsPerPage: 300, seed })).bytes,
+          }
+        : {
+            name: `resume-${seed}.docx`,
+            mediaType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+            bytes: (
+              await buildDocx({
+                paragraphs: settings.docxParagraphs,
+                wordsPerParagraph: 40,
+                seed,
+              })
+            ).bytes,
+          },
+    );
+  }
+  return files;
+}
+
+/** Parses every file in this process, one after the other; resolves with the seconds taken. */
+async function bareLoop(files: readonly BenchFile[]): Promise<number> {
+  const started = performance.now();
+  for (const file of files) {
+    const document = await extractDocument(file.bytes, {
+      mediaType: file.mediaType,
+      filename: file.name,
+    });
+    if (document.textChars === 0) throw new Error(`the bare loop read no text from ${file.name}`);
+  }
+  return (performance.now() - started) / 1000;
+}
+
+/** Uploads every file (`concurrency` at once); resolves with the document ids in file order. */
+async function upload(apiUrl: string, files: readonly BenchFile[], concurrency: number) {
+  const ids: string[] = new Array<string>(files.length);
+  let next = 0;
+  const uploader = async () => {
+    for (let index = next++; index < files.length; index = next++) {
+      const file = files[index]!;
+      const form = new FormData();
+      form.set('tenant_id', TENANT);
+      form.set('kind', 'resume');
+      form.set('file', new Blob([file.bytes], { type: file.mediaType }), file.name);
+      const response = await fetch(`${apiUrl}/documents`, { method: 'POST', body: form });
+      const body = (await response.json()) as { id?: string; duplicate?: boolean };
+      if (response.status !== 202 || body.id === undefined || body.duplicate === true)
+        throw new Error(
+          `POST /documents for ${file.name} answered ${response.status}: ${JSON.stringify(body)}`,
+        );
+      ids[index] = body.id;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, uploader));
+  return ids;
+}
+
+export const run: BenchModule['run'] = benchRun<Settings>(
+  progress,
+  USAGE,
+  readSettings,
+  async (settings, teardown) => {
+    progress(`building ${settings.documents} + ${settings.warmUp} warm-up files`);
+    const files = await buildFiles(settings.documents, 1, settings);
+    const warmUpFiles = await buildFiles(settings.warmUp, 1_000_000, settings);
+    const megabytes = files.reduce((sum, file) => sum + file.bytes.byteLength, 0) / 1024 / 1024;
+
+    await bareLoop(warmUpFiles);
+    const baselineSeconds = await bareLoop(files);
+    const baselineDocsPerSec = settings.documents / baselineSeconds;
+    progress(`baseline: ${round2(baselineDocsPerSec)} documents/s (${round2(megabytes)} MB)`);
+
+    const stack = await createBenchStack('documents', teardown);
+    const { pool } = stack.handle;
+    const env = {
+      ...stack.workerEnv,
+      WORKER_QUEUES: 'documents',
+      WORKER_DOCUMENT_THREADS: String(settings.threads),
+      WORKER_CONCURRENCY_DOCUMENTS: String(settings.concurrency),
+    };
+    const [worker] = await startWorkerProcesses(1, env, stack, teardown, 60_000, [
+      stack.queues.documents,
+    ]);
+    const apiPort = await freePort();
+    const apiUrl = `http://127.0.0.1:${apiPort}`;
+    const api = startService('api', {
+      ...stack.workerEnv,
+      API_HOST: '127.0.0.1',
+      API_PORT: String(apiPort),
+    });
+    teardown.add('stop api', () => api.stop());
+    await waitFor(
+      async () => {
+        assertWorkersAlive([api]);
+        return (await fetch(`${apiUrl}/health`).catch(() => undefined))?.ok ? true : undefined;
+      },
+      { timeoutMs: 60_000, what: 'the API to answer /health' },
+    );
+
+    const countTerminal = async (ids: readonly string[]) => {
+      const { rows } = await pool.query<{ complete: number; failed: number }>(
+        `SELECT count(*) FILTER (WHERE status = 'complete')::int AS complete,
+                count(*) FILTER (WHERE status = 'failed')::int AS failed
+         FROM documents WHERE id = ANY($1::uuid[])`,
+        [ids],
+      );
+      return rows[0]!;
+    };
+    const waitForDocuments = async (ids: readonly string[], startedAt: number) => {
+      for (let lastTick = startedAt; ;) {
+        await sleep(100);
+        const counts = await countTerminal(ids);
+        if (counts.complete + counts.failed === ids.length) return { ...counts, timedOut: false };
+        assertWorkersAlive([worker!, api], ' mid-run');
+        const now = performance.now();
+        if (now - startedAt > settings.timeoutMs) return { ...counts, timedOut: true };
+        if (now - lastTick >= 5_000) {
+          lastTick = now;
+          progress(`${Math.round((now - startedAt) / 1000)} s: ${counts.complete} complete`);
+        }
+      }
+    };
+
+    if (warmUpFiles.length > 0) {
+      const warmUpIds = await upload(apiUrl, warmUpFiles, settings.uploadConcurrency);
+      await waitForDocuments(warmUpIds, performance.now());
+    }
+
+    const rss = sampleRss(worker!.child.pid!);
+    const firstUploadAt = new Date();
+    const startedAt = performance.now();
+    const ids = await upload(apiUrl, files, settings.uploadConcurrency);
+    const outcome = await waitForDocuments(ids, startedAt);
+    const peakRssMB = round2(rss.peakMb());
+    rss.stop();
+    const { rows } = await pool.query<{ last: Date | null }>(
+      `SELECT max(completed_at) AS last FROM documents WHERE id = ANY($1::uuid[])`,
+      [ids],
+    );
+    const seconds = ((rows[0]?.last ?? new Date()).getTime() - firstUploadAt.getTime()) / 1000;
+    const docsPerSec = settings.documents / seconds;
+    const ratio = docsPerSec / baselineDocsPerSec;
+    progress(`pipeline: ${round2(docsPerSec)} documents/s, ratio ${round2(ratio)}`);
+
+    const failures: string[] = [];
+    if (outcome.timedOut) failures.push(`not every document ended within ${settings.timeoutMs} ms`);
+    if (outcome.complete !== settings.documents)
+      failures.push(`${outcome.complete} of ${settings.documents} documents complete`);
+    if (ratio < TARGET_RATIO) failures.push(`ratio ${round2(ratio)} < ${TARGET_RATIO}`);
+    if (peakRssMB > TARGET_PEAK_RSS_MB)
+      failures.push(`worker peak RSS ${peakRssMB} MB > ${TARGET_PEAK_RSS_MB} MB`);
+    return report(progress, failures, {
+      docsPerSec: round2(docsPerSec),
+      baselineDocsPerSec: round2(baselineDocsPerSec),
+      ratio: round2(ratio),
+      peakRssMB,
+      documents: settings.documents,
+      complete: outcome.complete,
+      failed: outcome.failed,
+      megabytes: round2(megabytes),
+      seconds: round2(seconds),
+      settings,
+      warnings: workerWarnings([worker!, api]).slice(0, 10),
+      targets: { ratio: TARGET_RATIO, peakRssMB: TARGET_PEAK_RSS_MB },
+    });
+  },
+);
