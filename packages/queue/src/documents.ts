@@ -45,8 +45,12 @@ export async function enqueueDocuments(
  */
 export const DOCUMENT_EVENTS_MAX_LENGTH = 100_000;
 
+/**
+ * Not `<prefix>:documents:…`: BullMQ keeps the documents queue's own keys there, its event stream
+ * at `<prefix>:documents:events` among them.
+ */
 export function documentEventsKey(prefix: string): string {
-  return `${prefix}:documents:events`;
+  return `${prefix}:document-events`;
 }
 
 export interface DocumentCompletedEvent {
@@ -97,6 +101,6 @@ export async function readDocumentEvents(
   const entries = reply?.[0]?.[1] ?? [];
   return entries.map(([id, fields]) => {
     const at = fields.indexOf('event');
-    return { id, event: JSON.parse(fields[at + 1]!) as DocumentCompletedEvent };
+    return { id, event: JSON.parse(fields[at + 1] ?? 'null') as DocumentCompletedEvent };
   });
 }
