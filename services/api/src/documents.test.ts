@@ -449,3 +449,23 @@ describe('documents status and admin', () => {
     expect(bad.json().errors[0].field).toBe('body.ids.0');
   });
 });
+
+describe('OpenAPI', () => {
+  it('documents the document routes with their response schemas', async () => {
+    const answer = await app.inject({ method: 'GET', url: '/docs/json' });
+    expect(answer.statusCode).toBe(200);
+    const { paths } = answer.json();
+    expect(
+      paths['/documents'].post.responses['202'].content['application/json'].schema.properties,
+    ).toHaveProperty('duplicate');
+    expect(paths['/documents/batch'].post.requestBody).toBeDefined();
+    expect(paths['/documents/{id}'].get.responses['200']).toBeDefined();
+    expect(
+      paths['/documents/search'].get.parameters.map((p: { name: string }) => p.name),
+    ).toContain('q');
+    expect(
+      paths['/documents/status'].get.responses['200'].content['application/json'].schema.properties,
+    ).toHaveProperty('workers');
+    expect(paths['/admin/documents/retry'].post.responses['200']).toBeDefined();
+  });
+});
