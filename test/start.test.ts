@@ -89,7 +89,16 @@ describe('npm start', () => {
     expect(output).toMatch(/gleaner: stopped\n/);
     const steps = stepsBy(output);
     expect(steps.api).toEqual(['http server', 'queues', 'redis', 'postgres']);
-    expect(steps.worker).toEqual(['workers', 'fetcher', 'queues', 'redis', 'postgres']);
+    // The worker serves every queue by default, documents included: its parser threads stop
+    // once its jobs have.
+    expect(steps.worker).toEqual([
+      'workers',
+      'document parsers',
+      'fetcher',
+      'queues',
+      'redis',
+      'postgres',
+    ]);
     expect(steps.scheduler).toEqual([
       'forced passes',
       'scheduler loop',

@@ -298,7 +298,8 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     workers,
     close(graceMs) {
       closing ??= (async () => {
-        await documentWorker?.stopping();
+        // Not awaited: a beat must not eat the grace period when Postgres is slow to answer.
+        void documentWorker?.stopping();
         const graceful = Promise.all(workers.map((worker) => worker.close())).then(
           () => 'done' as const,
         );
