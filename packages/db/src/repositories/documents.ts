@@ -4,6 +4,7 @@ import { withoutNul } from '../pg-text.js';
 import { afterCursor, microsOf, pageOf } from './cursor.js';
 import { sha256Hex } from './bodies.js';
 import {
+  DOCUMENT_SEARCH_CHARS,
   documentExtractionMetrics,
   documents,
   type DocumentErrorType,
@@ -246,7 +247,8 @@ export async function searchDocuments(
                          'MaxFragments=2, MaxWords=24, MinWords=8, FragmentDelimiter=" … "') AS snippet
       FROM ranked r JOIN documents d ON d.id = r.id, q
       ORDER BY r.rank DESC, d.id`,
-    values: [search.tenantId, search.query, search.limit, 250_000],
+    // Snippets come from the part of the text the vector indexes.
+    values: [search.tenantId, search.query, search.limit, DOCUMENT_SEARCH_CHARS],
   });
   return rows.map((row) => ({
     id: row.id,
