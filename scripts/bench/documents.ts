@@ -37,6 +37,7 @@ import {
   progressFor,
   report,
   round2,
+  processCpuSeconds,
   sampleRss,
   startWorkerProcesses,
   wantsHelp,
@@ -122,9 +123,10 @@ async function buildFiles(count: number, firstSeed: number, settings: Settings) 
   return files;
 }
 
-/** Parses every file in this process, one after the other; resolves with the seconds taken. */
-async function bareLoop(files: readonly BenchFile[]): Promise<number> {
+/** Parses every file in this process, one after the other: the seconds and CPU seconds taken. */
+async function bareLoop(files: readonly BenchFile[]) {
   const started = performance.now();
+  const cpu = process.cpuUsage();
   for (const file of files) {
     const document = await extractDocument(file.bytes, {
       mediaType: file.mediaType,
@@ -132,7 +134,11 @@ async function bareLoop(files: readonly BenchFile[]): Promise<number> {
     });
     if (document.textChars === 0) throw new Error(`the bare loop read no text from ${file.name}`);
   }
-  return (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  return {
+    seconds: (performance.now() - started) / 1000,
+    cpuSeconds: (used.user + used.system) / 1e6,
+  };
 }
 
 /** Uploads every file (`concurrency` at once); resolves with the document ids in file order. */
@@ -170,8 +176,8 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     const megabytes = files.reduce((sum, file) => sum + file.bytes.byteLength, 0) / 1024 / 1024;
 
     await bareLoop(warmUpFiles);
-    const baselineSeconds = await bareLoop(files);
-    const baselineDocsPerSec = settings.documents / baselineSeconds;
+    const baseline = await bareLoop(files);
+    const baselineDocsPerSec = settings.documents / baseline.seconds;
     progress(`baseline: ${round2(baselineDocsPerSec)} documents/s (${round2(megabytes)} MB)`);
 
     const stack = await createBenchStack('documents', teardown);
@@ -231,14 +237,21 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     }
 
     const rss = sampleRss(worker!.child.pid!);
+    const cpuBefore = [worker!, api].map((service) => processCpuSeconds(service.child.pid!));
     const firstUploadAt = new Date();
     const startedAt = performance.now();
     const ids = await upload(apiUrl, files, settings.uploadConcurrency);
+    const uploadSeconds = (performance.now() - startedAt) / 1000;
+    progress(`uploaded in ${round2(uploadSeconds)} s`);
     const outcome = await waitForDocuments(ids, startedAt);
     const peakRssMB = round2(rss.peakMb());
+    const [workerCpu, apiCpu] = [worker!, api].map(
+      (service, index) => processCpuSeconds(service.child.pid!) - cpuBefore[index]!,
+    );
     rss.stop();
-    const { rows } = await pool.query<{ last: Date | null }>(
-      `SELECT max(completed_at) AS last FROM documents WHERE id = ANY($1::uuid[])`,
+    const { rows } = await pool.query<{ last: Date | null; extractionMs: number | null }>(
+      `SELECT max(completed_at) AS last, avg(extraction_ms)::float8 AS "extractionMs"
+       FROM documents WHERE id = ANY($1::uuid[])`,
       [ids],
     );
     const seconds = ((rows[0]?.last ?? new Date()).getTime() - firstUploadAt.getTime()) / 1000;
@@ -263,6 +276,14 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       failed: outcome.failed,
       megabytes: round2(megabytes),
       seconds: round2(seconds),
+      uploadSeconds: round2(uploadSeconds),
+      avgExtractionMs: round2(rows[0]?.extractionMs ?? 0),
+      // Where the CPU went, per document: the parsers alone, and the worker and API processes.
+      cpuMsPerDocument: {
+        baseline: round2((baseline.cpuSeconds * 1000) / settings.documents),
+        worker: round2((workerCpu! * 1000) / settings.documents),
+        api: round2((apiCpu! * 1000) / settings.documents),
+      },
       settings,
       warnings: workerWarnings([worker!, api]).slice(0, 10),
       targets: { ratio: TARGET_RATIO, peakRssMB: TARGET_PEAK_RSS_MB },

@@ -25,7 +25,7 @@
  * BENCH_WORKER_CPU_PROFILE=<dir> (writes the worker's .cpuprofile there, see cpu-profile.mjs),
  * BENCH_SKIP_CRAWLEE=1. TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -48,6 +48,7 @@ import {
   benchRun,
   report,
   sampleRss,
+  CLOCK_TICKS_PER_SECOND,
   TERMINAL_RUN_STATUSES,
   wantsHelp,
   startWorkerProcesses,
@@ -190,9 +191,6 @@ async function startFixtureSite(settings: Settings): Promise<FixtureSiteProcess>
 
 // ---------------------------------------------------------------------------------------------
 // CPU time per process over a window, from /proc: where the pipeline's two cores went
-
-const CLOCK_TICKS_PER_SECOND =
-  Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
 interface CpuSnapshot {
   /** `title` is a Postgres backend's process title, which names its database. */

@@ -4,7 +4,7 @@
  * arrival log in one helper process, a fresh database + Redis prefix + worker processes, and
  * waiting for runs to end.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
@@ -569,4 +569,21 @@ export function sampleRss(pid: number, intervalMs = 200): RssSampler {
     peakMb: () => Math.max(maxRssKb, procStatusKb(pid, 'VmRSS'), procStatusKb(pid, 'VmHWM')) / 1024,
     stop: () => clearInterval(timer),
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU time of a process, from /proc
+
+export const CLOCK_TICKS_PER_SECOND =
+  Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/** CPU seconds (user + system, every thread) a process has used so far; 0 when it is gone. */
+export function processCpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields[0] is field 3
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
 }
