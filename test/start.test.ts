@@ -89,7 +89,7 @@ describe('npm start', () => {
     expect(output).toMatch(/gleaner: stopped\n/);
     const steps = stepsBy(output);
     expect(steps.api).toEqual(['http server', 'queues', 'redis', 'postgres']);
-    // The worker serves every queue by default, documents included: its parser threads stop
+    // The worker serves every queue by default, documents included: its parser processes stop
     // once its jobs have.
     expect(steps.worker).toEqual([
       'workers',

@@ -5,7 +5,7 @@
  * waiting for runs to end.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -586,4 +586,34 @@ export function processCpuSeconds(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** `pid` and every process below it, from /proc (children of each of its threads). */
+export function processTree(pid: number): number[] {
+  const pids = [pid];
+  for (let index = 0; index < pids.length; index++) {
+    try {
+      for (const task of readdirSync(`/proc/${pids[index]}/task`)) {
+        const children = readFileSync(`/proc/${pids[index]}/task/${task}/children`, 'utf8');
+        for (const child of children.split(' ')) if (child.trim()) pids.push(Number(child));
+      }
+    } catch {
+      // The process ended between two reads.
+    }
+  }
+  return pids;
+}
+
+/**
+ * Peak of the summed VmRSS of a process and its children (a worker and its document parsers),
+ * polled every `intervalMs`: the kernel keeps no high-water mark across processes.
+ */
+export function sampleTreeRss(pid: number, intervalMs = 100): RssSampler {
+  const sum = () =>
+    processTree(pid).reduce((total, each) => total + procStatusKb(each, 'VmRSS'), 0);
+  let maxRssKb = sum();
+  const timer = setInterval(() => {
+    maxRssKb = Math.max(maxRssKb, sum());
+  }, intervalMs);
+  return { peakMb: () => Math.max(maxRssKb, sum()) / 1024, stop: () => clearInterval(timer) };
 }

@@ -93,7 +93,7 @@ export async function startDocumentsSystem(label: string): Promise<DocumentsSyst
       const producer = createRedisConnection(namespace.url, 'producer');
       const worker = createRedisConnection(namespace.url, 'worker');
       const replicaQueues = createQueues(producer, namespace.prefix);
-      const parser = createDocumentParserPool({ threads: 1, timeoutMs });
+      const parser = createDocumentParserPool({ processes: 1, timeoutMs });
       const runtime = startWorkers(
         {
           ...testWorkerDeps({

@@ -75,14 +75,14 @@ export const workerFragment = {
    * uses a second core; 0 does that work on the event loop.
    */
   WORKER_EXTRACT_THREADS: integerFromEnv(1, { min: 0, max: 32 }),
-  /** Document extraction jobs at once per worker; each waits on a parser thread. */
+  /** Document extraction jobs at once per worker; each waits for a parser process. */
   WORKER_CONCURRENCY_DOCUMENTS: integerFromEnv(2, { min: 1, max: 64 }),
   /**
-   * Threads parsing documents (PDF, DOCX, HTML, text) for a worker that serves `documents`: a
-   * parse that runs past its timeout is stopped by ending its thread, which the event loop could
-   * not do to itself. Jobs beyond the threads wait for one.
+   * Child processes parsing documents (PDF, DOCX, HTML, text) for a worker that serves
+   * `documents`: a parse that runs past its timeout is stopped by killing its process, which the
+   * event loop could not do to itself. Jobs beyond the parsers wait for one.
    */
-  WORKER_DOCUMENT_THREADS: integerFromEnv(1, { min: 1, max: 32 }),
+  WORKER_DOCUMENT_PARSERS: integerFromEnv(1, { min: 1, max: 32 }),
   /** Port of the worker's /health endpoint; 0 turns it off (several local replicas). */
   WORKER_HEALTH_PORT: integerFromEnv(0, { min: 0, max: 65_535 }),
   /**

@@ -24,7 +24,7 @@ export interface WorkerDeps {
 
 /** What extracting documents needs beside the common dependencies. */
 export interface DocumentDeps {
-  /** Parser threads (`WORKER_DOCUMENT_THREADS`), closed by main.ts at shutdown. */
+  /** Parser processes (`WORKER_DOCUMENT_PARSERS`), closed by main.ts at shutdown. */
   parser: DocumentParserPool;
   limits: DocumentLimits;
   /** Where completion events are published (the producer connection). */

@@ -40,12 +40,12 @@ const started = await startService({
       prefix: config.QUEUE_PREFIX,
       userAgent: config.HTTP_USER_AGENT,
     });
-    // Parser threads only for a replica that serves documents; closed after the workers stop
+    // Parser processes only for a replica that serves documents; closed after the workers stop
     // (shutdown steps run last-registered first).
     let documents: DocumentDeps | undefined;
     if (config.WORKER_QUEUES.includes('documents')) {
       const parser = createDocumentParserPool({
-        threads: config.WORKER_DOCUMENT_THREADS,
+        processes: config.WORKER_DOCUMENT_PARSERS,
         timeoutMs: config.DOCUMENT_EXTRACTION_TIMEOUT_MS,
       });
       onShutdown('document parsers', () => parser.close());

@@ -12,10 +12,10 @@ import {
 } from './index.js';
 
 /**
- * The parser pool's threads: the same documents as in-process, and a parse that runs too long,
- * is cancelled or runs out of memory is stopped by ending its thread, after which the pool goes
- * on working. The threads here run this package's TypeScript sources (through tsx); the build's
- * thread file is the same module compiled.
+ * The parser pool's processes: the same documents as in-process, and a parse that runs too
+ * long, is cancelled or runs out of memory is stopped by ending its process, after which the
+ * pool goes on working. The processes here run this package's TypeScript sources (through
+ * tsx); the build's parser file is the same module compiled.
  */
 const pools: DocumentParserPool[] = [];
 const scratch = mkdtempSync(path.join(tmpdir(), 'gleaner-parser-pool-'));
@@ -32,23 +32,23 @@ function pool(options: DocumentParserPoolOptions): DocumentParserPool {
 }
 
 /**
- * A thread module that misbehaves on cue — `spin.txt` loops forever, `hog.txt` allocates until
- * the heap cap kills it — and otherwise answers with the bytes as text, as the real thread
+ * A parser module that misbehaves on cue — `spin.txt` loops forever, `hog.txt` allocates until
+ * the heap cap kills it — and otherwise answers with the bytes as text, as the real parser
  * would for a text file.
  */
-function misbehavingThread(): string {
-  const file = path.join(scratch, 'misbehaving.thread.mjs');
+function misbehavingParser(): string {
+  const file = path.join(scratch, 'misbehaving.process.mjs');
   writeFileSync(
     file,
-    `import { parentPort } from 'node:worker_threads';
-parentPort.on('message', ({ id, bytes, hints }) => {
+    `process.on('disconnect', () => process.exit(0));
+process.on('message', ({ id, bytes, hints }) => {
   if (hints?.filename === 'spin.txt') for (;;);
   if (hints?.filename === 'hog.txt') {
     const hoard = [];
     for (;;) hoard.push(Array.from({ length: 100000 }, (_, index) => ({ index })));
   }
   const text = new TextDecoder().decode(bytes);
-  parentPort.postMessage({ id, document: { format: 'text', text, title: null, pageCount: null, textChars: text.length, truncated: false } });
+  process.send({ id, document: { format: 'text', text, title: null, pageCount: null, textChars: text.length, truncated: false } });
 });
 `,
   );
@@ -66,9 +66,9 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   );
 }
 
-describe('the real parser threads', () => {
+describe('the real parser processes', () => {
   it('give the same documents as extractDocument, errors included', async () => {
-    const parsers = pool({ threads: 2, timeoutMs: 30_000 });
+    const parsers = pool({ processes: 2, timeoutMs: 30_000 });
     const pdf = (await buildPdf({ pages: 3, seed: 2, title: 'CV' })).bytes;
     const docx = (await buildDocx({ paragraphs: 3, seed: 4, title: 'Letter', pages: 1 })).bytes;
     const html = text(
@@ -86,8 +86,8 @@ describe('the real parser threads', () => {
     });
   });
 
-  it('queue documents while every thread is busy, and leave the caller its bytes', async () => {
-    const parsers = pool({ threads: 1, timeoutMs: 30_000 });
+  it('queue documents while every parser is busy, and leave the caller its bytes', async () => {
+    const parsers = pool({ processes: 1, timeoutMs: 30_000 });
     const inputs = await Promise.all(
       [1, 2, 3, 4].map(async (seed) => (await buildPdf({ pages: 2, seed })).bytes),
     );
@@ -95,11 +95,11 @@ describe('the real parser threads', () => {
     const documents = await Promise.all(inputs.map((bytes) => parsers.extract(bytes)));
     expect(documents.map((each) => each.pageCount)).toEqual([2, 2, 2, 2]);
     expect(new Set(documents.map((each) => each.text)).size).toBe(4);
-    expect(inputs).toEqual(copies); // moved to the thread as a copy, not the caller's buffer
+    expect(inputs).toEqual(copies); // sent to the parser as a copy, not the caller's buffer
   });
 
   it('stop a large PDF at its timeout, then parse the next document', async () => {
-    const parsers = pool({ threads: 1, timeoutMs: 30_000 });
+    const parsers = pool({ processes: 1, timeoutMs: 30_000 });
     const small = await buildPdf({ pages: 1, seed: 5 });
     await parsers.extract(small.bytes); // pdf.js loaded: the timeout below is spent parsing
     // 400 pages of 400 words: seconds of pdf.js work, a legitimate document past its budget.
@@ -117,21 +117,21 @@ describe('the real parser threads', () => {
   }, 60_000);
 });
 
-describe('a thread that will not finish', () => {
-  it('is terminated at the timeout and replaced; queued documents go to the replacement', async () => {
-    const parsers = pool({ threads: 1, timeoutMs: 300, threadEntry: misbehavingThread() });
+describe('a parser that will not finish', () => {
+  it('is killed at the timeout and replaced; queued documents go to the replacement', async () => {
+    const parsers = pool({ processes: 1, timeoutMs: 300, entry: misbehavingParser() });
     const started = performance.now();
     const spinning = rejection(parsers.extract(text('x'), { filename: 'spin.txt' }));
     const queued = parsers.extract(text('after the spin'));
     const error = await spinning;
     expect(error).toMatchObject({ errorType: 'timeout', code: 'DOCUMENT_TIMEOUT' });
     expect(performance.now() - started).toBeLessThan(3_000);
-    // The spinning thread can never answer: this comes from the thread that replaced it.
+    // The spinning parser can never answer: this comes from the one that replaced it.
     expect((await queued).text).toBe('after the spin');
   });
 
-  it('is terminated when the signal aborts, with the signal reason', async () => {
-    const parsers = pool({ threads: 1, timeoutMs: 60_000, threadEntry: misbehavingThread() });
+  it('is killed when the signal aborts, with the signal reason', async () => {
+    const parsers = pool({ processes: 1, timeoutMs: 60_000, entry: misbehavingParser() });
     const controller = new AbortController();
     const reason = new Error('job cancelled');
     const spinning = rejection(
@@ -154,10 +154,10 @@ describe('a thread that will not finish', () => {
 
   it('dies at its heap cap: corruption, and the pool goes on', async () => {
     const parsers = pool({
-      threads: 1,
+      processes: 1,
       timeoutMs: 60_000,
       maxHeapMb: 32,
-      threadEntry: misbehavingThread(),
+      entry: misbehavingParser(),
     });
     const error = await rejection(parsers.extract(text('x'), { filename: 'hog.txt' }));
     expect(error).toBeInstanceOf(DocumentExtractionError);
@@ -170,9 +170,9 @@ describe('a thread that will not finish', () => {
 describe('close', () => {
   it('rejects what is queued or running, then every new document; twice is fine', async () => {
     const parsers = createDocumentParserPool({
-      threads: 1,
+      processes: 1,
       timeoutMs: 60_000,
-      threadEntry: misbehavingThread(),
+      entry: misbehavingParser(),
     });
     const running = rejection(parsers.extract(text('x'), { filename: 'spin.txt' }));
     const queued = rejection(parsers.extract(text('y')));

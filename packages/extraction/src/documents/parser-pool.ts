@@ -1,6 +1,6 @@
+import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import type { DocumentHints } from './detect-format.js';
 import { DocumentExtractionError, type DocumentErrorType } from './errors.js';
 import {
@@ -10,48 +10,56 @@ import {
 } from './extract-document.js';
 
 /**
- * extractDocument in threads that can be stopped. pdf.js and mammoth are synchronous for long
- * stretches and have no cancellation: a hostile or merely huge document would hold an event
+ * extractDocument in child processes that can be stopped. pdf.js and mammoth are synchronous for
+ * long stretches and have no cancellation: a hostile or merely huge document would hold an event
  * loop for as long as it likes, and a promise race would only stop waiting for it. Here a
- * document that runs past its time, or whose job is cancelled, has its thread terminated and
- * replaced; a thread that hits its heap cap dies alone, not the worker process.
+ * document that runs past its time, or whose job is cancelled, has its process killed and
+ * replaced; a process that hits its heap cap, or crashes, dies alone, not the worker.
+ *
+ * Processes rather than worker threads: V8's heap flags are process-wide, and the worker runs
+ * with `--max-old-space-size=1792` for its crawl pages (decision 0005). A thread inherits that
+ * cap, and under 2 GB V8 grows a heap cautiously and collects it far more often: in a worker
+ * started with it, `pnpm bench documents` spent 14–19 ms of worker CPU per document in threads
+ * against 9 without the flag. A child process gets its own flags (and its own crash).
  *
  * Hand-written, like the page analyser's pool (services/worker/src/page-analysis): one
- * document per thread at a time (a parse takes milliseconds to seconds, so batching messages
- * saves nothing), jobs queue when every thread is busy.
+ * document per process at a time (a parse takes milliseconds to seconds, so batching messages
+ * saves nothing), jobs queue when every process is busy.
  */
 export interface DocumentParserPool {
   /**
-   * Runs extractDocument in a thread. At `timeoutMs` (counted from when a thread takes the
-   * document, not while it queues) the thread is terminated and replaced and the promise
+   * Runs extractDocument in a parser process. At `timeoutMs` (counted from when a process takes
+   * the document, not while it queues) the process is killed and replaced and the promise
    * rejects with DocumentExtractionError `timeout`; when `signal` aborts, likewise with the
-   * signal's reason (a queued document is just dropped). A thread that dies, e.g. at its heap
-   * cap, rejects with `corruption` ("exceeded the parser's memory limit") and is replaced.
+   * signal's reason (a queued document is just dropped). A process that dies, e.g. at its heap
+   * cap, rejects with `corruption` ("exceeded the parser's memory limit") or `unknown`, and is
+   * replaced.
    */
   extract(
     bytes: Uint8Array,
     hints?: DocumentHints,
     options?: { signal?: AbortSignal; timeoutMs?: number; limits?: DocumentLimits },
   ): Promise<ExtractedDocument>;
-  /** Terminates the threads; documents queued or being parsed are rejected. Idempotent. */
+  /** Kills the processes; documents queued or being parsed are rejected. Idempotent. */
   close(): Promise<void>;
 }
 
 export interface DocumentParserPoolOptions {
-  threads: number;
-  /** Default time a thread may spend on one document. */
+  /** Parser processes, each parsing one document at a time. */
+  processes: number;
+  /** Default time a process may spend on one document. */
   timeoutMs: number;
-  /** Old-generation heap cap per thread (`resourceLimits.maxOldGenerationSizeMb`); default 2048. */
+  /** Old-generation heap cap per process (`--max-old-space-size`); default 2048. */
   maxHeapMb?: number;
   /**
-   * The threads' module, for tests that need a thread to misbehave on cue (spin, run out of
-   * memory); it must answer ParseRequest with ParseReply. By default this package's
-   * `parser.thread`.
+   * The processes' module, for tests that need a parser to misbehave on cue (spin, run out of
+   * memory); it must answer ParseRequest with ParseReply over IPC. By default this package's
+   * `parser.process`.
    */
-  threadEntry?: string | URL;
+  entry?: string | URL;
 }
 
-/** One document sent to a thread. The bytes are the pool's own copy, moved, not cloned. */
+/** One document sent to a process (structured-cloned over the IPC channel). */
 export interface ParseRequest {
   id: number;
   bytes: Uint8Array;
@@ -75,42 +83,45 @@ interface Job {
   readonly onAbort: () => void;
 }
 
-interface ParserThread {
-  worker: Worker;
+interface ParserProcess {
+  child: ChildProcess;
   job: Job | null;
   timer: NodeJS.Timeout | undefined;
   /** It has answered at least once: its module loads, so a replacement will too. */
   hasAnswered: boolean;
   isGone: boolean;
+  /** The end of its stderr, to tell a heap exhaustion from another crash. */
+  stderrTail: string;
 }
 
 /**
- * V8 sizes an isolate's old-generation growth by its heap cap: under 2 GB (64-bit) it grows the
- * heap by less than 4× per collection, down to 1.1× at 256 MB, and collects fully that much more
- * often. A thread capped at 512 MB parsed the bench's mixed resumes at 47–84 documents/s where
- * the same parsers in the main thread did 148–167; capped at 2 GB it did 134–166. The cap is for
- * a document that runs away; the byte counting of zips and PDF streams bounds the rest.
+ * V8 sizes an old generation's growth by its heap cap: under 2 GB (64-bit) it grows the heap by
+ * less than 4× per collection, down to 1.1× at 256 MB, and collects fully that much more often.
+ * Capped at 512 MB, a parser did the bench's mixed resumes at 47–84 documents/s where the same
+ * parsers uncapped did 148–167; capped at 2 GB, 134–166. The cap is for a document that runs
+ * away; the byte counting of zips and PDF streams bounds the rest.
  */
 const DEFAULT_MAX_HEAP_MB = 2048;
 
+/** V8's last words when a heap cap is reached. */
+const OUT_OF_MEMORY = /heap out of memory|Allocation failed|Reached heap limit/;
+
 /**
- * How to start a thread. From the build, `parser.thread.js` beside this file, with none of the
- * process's own options (`execArgv: []`, as the page analyser does: V8 flags are refused in a
- * thread, and the tests' resolution condition would point the build at TypeScript sources).
- * From the sources (vitest, tsx: this file is `.ts`), a thread cannot load TypeScript by itself
- * and Node 20 does not pass `--import` hooks to a worker's entry, so a small bootstrap registers
- * tsx in the thread and then imports `parser.thread.ts`, with workspace packages resolved to
- * their sources as in the tests.
+ * How to start a parser. From the build, `parser.process.js` beside this file. From the sources
+ * (vitest, tsx: this file is `.ts`), with tsx's loader and workspace packages resolved to their
+ * sources, as in the tests. Never with the worker's own execArgv (its heap flags, see above):
+ * the pool gives the parser its heap cap on the command line, which also wins over any
+ * `--max-old-space-size` in NODE_OPTIONS.
  */
-function defaultThread(): { entry: string | URL; options: { eval: boolean; execArgv: string[] } } {
+function defaultEntry(): { entry: string; execArgv: string[] } {
   const self = import.meta.url;
   if (!self.endsWith('.ts'))
-    return { entry: new URL('./parser.thread.js', self), options: { eval: false, execArgv: [] } };
-  const tsxPackage = createRequire(self).resolve('tsx/package.json');
-  const tsxApi = new URL('./dist/esm/api/index.mjs', pathToFileURL(tsxPackage)).href;
-  const thread = new URL('./parser.thread.ts', self).href;
-  const bootstrap = `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(thread)}); });`;
-  return { entry: bootstrap, options: { eval: true, execArgv: ['--conditions=@gleaner/source'] } };
+    return { entry: fileURLToPath(new URL('./parser.process.js', self)), execArgv: [] };
+  const tsx = pathToFileURL(createRequire(self).resolve('tsx/esm')).href;
+  return {
+    entry: fileURLToPath(new URL('./parser.process.ts', self)),
+    execArgv: [`--import=${tsx}`, '--conditions=@gleaner/source'],
+  };
 }
 
 function closedError(): DocumentExtractionError {
@@ -120,39 +131,42 @@ function closedError(): DocumentExtractionError {
 }
 
 export function createDocumentParserPool(options: DocumentParserPoolOptions): DocumentParserPool {
-  const { threads, timeoutMs, maxHeapMb = DEFAULT_MAX_HEAP_MB } = options;
-  if (!Number.isInteger(threads) || threads < 1)
-    throw new RangeError(`document parser threads must be an integer >= 1, got ${threads}`);
+  const { processes, timeoutMs, maxHeapMb = DEFAULT_MAX_HEAP_MB } = options;
+  if (!Number.isInteger(processes) || processes < 1)
+    throw new RangeError(`document parser processes must be an integer >= 1, got ${processes}`);
   if (!(timeoutMs > 0)) throw new RangeError(`timeoutMs must be > 0, got ${timeoutMs}`);
-  const thread =
-    options.threadEntry === undefined
-      ? defaultThread()
+  const program =
+    options.entry === undefined
+      ? defaultEntry()
       : {
-          entry:
-            options.threadEntry instanceof URL
-              ? fileURLToPath(options.threadEntry)
-              : options.threadEntry,
-          options: { eval: false, execArgv: [] },
+          entry: options.entry instanceof URL ? fileURLToPath(options.entry) : options.entry,
+          execArgv: [],
         };
 
-  const pool: ParserThread[] = [];
+  const pool: ParserProcess[] = [];
   const queue: Job[] = [];
   let nextId = 0;
   let closing: Promise<void> | undefined;
 
-  function start(): ParserThread {
-    const worker = new Worker(thread.entry, {
-      ...thread.options,
-      resourceLimits: { maxOldGenerationSizeMb: maxHeapMb },
+  function start(): ParserProcess {
+    const child = fork(program.entry, [], {
+      execArgv: [...program.execArgv, `--max-old-space-size=${maxHeapMb}`],
+      // Uint8Array over IPC; pdf.js's console warnings are not the worker's log lines.
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
-    const parser: ParserThread = {
-      worker,
+    const parser: ParserProcess = {
+      child,
       job: null,
       timer: undefined,
       hasAnswered: false,
       isGone: false,
+      stderrTail: '',
     };
-    worker.on('message', (reply: ParseReply) => {
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      parser.stderrTail = (parser.stderrTail + chunk).slice(-4096);
+    });
+    child.on('message', (reply: ParseReply) => {
       parser.hasAnswered = true;
       const job = parser.job;
       if (job === null || job.request.id !== reply.id) return;
@@ -166,32 +180,35 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
         );
       dispatch();
     });
-    worker.on('error', (error: Error & { code?: string }) => {
+    child.on('error', (error) => {
       gone(
         parser,
-        error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+        new DocumentExtractionError('unknown', `a parser process failed: ${error.message}`, {
+          cause: error,
+        }),
+      );
+    });
+    // 'close', not 'exit': stderr has been read to its end, so heap exhaustion can be told.
+    child.on('close', (code, signal) => {
+      gone(
+        parser,
+        OUT_OF_MEMORY.test(parser.stderrTail)
           ? new DocumentExtractionError(
               'corruption',
               `the document exceeded the parser's memory limit (${maxHeapMb} MB of heap)`,
-              { cause: error },
             )
-          : new DocumentExtractionError('unknown', `a parser thread failed: ${error.message}`, {
-              cause: error,
-            }),
-      );
-    });
-    worker.on('exit', (code) => {
-      gone(
-        parser,
-        new DocumentExtractionError('unknown', `a parser thread exited with code ${code}`),
+          : new DocumentExtractionError(
+              'unknown',
+              `a parser process exited with ${signal ?? `code ${code}`}`,
+            ),
       );
     });
     pool.push(parser);
     return parser;
   }
 
-  /** The thread is done with its job (answered, timed out or abandoned). */
-  function release(parser: ParserThread): void {
+  /** The process is done with its job (answered, timed out or abandoned). */
+  function release(parser: ParserProcess): void {
     clearTimeout(parser.timer);
     parser.timer = undefined;
     const job = parser.job;
@@ -200,11 +217,11 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
   }
 
   /**
-   * A thread that died by itself: its document fails with `error`. It is replaced at once if it
-   * had worked before; one that never answered (its module does not load) is replaced only
-   * when a document needs a thread, so a broken build fails documents instead of looping.
+   * A process that died by itself: its document fails with `error`. It is replaced at once if
+   * it had worked before; one that never answered (its module does not load) is replaced only
+   * when a document needs a parser, so a broken build fails documents instead of looping.
    */
-  function gone(parser: ParserThread, error: DocumentExtractionError): void {
+  function gone(parser: ParserProcess, error: DocumentExtractionError): void {
     if (parser.isGone) return;
     parser.isGone = true;
     pool.splice(pool.indexOf(parser), 1);
@@ -216,19 +233,19 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
     dispatch();
   }
 
-  /** Ends a thread that is still parsing a document we gave up on, and starts another. */
-  function stop(parser: ParserThread): void {
+  /** Ends a process that is still parsing a document we gave up on, and starts another. */
+  function stop(parser: ParserProcess): void {
     parser.isGone = true;
     pool.splice(pool.indexOf(parser), 1);
     release(parser);
-    void parser.worker.terminate();
+    parser.child.kill('SIGKILL');
     if (closing === undefined) start();
   }
 
   function dispatch(): void {
     while (queue.length > 0 && closing === undefined) {
       let parser = pool.find((each) => each.job === null);
-      if (parser === undefined && pool.length < threads) parser = start();
+      if (parser === undefined && pool.length < processes) parser = start();
       if (parser === undefined) return;
       const job = queue.shift()!;
       const running = parser;
@@ -243,11 +260,19 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
         );
         dispatch();
       }, job.timeoutMs);
-      running.worker.postMessage(job.request, [job.request.bytes.buffer as ArrayBuffer]);
+      running.child.send(job.request, (error) => {
+        if (error && running.job === job) {
+          stop(running);
+          job.reject(
+            new DocumentExtractionError('unknown', `could not reach a parser: ${error.message}`),
+          );
+          dispatch();
+        }
+      });
     }
   }
 
-  /** The job's signal fired: a queued job is dropped, a running one has its thread stopped. */
+  /** The job's signal fired: a queued job is dropped, a running one has its process stopped. */
   function abort(job: Job, reason: unknown): void {
     const running = pool.find((each) => each.job === job);
     if (running !== undefined) {
@@ -263,7 +288,7 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
     job.reject(reason);
   }
 
-  for (let index = 0; index < threads; index++) start();
+  for (let index = 0; index < processes; index++) start();
 
   return {
     extract(bytes, hints, extractOptions = {}) {
@@ -272,11 +297,10 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
       if (signal?.aborted) return Promise.reject(signal.reason as Error);
       return new Promise<ExtractedDocument>((resolve, reject) => {
         const job: Job = {
-          // A copy the pool owns: it is moved to the thread, and the caller keeps its bytes.
           request: {
             id: nextId++,
-            bytes: new Uint8Array(bytes),
-            // Only the two strings: anything else on the object need not survive postMessage.
+            bytes,
+            // Only the two strings: anything else on the object need not survive the clone.
             hints:
               hints === undefined
                 ? undefined
@@ -304,14 +328,24 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
           job.signal?.removeEventListener('abort', job.onAbort);
           job.reject(error);
         }
-        const threadsToEnd = pool.splice(0);
-        for (const parser of threadsToEnd) {
+        const ending = pool.splice(0);
+        for (const parser of ending) {
           parser.isGone = true;
           const job = parser.job;
           release(parser);
           job?.reject(error);
         }
-        await Promise.all(threadsToEnd.map((parser) => parser.worker.terminate()));
+        await Promise.all(
+          ending.map(
+            (parser) =>
+              new Promise<void>((resolve) => {
+                if (parser.child.exitCode !== null || parser.child.signalCode !== null)
+                  return resolve();
+                parser.child.once('exit', () => resolve());
+                parser.child.kill('SIGKILL');
+              }),
+          ),
+        );
       })();
       return closing;
     },

@@ -1,6 +1,6 @@
 /**
  * Plain text and HTML documents: bytes to text with the crawler's one decoder
- * (`@gleaner/http/charset`, which imports nothing, so parser threads load it alone), and HTML
+ * (`@gleaner/http/charset`, which imports nothing, so parser processes load it alone), and HTML
  * through the package's own sanitiser and text walk.
  */
 import { decodeBody, detectCharset } from '@gleaner/http/charset';

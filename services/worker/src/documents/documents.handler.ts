@@ -39,7 +39,7 @@ function documentsOf(context: HandlerContext): { deps: DocumentDeps; worker: Doc
 
 /**
  * Extracts one document's text (seed 001): claims it (`processing`), parses its stored bytes in
- * a parser thread under the job's signal (its timeout is DOCUMENT_EXTRACTION_TIMEOUT_MS), and
+ * a parser process under the job's signal (its timeout is DOCUMENT_EXTRACTION_TIMEOUT_MS), and
  * stores the text (`complete`, then a `document.completed` event). A failed attempt that will be
  * retried leaves it `retry_pending` with the time of the next one (the retry table, as the
  * queue's backoff waits it); one that will not is `failed` by `giveUp`. Every attempt leaves a

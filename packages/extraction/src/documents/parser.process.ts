@@ -1,19 +1,21 @@
 /**
- * A document parser thread (parser-pool.ts starts it): runs extractDocument on each request
- * and answers with the document or the error, one request at a time.
+ * A document parser process (parser-pool.ts forks it): runs extractDocument on each request
+ * and answers with the document or the error, one request at a time, over the IPC channel.
  */
-import { parentPort } from 'node:worker_threads';
 import { getResolvedPDFJS } from 'unpdf';
 import { extractDocument } from './extract-document.js';
 import { isDocumentErrorType } from './errors.js';
 import type { ParseReply, ParseRequest } from './parser-pool.js';
 
-if (!parentPort) throw new Error('parser.thread.js runs only as a worker thread');
-const port = parentPort;
+const send = process.send?.bind(process);
+if (!send) throw new Error('parser.process.js runs only as a forked child with an IPC channel');
 
-// pdf.js (1.7 MB) loads on first use: load it now, while the thread waits for work, so that a
-// replacement thread's first PDF does not spend its time budget on it. If it fails to load,
-// the same import fails again in the first PDF's parse, which reports it.
+// The pool that forked this process is gone (stopped, or killed with its worker): so is the work.
+process.on('disconnect', () => process.exit(0));
+
+// pdf.js (1.7 MB) loads on first use: load it now, while the process waits for work, so that a
+// replacement's first PDF does not spend its time budget on it. If it fails to load, the same
+// import fails again in the first PDF's parse, which reports it.
 getResolvedPDFJS().catch(() => undefined);
 
 async function answer({ id, bytes, hints, limits }: ParseRequest): Promise<ParseReply> {
@@ -33,6 +35,6 @@ async function answer({ id, bytes, hints, limits }: ParseRequest): Promise<Parse
   }
 }
 
-port.on('message', (request: ParseRequest) => {
-  void answer(request).then((reply) => port.postMessage(reply));
+process.on('message', (request: ParseRequest) => {
+  void answer(request).then((reply) => send(reply));
 });
