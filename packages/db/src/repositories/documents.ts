@@ -1,4 +1,5 @@
 import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { Database } from '../client.js';
 import { withoutNul } from '../pg-text.js';
 import { afterCursor, microsOf, pageOf } from './cursor.js';
@@ -307,6 +308,31 @@ export interface ExtractedText {
   extractionMs: number;
 }
 
+/**
+ * One guarded status change of one job generation: applied only while the document is in one of
+ * `from`, so a change made twice, late, or for an older generation changes nothing (false).
+ */
+async function transition(
+  db: Database,
+  id: string,
+  generation: number,
+  from: readonly DocumentStatus[],
+  changes: PgUpdateSetSource<typeof documents>,
+): Promise<boolean> {
+  const rows = await db
+    .update(documents)
+    .set(changes)
+    .where(
+      and(
+        eq(documents.id, id),
+        eq(documents.generation, generation),
+        inArray(documents.status, [...from]),
+      ),
+    )
+    .returning({ id: documents.id });
+  return rows.length > 0;
+}
+
 /** processing → complete with the extracted text. False when the document was no longer this job's. */
 export async function completeDocument(
   db: Database,
@@ -314,31 +340,20 @@ export async function completeDocument(
   generation: number,
   result: ExtractedText,
 ): Promise<boolean> {
-  const rows = await db
-    .update(documents)
-    .set({
-      status: 'complete',
-      format: result.format,
-      text: withoutNul(result.text),
-      title: result.title === null ? null : withoutNul(result.title),
-      pageCount: result.pageCount,
-      textChars: result.textChars,
-      truncated: result.truncated,
-      extractionMs: result.extractionMs,
-      errorType: null,
-      errorMessage: null,
-      completedAt: sql`now()`,
-      updatedAt: sql`now()`,
-    })
-    .where(
-      and(
-        eq(documents.id, id),
-        eq(documents.generation, generation),
-        eq(documents.status, 'processing'),
-      ),
-    )
-    .returning({ id: documents.id });
-  return rows.length > 0;
+  return transition(db, id, generation, ['processing'], {
+    status: 'complete',
+    format: result.format,
+    text: withoutNul(result.text),
+    title: result.title === null ? null : withoutNul(result.title),
+    pageCount: result.pageCount,
+    textChars: result.textChars,
+    truncated: result.truncated,
+    extractionMs: result.extractionMs,
+    errorType: null,
+    errorMessage: null,
+    completedAt: sql`now()`,
+    updatedAt: sql`now()`,
+  });
 }
 
 export interface DocumentFailure {
@@ -353,24 +368,13 @@ export async function scheduleDocumentRetry(
   generation: number,
   failure: DocumentFailure & { nextRetryAt: Date },
 ): Promise<boolean> {
-  const rows = await db
-    .update(documents)
-    .set({
-      status: 'retry_pending',
-      errorType: failure.errorType,
-      errorMessage: withoutNul(failure.message).slice(0, 2000),
-      nextRetryAt: failure.nextRetryAt,
-      updatedAt: sql`now()`,
-    })
-    .where(
-      and(
-        eq(documents.id, id),
-        eq(documents.generation, generation),
-        eq(documents.status, 'processing'),
-      ),
-    )
-    .returning({ id: documents.id });
-  return rows.length > 0;
+  return transition(db, id, generation, ['processing'], {
+    status: 'retry_pending',
+    errorType: failure.errorType,
+    errorMessage: withoutNul(failure.message).slice(0, 2000),
+    nextRetryAt: failure.nextRetryAt,
+    updatedAt: sql`now()`,
+  });
 }
 
 /**
@@ -383,25 +387,14 @@ export async function failDocument(
   generation: number,
   failure: DocumentFailure,
 ): Promise<boolean> {
-  const rows = await db
-    .update(documents)
-    .set({
-      status: 'failed',
-      errorType: failure.errorType,
-      errorMessage: withoutNul(failure.message).slice(0, 2000),
-      nextRetryAt: null,
-      completedAt: sql`now()`,
-      updatedAt: sql`now()`,
-    })
-    .where(
-      and(
-        eq(documents.id, id),
-        eq(documents.generation, generation),
-        inArray(documents.status, ['pending', 'processing', 'retry_pending']),
-      ),
-    )
-    .returning({ id: documents.id });
-  return rows.length > 0;
+  return transition(db, id, generation, ['pending', 'processing', 'retry_pending'], {
+    status: 'failed',
+    errorType: failure.errorType,
+    errorMessage: withoutNul(failure.message).slice(0, 2000),
+    nextRetryAt: null,
+    completedAt: sql`now()`,
+    updatedAt: sql`now()`,
+  });
 }
 
 /**
