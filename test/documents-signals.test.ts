@@ -8,10 +8,17 @@
  *   renews any more, to another worker, which completes it.
  *
  * Either way nothing is lost and nothing is extracted twice in effect: one `complete` metrics
- * row, one `document.completed` event, no failed or dead-lettered job.
+ * row, one `document.completed` event, no failed or dead-lettered job. And seed 001's pause acts
+ * on every worker process at once.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, getDocument, insertDocuments, type DbHandle } from '@gleaner/db';
+import {
+  createDb,
+  getDocument,
+  insertDocuments,
+  listDocumentWorkers,
+  type DbHandle,
+} from '@gleaner/db';
 import {
   closeQueues,
   createQueues,
@@ -72,7 +79,10 @@ afterAll(async () => {
   await database?.drop();
 });
 
-async function startWorker(label: string): Promise<ServiceProcess> {
+async function startWorker(
+  label: string,
+  extraEnv: Record<string, string> = {},
+): Promise<ServiceProcess> {
   const worker = startService(
     'worker',
     {
@@ -87,6 +97,7 @@ async function startWorker(label: string): Promise<ServiceProcess> {
       WORKER_LOCK_DURATION_MS: '2000',
       WORKER_STALLED_INTERVAL_MS: '1000',
       DATABASE_POOL_MAX: '4',
+      ...extraEnv,
     },
     label,
   );
@@ -184,4 +195,44 @@ describe('a document worker stopped mid-extraction', () => {
     expect(await completions(id)).toEqual({ metrics: { complete: 1 }, events: 1 });
     await expectNoFailedJobs();
   }, 240_000);
+});
+
+describe('two document worker processes', () => {
+  it('pause together and take no document until resumed, then extract them all', async () => {
+    const beats = { DOCUMENT_HEARTBEAT_INTERVAL_MS: '200' };
+    const replicas = await Promise.all(
+      ['worker-pause-1', 'worker-pause-2'].map((label) => startWorker(label, beats)),
+    );
+    const workerIds = async (status: string) =>
+      (await listDocumentWorkers(handle.db))
+        .filter((row) => row.status === status && replicas.some((r) => r.child.pid === row.pid))
+        .map((row) => row.workerId);
+
+    await queues.documents.pause();
+    await waitFor(async () => ((await workerIds('paused')).length === 2 ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'both workers to beat "paused"',
+    });
+    const stored = await insertDocuments(
+      handle.db,
+      Array.from({ length: 6 }, (_, index) => ({
+        tenantId: 'pause',
+        kind: 'other' as const,
+        content: Buffer.from(`paused document number ${index}, waiting for the resume`),
+      })),
+    );
+    const documents = stored.map((entry) => entry.document);
+    await enqueueDocuments(queues, documents, { maxRetries: MAX_RETRIES });
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    for (const document of documents)
+      expect((await getDocument(handle.db, document.id))!.status).toBe('pending');
+
+    await queues.documents.resume();
+    for (const document of documents) await waitForStatus(document.id, 'complete', 30_000);
+    await waitFor(async () => ((await workerIds('paused')).length === 0 ? true : undefined), {
+      timeoutMs: 10_000,
+      what: 'no worker to beat "paused" any more',
+    });
+    for (const replica of replicas) expect(replica.child.exitCode).toBeNull();
+  }, 120_000);
 });
