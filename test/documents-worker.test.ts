@@ -123,12 +123,16 @@ describe('document extraction', () => {
         expect(await metricsOf(id)).toEqual([
           { outcome: 'complete', error_type: null, attempt: 1 },
         ]);
-      const events = await readDocumentEvents(system.redis, system.namespace.prefix, {
-        after: '0',
+      // Each event follows its row's completion: wait for all four.
+      const completed = await waitFor(async () => {
+        const events = await readDocumentEvents(system.redis, system.namespace.prefix, {
+          after: '0',
+        });
+        const ours = events
+          .map((entry) => entry.event)
+          .filter((event) => ids.includes(event.documentId));
+        return ours.length >= ids.length ? ours : undefined;
       });
-      const completed = events
-        .map((entry) => entry.event)
-        .filter((event) => ids.includes(event.documentId));
       expect(completed.map((event) => event.documentId).sort()).toEqual([...ids].sort());
       expect(completed[0]).toMatchObject<Partial<DocumentCompletedEvent>>({
         type: 'document.completed',

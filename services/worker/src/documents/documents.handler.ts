@@ -74,6 +74,14 @@ export const documentsHandler: JobHandler<'documents'> = {
         { signal, limits: deps.limits },
       );
       const durationMs = Math.round(performance.now() - started);
+      // The attempt's metrics row first: a document seen `complete` has its row already.
+      await recordExtractionMetric(db, {
+        ...metric,
+        durationMs,
+        pages: extracted.pageCount,
+        outcome: 'complete',
+        errorType: null,
+      });
       const completed = await completeDocument(db, document.id, document.generation, {
         format: extracted.format,
         text: extracted.text,
@@ -82,13 +90,6 @@ export const documentsHandler: JobHandler<'documents'> = {
         textChars: extracted.textChars,
         truncated: extracted.truncated,
         extractionMs: durationMs,
-      });
-      await recordExtractionMetric(db, {
-        ...metric,
-        durationMs,
-        pages: extracted.pageCount,
-        outcome: 'complete',
-        errorType: null,
       });
       worker.finished(document.id, 'completed');
       if (completed) {
