@@ -264,7 +264,9 @@ export function createReconciler(options: ReconcilerOptions) {
     settings: { maxRetries: number; staleAfterMs: number },
     repairs: RepairCounts,
   ): Promise<void> {
-    const toQueue: DocumentWork[] = [];
+    // Jobs Redis lost for waiting documents, and jobs for the stale ones released.
+    const lost: DocumentWork[] = [];
+    const released: DocumentWork[] = [];
 
     const waiting = await listQuietWaitingDocuments(db, graceMs, maxDocuments);
     const waitingJobs = await jobLiveness(queues, 'documents', waiting.map(documentJobId));
@@ -277,9 +279,8 @@ export function createReconciler(options: ReconcilerOptions) {
       }
       if (job.state === 'completed')
         await removeFinishedJob(queues, 'documents', documentJobId(document));
-      toQueue.push(document);
+      lost.push(document);
     }
-    const requeued = toQueue.length;
 
     const stale = await listStaleProcessingDocuments(db, settings.staleAfterMs, maxDocuments);
     const staleJobs = await jobLiveness(queues, 'documents', stale.map(documentJobId));
@@ -291,8 +292,8 @@ export function createReconciler(options: ReconcilerOptions) {
         await failLostDocument(document, job.reason, repairs);
         continue;
       }
-      const released = await releaseDocument(db, document.id);
-      if (!released) continue;
+      const pending = await releaseDocument(db, document.id);
+      if (!pending) continue;
       repairs.documentsReleased += 1;
       logger.warn(
         { documentId: document.id, workerId: document.workerId, job: job.state },
@@ -302,23 +303,17 @@ export function createReconciler(options: ReconcilerOptions) {
       if (job.state === 'live') continue;
       if (job.state === 'completed')
         await removeFinishedJob(queues, 'documents', documentJobId(document));
-      toQueue.push(released);
+      released.push(pending);
     }
 
-    if (toQueue.length === 0) return;
-    await enqueueDocuments(queues, toQueue, { maxRetries: settings.maxRetries });
-    repairs.documentsRequeued += requeued;
-    if (requeued > 0)
-      logger.warn(
-        {
-          documents: toQueue
-            .slice(0, requeued)
-            .map((document) => document.id)
-            .slice(0, 50),
-          count: requeued,
-        },
-        'reconciler: document jobs lost; queued again',
-      );
+    if (lost.length + released.length === 0) return;
+    await enqueueDocuments(queues, [...lost, ...released], { maxRetries: settings.maxRetries });
+    if (lost.length === 0) return;
+    repairs.documentsRequeued += lost.length;
+    logger.warn(
+      { documents: lost.slice(0, 50).map((document) => document.id), count: lost.length },
+      'reconciler: document jobs lost; queued again',
+    );
   }
 
   return {

@@ -1,4 +1,4 @@
-import { and, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt, sql, type SQL } from 'drizzle-orm';
 import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { Database } from '../client.js';
 import { withoutNul } from '../pg-text.js';
@@ -59,6 +59,14 @@ const summaryColumns = {
   truncated: documents.truncated,
   createdAt: documents.createdAt,
   updatedAt: documents.updatedAt,
+};
+
+/** What a document's job is queued with (`DocumentWork`). */
+const workColumns = {
+  id: documents.id,
+  generation: documents.generation,
+  priority: documents.priority,
+  correlationId: documents.correlationId,
 };
 
 export interface NewDocument {
@@ -423,12 +431,7 @@ export async function releaseDocument(
         workerId === undefined ? undefined : eq(documents.workerId, workerId),
       ),
     )
-    .returning({
-      id: documents.id,
-      generation: documents.generation,
-      priority: documents.priority,
-      correlationId: documents.correlationId,
-    });
+    .returning(workColumns);
   return row;
 }
 
@@ -461,12 +464,7 @@ export async function retryFailedDocuments(
         ids === undefined ? undefined : inArray(documents.id, [...ids]),
       ),
     )
-    .returning({
-      id: documents.id,
-      generation: documents.generation,
-      priority: documents.priority,
-      correlationId: documents.correlationId,
-    });
+    .returning(workColumns);
 }
 
 export interface ExtractionMetric {
@@ -537,6 +535,14 @@ export async function documentQueueStats(db: Database): Promise<DocumentQueueSta
 /** A document waiting for its job, as the reconciler sees it. */
 export type QuietDocument = DocumentWork & { status: 'pending' | 'retry_pending' };
 
+/** Documents in one of `statuses` whose row has not changed for `ms`, oldest first. */
+function untouchedFor(statuses: DocumentStatus[], ms: number) {
+  return and(
+    inArray(documents.status, statuses),
+    lt(documents.updatedAt, sql`now() - make_interval(secs => ${ms}::float8 / 1000)`),
+  );
+}
+
 /**
  * Documents waiting (`pending`, `retry_pending`) whose row has not changed for `quietMs`, oldest
  * first: a job is added right after its row is written, so one this quiet whose job Redis lacks
@@ -547,31 +553,13 @@ export async function listQuietWaitingDocuments(
   quietMs: number,
   limit: number,
 ): Promise<QuietDocument[]> {
-  const { rows } = await db.$client.query<{
-    id: string;
-    generation: number;
-    priority: number;
-    correlation_id: string | null;
-    next_retry_at: Date | null;
-    status: 'pending' | 'retry_pending';
-  }>({
-    name: 'gleaner-quiet-waiting-documents',
-    text: `
-      SELECT id, generation, priority, correlation_id, next_retry_at, status
-      FROM documents
-      WHERE status IN ('pending', 'retry_pending')
-        AND updated_at < now() - make_interval(secs => $1::float8 / 1000)
-      ORDER BY updated_at LIMIT $2`,
-    values: [quietMs, limit],
-  });
-  return rows.map((row) => ({
-    id: row.id,
-    generation: row.generation,
-    priority: row.priority,
-    correlationId: row.correlation_id,
-    nextRetryAt: row.next_retry_at,
-    status: row.status,
-  }));
+  const rows = await db
+    .select({ ...workColumns, nextRetryAt: documents.nextRetryAt, status: documents.status })
+    .from(documents)
+    .where(untouchedFor(['pending', 'retry_pending'], quietMs))
+    .orderBy(documents.updatedAt)
+    .limit(limit);
+  return rows as QuietDocument[];
 }
 
 /** Documents `processing` for longer than `staleMs` (seed 001's `cleanup_stale_jobs`), oldest first. */
@@ -580,27 +568,10 @@ export async function listStaleProcessingDocuments(
   staleMs: number,
   limit: number,
 ): Promise<(DocumentWork & { workerId: string | null })[]> {
-  const { rows } = await db.$client.query<{
-    id: string;
-    generation: number;
-    priority: number;
-    correlation_id: string | null;
-    worker_id: string | null;
-  }>({
-    name: 'gleaner-stale-processing-documents',
-    text: `
-      SELECT id, generation, priority, correlation_id, worker_id
-      FROM documents
-      WHERE status = 'processing'
-        AND updated_at < now() - make_interval(secs => $1::float8 / 1000)
-      ORDER BY updated_at LIMIT $2`,
-    values: [staleMs, limit],
-  });
-  return rows.map((row) => ({
-    id: row.id,
-    generation: row.generation,
-    priority: row.priority,
-    correlationId: row.correlation_id,
-    workerId: row.worker_id,
-  }));
+  return db
+    .select({ ...workColumns, workerId: documents.workerId })
+    .from(documents)
+    .where(untouchedFor(['processing'], staleMs))
+    .orderBy(documents.updatedAt)
+    .limit(limit);
 }

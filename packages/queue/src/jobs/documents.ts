@@ -3,8 +3,8 @@ import { defineJob, retention } from '../define-job.js';
 
 /**
  * Seed 001's retry table: the delay before the retry that follows failed attempt 1, 2, 3, 4, and
- * 5 or later. A retry after `extractor_missing` waits at least 30 s (a parser being installed or
- * a thread restarting is not back in half a second).
+ * 5 or later. A retry after `extractor_missing` waits at least 30 s (a parser being installed is
+ * not back in half a second).
  */
 export const DOCUMENT_RETRY_DELAYS_MS = [500, 2_000, 10_000, 30_000, 60_000] as const;
 export const EXTRACTOR_MISSING_MIN_DELAY_MS = 30_000;
