@@ -1,0 +1,305 @@
+import type { LlmClient, LlmUsage } from './client.js';
+import {
+  abortedCallError,
+  LlmOutputError,
+  LlmProviderError,
+  type LlmOutputAttempt,
+  type LlmOutputProblem,
+} from './errors.js';
+import { groundFields, normaliseForMatch } from './grounding.js';
+import { buildExtractionMessages } from './prompts.js';
+import type { ProviderRateLimit } from './rate-limit.js';
+import {
+  extractionSchemas,
+  REQUIRED_FIELDS,
+  type ExtractionFieldsByKind,
+  type ExtractionKind,
+  type ResumeFields,
+} from './schemas.js';
+
+/** Seed 002: texts shorter than this, trimmed, are skipped rather than extracted. */
+export const MIN_EXTRACTION_CHARS = 100;
+
+/** Whether a text is long enough to extract from (seed 002's `skipped` below 100 chars). */
+export function isExtractableText(text: string): boolean {
+  return text.trim().length >= MIN_EXTRACTION_CHARS;
+}
+
+/** Most items kept per list, after grounding and de-duplication (seed 002's field caps). */
+export interface ExtractionCaps {
+  primarySkills: number;
+  recentTitles: number;
+  certifications: number;
+  industries: number;
+}
+
+/** How to extract; seed 002's `EXTRACTION_*` settings, read by the service's config. */
+export interface ExtractionSettings {
+  primaryModel: string;
+  fallbackModel: string;
+  /** A primary answer with a lower confidence is asked again of the fallback model. */
+  confidenceThreshold: number;
+  /** Cap on each answer's tokens. */
+  maxTokens: number;
+  /** The text is cut to this many characters before it is sent. */
+  maxInputChars: number;
+  caps: ExtractionCaps;
+}
+
+/** A call about to be made: the model and a token estimate, for a token budget to wait on. */
+export interface LlmCallStart {
+  model: string;
+  /** ceil(prompt characters / 4) + maxTokens: an upper-end guess; `usage` afterwards is the truth. */
+  estimatedTokens: number;
+}
+
+/** A call that ended, with its usage and the provider's rate-limit state when it answered. */
+export interface LlmCallEnd {
+  model: string;
+  usage?: LlmUsage;
+  rateLimit?: ProviderRateLimit;
+  error?: unknown;
+}
+
+/** Hooks around each provider call; a hook that rejects fails the extraction. */
+export interface ExtractionHooks {
+  beforeCall?(call: LlmCallStart): Promise<void>;
+  afterCall?(call: LlmCallEnd): Promise<void>;
+}
+
+/** One text to extract fields from. */
+export interface ExtractionRequest<K extends ExtractionKind = ExtractionKind> {
+  kind: K;
+  text: string;
+  settings: ExtractionSettings;
+  signal?: AbortSignal;
+  hooks?: ExtractionHooks;
+}
+
+/** Why the fallback model was asked. */
+export type FallbackReason = LlmOutputProblem;
+
+/** Grounded, capped fields and what it took to get them. */
+export type ExtractionResult<K extends ExtractionKind = ExtractionKind> = {
+  [P in K]: {
+    kind: P;
+    fields: ExtractionFieldsByKind[P];
+    /** The accepted answer's own confidence (a fallback answer is kept even below the threshold). */
+    confidence: number;
+    /** The model whose answer was accepted, as named in the settings. */
+    model: string;
+    fallbackUsed: boolean;
+    fallbackReason?: FallbackReason;
+    /** Summed over every call made. */
+    usage: LlmUsage;
+    /** Provider calls made: 1, or 2 with the fallback. */
+    calls: number;
+    /** Paths of the accepted answer's values that grounding removed. */
+    dropped: string[];
+  };
+}[K];
+
+/** Cuts `text` to `maxChars` without splitting a surrogate pair. */
+export function truncateText(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  const cut = /[\uD800-\uDBFF]/.test(text[maxChars - 1] ?? '') ? maxChars - 1 : maxChars;
+  return text.slice(0, cut);
+}
+
+/** A list without repeats (compared as grounding compares) and at most `cap` long. */
+function capList(values: string[], cap: number): string[];
+function capList(values: string[] | null, cap: number): string[] | null;
+function capList(values: string[] | null, cap: number): string[] | null {
+  if (values === null) return null;
+  const seen = new Set<string>();
+  const kept: string[] = [];
+  for (const value of values) {
+    const key = normaliseForMatch(value);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    kept.push(value);
+  }
+  return kept.slice(0, Math.max(0, cap));
+}
+
+/** Seed 002's caps on a resume's lists; a posting has none. */
+export function capFields<K extends ExtractionKind>(
+  kind: K,
+  fields: ExtractionFieldsByKind[K],
+  caps: ExtractionCaps,
+): ExtractionFieldsByKind[K] {
+  if (kind !== 'resume') return fields;
+  const resume = fields as ResumeFields;
+  const capped: ResumeFields = {
+    ...resume,
+    primary_skills: capList(resume.primary_skills, caps.primarySkills),
+    recent_job_titles: capList(resume.recent_job_titles, caps.recentTitles),
+    certifications: capList(resume.certifications, caps.certifications),
+    industries: capList(resume.industries, caps.industries),
+  };
+  return capped as ExtractionFieldsByKind[K];
+}
+
+function missingFields(kind: ExtractionKind, fields: Record<string, unknown>): string[] {
+  return REQUIRED_FIELDS[kind].filter((key) => {
+    const value = fields[key];
+    return (
+      value === null ||
+      value === undefined ||
+      value === '' ||
+      (Array.isArray(value) && value.length === 0)
+    );
+  });
+}
+
+/** JSON mode should give a bare object; a fenced one is read too, as harmless. */
+function parseJson(content: string): { ok: true; value: unknown } | { ok: false } {
+  const unfenced = content
+    .trim()
+    .replace(/^```(?:json)?\s*/i, '')
+    .replace(/\s*```$/, '');
+  try {
+    return { ok: true, value: JSON.parse(unfenced) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}
+
+type Evaluation<K extends ExtractionKind> =
+  | {
+      ok: true;
+      fields: ExtractionFieldsByKind[K];
+      confidence: number;
+      dropped: string[];
+    }
+  | { ok: false; problem: LlmOutputProblem; detail: string; confidence?: number };
+
+/** Reads, checks, grounds and caps one answer; `low_confidence` is left to the caller. */
+function evaluate<K extends ExtractionKind>(
+  kind: K,
+  content: string,
+  sourceText: string,
+  caps: ExtractionCaps,
+): Evaluation<K> {
+  const json = parseJson(content);
+  if (!json.ok) return { ok: false, problem: 'invalid_json', detail: 'the answer is not JSON' };
+  const parsed = extractionSchemas[kind].safeParse(json.value);
+  if (!parsed.success) {
+    const detail = parsed.error.issues
+      .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+      .join('; ');
+    return { ok: false, problem: 'invalid_schema', detail };
+  }
+  const { confidence, ...answer } = parsed.data;
+  const grounded = groundFields(kind, answer as ExtractionFieldsByKind[K], sourceText);
+  const fields = capFields(kind, grounded.fields, caps);
+  const missing = missingFields(kind, fields);
+  if (missing.length > 0) {
+    return {
+      ok: false,
+      problem: 'missing_fields',
+      detail: `missing once grounded: ${missing.join(', ')}`,
+      confidence,
+    };
+  }
+  return { ok: true, fields, confidence, dropped: grounded.dropped };
+}
+
+function addUsage(total: LlmUsage, usage: LlmUsage): LlmUsage {
+  return {
+    promptTokens: total.promptTokens + usage.promptTokens,
+    completionTokens: total.completionTokens + usage.completionTokens,
+    totalTokens: total.totalTokens + usage.totalTokens,
+  };
+}
+
+/**
+ * Seed 002's two-tier extraction: the primary model first; the fallback model when the primary's
+ * answer is not JSON (`invalid_json`), does not fit the schema (`invalid_schema`), lacks a
+ * required field once grounded (`missing_fields`) or is less confident than the threshold
+ * (`low_confidence`). The fallback's answer is accepted at any confidence when it is valid and
+ * has the required fields; otherwise `LlmOutputError`. Provider errors (`LlmProviderError`) are
+ * not fallback triggers: they reject at once, for the queue to retry — except Groq's
+ * `json_validate_failed` 400, which is the model failing JSON mode, read as `invalid_json`.
+ *
+ * The caller checks `isExtractableText` first; this extracts from whatever it is given.
+ */
+export async function extractFields<K extends ExtractionKind>(
+  client: LlmClient,
+  request: ExtractionRequest<K>,
+): Promise<ExtractionResult<K>> {
+  const { kind, settings, signal, hooks } = request;
+  const text = truncateText(request.text, settings.maxInputChars);
+  const messages = buildExtractionMessages(kind, text);
+  const promptChars = messages.reduce((sum, message) => sum + message.content.length, 0);
+  const estimatedTokens = Math.ceil(promptChars / 4) + settings.maxTokens;
+
+  let usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  let calls = 0;
+
+  const ask = async (model: string): Promise<Evaluation<K>> => {
+    if (signal?.aborted) throw abortedCallError(signal, model);
+    await hooks?.beforeCall?.({ model, estimatedTokens });
+    calls += 1;
+    let completion;
+    try {
+      completion = await client.complete({
+        model,
+        messages,
+        maxTokens: settings.maxTokens,
+        signal,
+      });
+    } catch (error) {
+      const rateLimit = error instanceof LlmProviderError ? error.rateLimit : undefined;
+      await hooks?.afterCall?.({ model, rateLimit, error });
+      if (error instanceof LlmProviderError && error.providerCode === 'json_validate_failed') {
+        return { ok: false, problem: 'invalid_json', detail: 'the provider found no valid JSON' };
+      }
+      throw error;
+    }
+    usage = addUsage(usage, completion.usage);
+    await hooks?.afterCall?.({ model, usage: completion.usage, rateLimit: completion.rateLimit });
+    return evaluate(kind, completion.content, text, settings.caps);
+  };
+
+  const result = (
+    evaluation: Extract<Evaluation<K>, { ok: true }>,
+    model: string,
+    fallbackReason?: FallbackReason,
+  ): ExtractionResult<K> => ({
+    kind,
+    fields: evaluation.fields,
+    confidence: evaluation.confidence,
+    model,
+    fallbackUsed: fallbackReason !== undefined,
+    ...(fallbackReason === undefined ? {} : { fallbackReason }),
+    usage,
+    calls,
+    dropped: evaluation.dropped,
+  });
+
+  const primary = await ask(settings.primaryModel);
+  let primaryProblem: LlmOutputAttempt;
+  if (primary.ok && primary.confidence >= settings.confidenceThreshold) {
+    return result(primary, settings.primaryModel);
+  } else if (primary.ok) {
+    primaryProblem = {
+      model: settings.primaryModel,
+      problem: 'low_confidence',
+      detail: `confidence ${primary.confidence} < ${settings.confidenceThreshold}`,
+    };
+  } else {
+    primaryProblem = {
+      model: settings.primaryModel,
+      problem: primary.problem,
+      detail: primary.detail,
+    };
+  }
+
+  const fallback = await ask(settings.fallbackModel);
+  if (fallback.ok) return result(fallback, settings.fallbackModel, primaryProblem.problem);
+  throw new LlmOutputError([
+    primaryProblem,
+    { model: settings.fallbackModel, problem: fallback.problem, detail: fallback.detail },
+  ]);
+}

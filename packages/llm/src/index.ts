@@ -1,0 +1,53 @@
+/**
+ * @gleaner/llm: field extraction with an LLM provider (Groq, OpenAI-compatible). A client with
+ * typed errors and no retries of its own, the answer schemas, the prompts, grounding of every
+ * value in the source text, and seed 002's two-tier extraction with a fallback model.
+ */
+export {
+  createLlmClient,
+  type LlmClient,
+  type LlmClientOptions,
+  type LlmCompletion,
+  type LlmCompletionRequest,
+  type LlmMessage,
+  type LlmUsage,
+} from './client.js';
+export {
+  LlmOutputError,
+  LlmProviderError,
+  type LlmOutputAttempt,
+  type LlmOutputProblem,
+  type LlmProviderErrorCode,
+} from './errors.js';
+export {
+  capFields,
+  extractFields,
+  isExtractableText,
+  MIN_EXTRACTION_CHARS,
+  truncateText,
+  type ExtractionCaps,
+  type ExtractionHooks,
+  type ExtractionRequest,
+  type ExtractionResult,
+  type ExtractionSettings,
+  type FallbackReason,
+  type LlmCallEnd,
+  type LlmCallStart,
+} from './extract.js';
+export { groundFields, normaliseForMatch, type GroundedFields } from './grounding.js';
+export { buildExtractionMessages, SYSTEM_PROMPTS } from './prompts.js';
+export {
+  parseGroqDuration,
+  parseProviderRateLimit,
+  type HeaderSource,
+  type ProviderRateLimit,
+} from './rate-limit.js';
+export {
+  EXTRACTION_KINDS,
+  postingFieldsSchema,
+  resumeFieldsSchema,
+  type ExtractionFieldsByKind,
+  type ExtractionKind,
+  type PostingFields,
+  type ResumeFields,
+} from './schemas.js';
