@@ -140,9 +140,9 @@ export function capFields<K extends ExtractionKind>(
   return capped as ExtractionFieldsByKind[K];
 }
 
-function missingFields(kind: ExtractionKind, fields: Record<string, unknown>): string[] {
+function missingFields(kind: ExtractionKind, fields: object): string[] {
   return REQUIRED_FIELDS[kind].filter((key) => {
-    const value = fields[key];
+    const value = (fields as Record<string, unknown>)[key];
     return (
       value === null ||
       value === undefined ||

@@ -66,6 +66,36 @@ const years = z
   .nullish()
   .transform((value) => value ?? null);
 
+/** A resume's extracted fields (seed 002), as stored. */
+export interface ResumeFields {
+  primary_skills: string[];
+  recent_job_titles: string[];
+  /** An integer, or a range like `"5-7"` / `"10+"`. */
+  years_experience_total: number | string | null;
+  certifications: string[] | null;
+  industries: string[] | null;
+}
+
+/** A job posting's extracted fields, as stored. */
+export interface PostingFields {
+  title: string | null;
+  company: string | null;
+  location: string | null;
+  /** Sentences of the page, verbatim. */
+  description: string | null;
+  employment_type: string | null;
+  salary_min: number | null;
+  salary_max: number | null;
+  /** ISO 4217. */
+  salary_currency: string | null;
+  date_posted: string | null;
+}
+
+/** The model's own confidence in its answer, 0..1. */
+interface Confidence {
+  confidence: number;
+}
+
 /** Seed 002's resume fields plus the model's confidence. */
 export const resumeFieldsSchema = z.object({
   primary_skills: requiredTextList,
@@ -74,7 +104,7 @@ export const resumeFieldsSchema = z.object({
   certifications: optionalTextList,
   industries: optionalTextList,
   confidence,
-});
+}) satisfies z.ZodType<ResumeFields & Confidence>;
 
 /** A job posting's fields plus the model's confidence. */
 export const postingFieldsSchema = z.object({
@@ -88,13 +118,7 @@ export const postingFieldsSchema = z.object({
   salary_currency: optionalText,
   date_posted: optionalText,
   confidence,
-});
-
-/** A resume's extracted fields (seed 002), as stored. */
-export type ResumeFields = Omit<z.output<typeof resumeFieldsSchema>, 'confidence'>;
-
-/** A job posting's extracted fields, as stored. */
-export type PostingFields = Omit<z.output<typeof postingFieldsSchema>, 'confidence'>;
+}) satisfies z.ZodType<PostingFields & Confidence>;
 
 /** What can be extracted. */
 export const EXTRACTION_KINDS = ['resume', 'posting'] as const;
