@@ -9,3 +9,5 @@ export * from './hostile-site.js';
 export * from './process-memory.js';
 export * from './outgoing-connections.js';
 export * from './documents.js';
+export * from './llm-server.js';
+export * from './llm-resume.js';
