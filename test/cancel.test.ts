@@ -1,3 +1,4 @@
+import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from '@gleaner/api';
@@ -112,6 +113,7 @@ beforeAll(async () => {
       HTTP_ALLOW_PRIVATE_NETWORKS: true,
       DOCUMENT_MAX_BYTES: 1024 * 1024,
       DOCUMENT_MAX_RETRIES: 3,
+      ...fragmentDefaults(extractionFragment),
     },
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: system.handle.db,

@@ -15,6 +15,7 @@
  * `SOURCE_URL_*` reason (recorded on the run's "listing done" log line), or its posting ends
  * `error` with an `HTTP_*` code in the dead-letter queue, or its site's run fails with one.
  */
+import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
@@ -386,6 +387,7 @@ beforeAll(async () => {
       HTTP_ALLOW_PRIVATE_NETWORKS: false,
       DOCUMENT_MAX_BYTES: 1024 * 1024,
       DOCUMENT_MAX_RETRIES: 3,
+      ...fragmentDefaults(extractionFragment),
     },
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: system.handle.db,

@@ -1,3 +1,4 @@
+import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { PassThrough } from 'node:stream';
 import { buildApp } from '@gleaner/api';
 import { insertSite, type SiteRow } from '@gleaner/db';
@@ -85,6 +86,7 @@ beforeAll(async () => {
       HTTP_ALLOW_PRIVATE_NETWORKS: true,
       DOCUMENT_MAX_BYTES: 1024 * 1024,
       DOCUMENT_MAX_RETRIES: 3,
+      ...fragmentDefaults(extractionFragment),
     },
     logger: silent(),
     db,

@@ -1,6 +1,6 @@
 import { workQueueNames } from '@gleaner/queue/catalogue';
 import { z } from 'zod';
-import { booleanFromEnv, integerFromEnv, listFromEnv } from './coerce.js';
+import { booleanFromEnv, integerFromEnv, listFromEnv, numberFromEnv } from './coerce.js';
 
 /**
  * Zod fragments, one per concern. Each service spreads the ones it needs into one object
@@ -75,6 +75,11 @@ export const workerFragment = {
    * uses a second core; 0 does that work on the event loop.
    */
   WORKER_EXTRACT_THREADS: integerFromEnv(1, { min: 0, max: 32 }),
+  /**
+   * LLM extractions at once per worker. Each mostly waits on the provider, whose limits the
+   * provider gate enforces across every replica; more only queue at the gate.
+   */
+  WORKER_CONCURRENCY_LLM_EXTRACT: integerFromEnv(4, { min: 1, max: 64 }),
   /** Document extraction jobs at once per worker; each waits for a parser process. */
   WORKER_CONCURRENCY_DOCUMENTS: integerFromEnv(2, { min: 1, max: 64 }),
   /**
@@ -178,6 +183,62 @@ export const documentFragment = {
   DOCUMENT_STALE_AFTER_MS: integerFromEnv(30 * 60_000, { min: 1000, max: 7 * 24 * 3_600_000 }),
 };
 
+/**
+ * LLM extraction (seed 002): resumes and unreadable posting pages enriched by Groq or any
+ * OpenAI-compatible server. Read by the API (enabled, mode, version, tenant cap), the worker (all
+ * of it) and the scheduler (enabled, version, attempts: the reconciler re-adds lost work).
+ */
+export const extractionFragment = {
+  /** Off by default (seed 002): nothing is queued for the LLM and `llm-extract` is not served. */
+  EXTRACTION_ENABLED: booleanFromEnv(false),
+  /** `async`: store, answer, then extract; `sync`: a request waits for its extraction. */
+  EXTRACTION_MODE: z.enum(['async', 'sync']).default('async'),
+  /** The prompt's version: bumping it makes records extracted under another version eligible again. */
+  EXTRACTION_VERSION: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, { message: 'must be 1-64 letters, digits, ., _ or -' })
+    .default('1.0.0'),
+  /** Groq API key; required by a worker serving `llm-extract` while extraction is enabled. */
+  GROQ_API_KEY: z.string().min(1).optional(),
+  /** Base URL of Groq, or of any OpenAI-compatible server speaking its chat-completions path. */
+  GROQ_BASE_URL: url(['http', 'https']).default('https://api.groq.com'),
+  EXTRACTION_PRIMARY_MODEL: z.string().min(1).default('llama-3.1-8b-instant'),
+  /** Tried when the primary's JSON is invalid, misses required fields or is not confident enough. */
+  EXTRACTION_FALLBACK_MODEL: z.string().min(1).default('llama-3.3-70b-versatile'),
+  EXTRACTION_CONFIDENCE_THRESHOLD: numberFromEnv(0.65, { min: 0, max: 1 }),
+  /** Largest answer asked of the model, in tokens. */
+  EXTRACTION_MAX_TOKENS: integerFromEnv(1024, { min: 16, max: 32_768 }),
+  /** Characters of text sent to the model; the rest is cut. */
+  EXTRACTION_MAX_INPUT_CHARS: integerFromEnv(12_000, { min: 200, max: 1_000_000 }),
+  /** Attempts of one extraction job (each tries the primary model, then the fallback). */
+  EXTRACTION_MAX_ATTEMPTS: integerFromEnv(2, { min: 1, max: 20 }),
+  /** Retry n waits base × 2^(n−1) seconds, at most the max. */
+  EXTRACTION_RETRY_BASE_SECONDS: integerFromEnv(10, { min: 0, max: 3600 }),
+  EXTRACTION_RETRY_MAX_SECONDS: integerFromEnv(60, { min: 0, max: 86_400 }),
+  /** Port of the /health of a worker serving `llm-extract`; 0 turns it off. */
+  EXTRACTION_HEALTHCHECK_PORT: integerFromEnv(8080, { min: 0, max: 65_535 }),
+  EXTRACTION_MAX_PRIMARY_SKILLS: integerFromEnv(12, { min: 1, max: 100 }),
+  EXTRACTION_MAX_RECENT_TITLES: integerFromEnv(3, { min: 1, max: 20 }),
+  EXTRACTION_MAX_CERTIFICATIONS: integerFromEnv(10, { min: 1, max: 100 }),
+  EXTRACTION_MAX_INDUSTRIES: integerFromEnv(5, { min: 1, max: 50 }),
+  /** Deadline of one call to the provider: the request is aborted then. */
+  EXTRACTION_REQUEST_TIMEOUT_MS: integerFromEnv(60_000, { min: 1000, max: 600_000 }),
+  /**
+   * The provider's limits, shared by every replica (Groq's free tier for the primary model by
+   * default); its `x-ratelimit-*` headers and 429s tighten them at run time. 0: no such limit.
+   */
+  EXTRACTION_RATE_LIMIT_RPM: integerFromEnv(30, { min: 0, max: 1_000_000 }),
+  EXTRACTION_RATE_LIMIT_TPM: integerFromEnv(6_000, { min: 0, max: 100_000_000 }),
+  /** The length of the provider's "minute". Leave it at 60000; tests and benches shorten it. */
+  EXTRACTION_RATE_WINDOW_MS: integerFromEnv(60_000, { min: 100, max: 3_600_000 }),
+  /** Extractions a tenant may have queued or running; beyond it the API answers 429. */
+  EXTRACTION_TENANT_MAX_PENDING: integerFromEnv(1_000, { min: 1, max: 10_000_000 }),
+  /** Tokens a tenant may spend per UTC day; work beyond it waits for the next day. 0: no budget. */
+  EXTRACTION_TENANT_DAILY_TOKENS: integerFromEnv(0, { min: 0, max: 10_000_000_000 }),
+  /** How long a request in `sync` mode waits for its extraction before answering 202 (ms). */
+  EXTRACTION_SYNC_TIMEOUT_MS: integerFromEnv(30_000, { min: 1000, max: 300_000 }),
+};
+
 type ConfigOf<T extends z.ZodRawShape> = z.infer<z.ZodObject<T>>;
 export type LoggingConfig = ConfigOf<typeof loggingFragment>;
 export type DatabaseConfig = ConfigOf<typeof databaseFragment>;
@@ -189,3 +250,4 @@ export type WorkerConfig = ConfigOf<typeof workerFragment>;
 export type FetchConfig = ConfigOf<typeof fetchFragment>;
 export type SchedulerConfig = ConfigOf<typeof schedulerFragment>;
 export type DocumentConfig = ConfigOf<typeof documentFragment>;
+export type ExtractionConfig = ConfigOf<typeof extractionFragment>;

@@ -1,4 +1,4 @@
-export { parseConfig, ConfigError } from './parse.js';
+export { parseConfig, ConfigError, fragmentDefaults } from './parse.js';
 export {
   EnvFileError,
   loadConfig,
@@ -25,6 +25,7 @@ export {
   apiFragment,
   databaseFragment,
   documentFragment,
+  extractionFragment,
   fetchFragment,
   loggingFragment,
   queueFragment,
@@ -37,6 +38,7 @@ export type {
   ApiConfig,
   DatabaseConfig,
   DocumentConfig,
+  ExtractionConfig,
   FetchConfig,
   LoggingConfig,
   QueueConfig,

@@ -31,3 +31,8 @@ export function parseConfig<S extends z.ZodObject>(
     })),
   );
 }
+
+/** A fragment's settings as an empty environment gives them: its defaults (tests build on them). */
+export function fragmentDefaults<T extends z.ZodRawShape>(fragment: T): z.infer<z.ZodObject<T>> {
+  return parseConfig(z.object(fragment), {});
+}

@@ -19,3 +19,4 @@ export * from './repositories/reconcile.js';
 export * from './posting-fields.js';
 export * from './repositories/documents.js';
 export * from './repositories/document-workers.js';
+export * from './repositories/llm-extractions.js';

@@ -48,6 +48,11 @@ export const siteSchedules = pgTable(
     /** Requests per second across all replicas; null means "the pause alone decides". */
     rateLimitRps: real('rate_limit_rps'),
     maxConcurrency: integer('max_concurrency').notNull().default(4),
+    /**
+     * Pages of this site that deterministic extraction cannot read (no posting, or a required
+     * field missing) go to the LLM stage while EXTRACTION_ENABLED is on.
+     */
+    llmExtraction: boolean('llm_extraction').notNull().default(false),
     ...timestamps,
   },
   (t) => [
@@ -362,6 +367,67 @@ export const documentExtractionMetrics = pgTable(
   ],
 );
 
+/** What an LLM extraction reads: a document's text (resumes) or a posting's page. */
+export const llmSubjectTypes = ['document', 'posting'] as const;
+export type LlmSubjectType = (typeof llmSubjectTypes)[number];
+/** Seed 002's `extraction_status`. */
+export const llmExtractionStatuses = ['queued', 'processing', 'ready', 'failed', 'skipped'] as const;
+export type LlmExtractionStatus = (typeof llmExtractionStatuses)[number];
+export const activeLlmExtractionStatuses = [
+  'queued',
+  'processing',
+] as const satisfies readonly LlmExtractionStatus[];
+
+/**
+ * The LLM extraction of one document or posting (seed 002's metadata, kept beside the subject
+ * rather than in it): its status under `version`, the model that answered, its confidence and the
+ * grounded fields. One row per subject; `version` is the prompt version of its latest extraction,
+ * so a bumped EXTRACTION_VERSION makes every older row eligible again.
+ */
+export const llmExtractions = pgTable(
+  'llm_extractions',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    subjectType: text('subject_type', { enum: llmSubjectTypes }).notNull(),
+    subjectId: uuid('subject_id').notNull(),
+    /** The document's tenant; a posting's is `site:<site id>`. */
+    tenantId: text('tenant_id').notNull(),
+    status: text('status', { enum: llmExtractionStatuses }).notNull(),
+    version: text('version').notNull(),
+    /** The model whose answer was kept (primary or fallback). */
+    model: text('model'),
+    confidence: real('confidence'),
+    fields: jsonb('fields').$type<Record<string, unknown>>(),
+    /** The version `fields` were extracted under (a re-extraction under a new one changes them). */
+    extractedVersion: text('extracted_version'),
+    /** Values the model returned that the source text does not contain: never stored as fields. */
+    dropped: jsonb('dropped').$type<string[]>(),
+    fallbackUsed: boolean('fallback_used'),
+    fallbackReason: text('fallback_reason'),
+    attempts: integer('attempts').notNull().default(0),
+    promptTokens: integer('prompt_tokens').notNull().default(0),
+    completionTokens: integer('completion_tokens').notNull().default(0),
+    error: text('error'),
+    correlationId: text('correlation_id'),
+    queuedAt: timestamp('queued_at', { withTimezone: true }).notNull().defaultNow(),
+    startedAt: timestamp('started_at', { withTimezone: true }),
+    extractedAt: timestamp('extracted_at', { withTimezone: true }),
+    ...timestamps,
+  },
+  (t) => [
+    uniqueIndex('llm_extractions_subject').on(t.subjectType, t.subjectId),
+    // The tenant's pending count (the API's cap) and the status endpoint's counts.
+    index('llm_extractions_tenant_status_idx').on(t.tenantId, t.status),
+    // The reconciler's quiet queued rows.
+    index('llm_extractions_status_updated_idx').on(t.status, t.updatedAt),
+    check(
+      'llm_extractions_status_valid',
+      sql`${t.status} IN ('queued','processing','ready','failed','skipped')`,
+    ),
+    check('llm_extractions_subject_type_valid', sql`${t.subjectType} IN ('document','posting')`),
+  ],
+);
+
 export type SiteRow = typeof siteSchedules.$inferSelect;
 export type NewSiteRow = typeof siteSchedules.$inferInsert;
 export type RunRow = typeof scrapeRuns.$inferSelect;
@@ -369,6 +435,7 @@ export type PostingRow = typeof postings.$inferSelect;
 export type PostingVersionRow = typeof postingVersions.$inferSelect;
 export type DocumentRow = typeof documents.$inferSelect;
 export type DocumentWorkerHeartbeatRow = typeof documentWorkerHeartbeats.$inferSelect;
+export type LlmExtractionRow = typeof llmExtractions.$inferSelect;
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 /** The posting field list and the schema agree on each field's type: a mismatch does not compile. */

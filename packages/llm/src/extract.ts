@@ -140,8 +140,22 @@ export function capFields<K extends ExtractionKind>(
   return capped as ExtractionFieldsByKind[K];
 }
 
-function missingFields(kind: ExtractionKind, fields: object): string[] {
-  return REQUIRED_FIELDS[kind].filter((key) => {
+/**
+ * What an answer must keep to be used at all once neither model gave every required field: a
+ * posting page that names no company still has a posting, without a company (never an invented
+ * one); a resume needs its required fields.
+ */
+const MINIMUM_FIELDS = {
+  resume: REQUIRED_FIELDS.resume,
+  posting: ['title'],
+} as const satisfies { [K in ExtractionKind]: readonly (keyof ExtractionFieldsByKind[K])[] };
+
+function missingFields(
+  kind: ExtractionKind,
+  fields: object,
+  required: readonly string[] = REQUIRED_FIELDS[kind],
+): string[] {
+  return required.filter((key) => {
     const value = (fields as Record<string, unknown>)[key];
     return (
       value === null ||
@@ -172,7 +186,14 @@ type Evaluation<K extends ExtractionKind> =
       confidence: number;
       dropped: string[];
     }
-  | { ok: false; problem: LlmOutputProblem; detail: string; confidence?: number };
+  | {
+      ok: false;
+      problem: LlmOutputProblem;
+      detail: string;
+      confidence?: number;
+      /** A `missing_fields` answer's grounded fields, kept when the kind can do without them. */
+      partial?: { fields: ExtractionFieldsByKind[K]; dropped: string[] };
+    };
 
 /** Reads, checks, grounds and caps one answer; `low_confidence` is left to the caller. */
 function evaluate<K extends ExtractionKind>(
@@ -200,6 +221,7 @@ function evaluate<K extends ExtractionKind>(
       problem: 'missing_fields',
       detail: `missing once grounded: ${missing.join(', ')}`,
       confidence,
+      partial: { fields, dropped: grounded.dropped },
     };
   }
   return { ok: true, fields, confidence, dropped: grounded.dropped };
@@ -298,6 +320,20 @@ export async function extractFields<K extends ExtractionKind>(
 
   const fallback = await ask(settings.fallbackModel);
   if (fallback.ok) return result(fallback, settings.fallbackModel, primaryProblem.problem);
+  // Neither answer had every required field: the fallback's, then the primary's, is still used
+  // when it has the kind's minimum (a posting's title), with what the text does not hold empty.
+  for (const [evaluation, model] of [
+    [fallback, settings.fallbackModel],
+    [primary, settings.primaryModel],
+  ] as const) {
+    if (evaluation.ok || !evaluation.partial) continue;
+    if (missingFields(kind, evaluation.partial.fields, MINIMUM_FIELDS[kind]).length > 0) continue;
+    return result(
+      { ok: true, ...evaluation.partial, confidence: evaluation.confidence ?? 0 },
+      model,
+      primaryProblem.problem,
+    );
+  }
   throw new LlmOutputError([
     primaryProblem,
     { model: settings.fallbackModel, problem: fallback.problem, detail: fallback.detail },

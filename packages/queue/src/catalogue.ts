@@ -3,6 +3,7 @@ import { crawlJob } from './jobs/crawl.js';
 import { deadLetterJob } from './jobs/dead-letter.js';
 import { documentJob } from './jobs/documents.js';
 import { extractJob } from './jobs/extract.js';
+import { llmExtractJob } from './jobs/llm-extract.js';
 import { schedulerPassJob } from './jobs/scheduler-pass.js';
 import { scrapeJob } from './jobs/scrape.js';
 
@@ -15,6 +16,7 @@ export const jobs = {
   crawl: crawlJob,
   extract: extractJob,
   documents: documentJob,
+  'llm-extract': llmExtractJob,
   'dead-letter': deadLetterJob,
   scheduler: schedulerPassJob,
 } as const;

@@ -1,5 +1,6 @@
 import type { DocumentWork } from '@gleaner/db';
 import type { Redis } from 'ioredis';
+import { appendEvent, readEvents, type ReadEventsOptions } from './event-stream.js';
 import { bullmqDocumentPriority } from './jobs/documents.js';
 import { enqueueBulk, type Queues } from './queues.js';
 
@@ -68,39 +69,14 @@ export async function publishDocumentEvent(
   prefix: string,
   event: DocumentCompletedEvent,
 ): Promise<string> {
-  const id = await redis.xadd(
-    documentEventsKey(prefix),
-    'MAXLEN',
-    '~',
-    String(DOCUMENT_EVENTS_MAX_LENGTH),
-    '*',
-    'type',
-    event.type,
-    'event',
-    JSON.stringify(event),
-  );
-  return id!;
+  return appendEvent(redis, documentEventsKey(prefix), DOCUMENT_EVENTS_MAX_LENGTH, event);
 }
 
-/**
- * Events after stream id `after` ('0' for all still kept, '$' for only new ones when blocking),
- * oldest first, at most `count`. With `blockMs` it waits that long for one when none is there
- * (give it a connection of its own: a blocked connection serves nothing else).
- */
+/** Document events after `options.after`, oldest first (`readEvents`). */
 export async function readDocumentEvents(
   redis: Redis,
   prefix: string,
-  options: { after: string; count?: number; blockMs?: number },
+  options: ReadEventsOptions,
 ): Promise<{ id: string; event: DocumentCompletedEvent }[]> {
-  const key = documentEventsKey(prefix);
-  const count = String(options.count ?? 100);
-  const reply =
-    options.blockMs === undefined
-      ? await redis.xread('COUNT', count, 'STREAMS', key, options.after)
-      : await redis.xread('COUNT', count, 'BLOCK', options.blockMs, 'STREAMS', key, options.after);
-  const entries = reply?.[0]?.[1] ?? [];
-  return entries.map(([id, fields]) => {
-    const at = fields.indexOf('event');
-    return { id, event: JSON.parse(fields[at + 1] ?? 'null') as DocumentCompletedEvent };
-  });
+  return readEvents<DocumentCompletedEvent>(redis, documentEventsKey(prefix), options);
 }

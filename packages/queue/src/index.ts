@@ -14,3 +14,6 @@ export { schedulerPassJob } from './jobs/scheduler-pass.js';
 export { scrapeJob } from './jobs/scrape.js';
 export * from './job-states.js';
 export * from './scheduler-status.js';
+export * from './jobs/llm-extract.js';
+export * from './llm-extract.js';
+export * from './event-stream.js';

@@ -19,6 +19,13 @@ export type PassSkipReason =
 
 /** What the reconciler repaired in a pass; each repair is also logged with its run id. */
 export interface RepairCounts {
+  /**
+   * LLM extractions queued with no live job, or processing past their stale threshold with no
+   * active one: their job enqueued again (released to queued first when processing).
+   */
+  llmRequeued: number;
+  /** LLM extractions whose job failed for good: failed, their posting settled `error`. */
+  llmFailed: number;
   /** Queued or running runs whose scrape job Redis no longer had: enqueued again. */
   scrapeRequeued: number;
   /** Pending postings with no live crawl or extract job: their job enqueued again. */
@@ -44,6 +51,8 @@ export interface RepairCounts {
 }
 
 export const noRepairs = (): RepairCounts => ({
+  llmRequeued: 0,
+  llmFailed: 0,
   scrapeRequeued: 0,
   crawlRequeued: 0,
   extractRequeued: 0,

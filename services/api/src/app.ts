@@ -13,6 +13,7 @@ import type { ApiDeps } from './deps.js';
 import { bullBoardPlugin } from './plugins/bull-board.js';
 import { problemPlugin, replyWithProblem } from './plugins/problem.js';
 import { adminDocumentRoutes } from './routes/admin-documents.js';
+import { adminExtractionRoutes } from './routes/admin-extraction.js';
 import { documentRoutes } from './routes/documents.js';
 import { healthRoutes } from './routes/health.js';
 import { queueRoutes } from './routes/jobs/queue.js';
@@ -87,6 +88,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(schedulerRoutes, { deps });
   await app.register(documentRoutes, { deps });
   await app.register(adminDocumentRoutes, { deps });
+  await app.register(adminExtractionRoutes, { deps });
   await app.register(bullBoardPlugin, { deps });
   return app as unknown as FastifyInstance;
 }

@@ -1,9 +1,19 @@
-import type { ApiConfig, DocumentConfig, FetchConfig } from '@gleaner/config';
+import type { ApiConfig, DocumentConfig, ExtractionConfig, FetchConfig } from '@gleaner/config';
 import type { Database } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import type { Queues } from '@gleaner/queue';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
+
+/** What the API reads of seed 002's settings. */
+export type ApiExtractionSetting =
+  | 'EXTRACTION_ENABLED'
+  | 'EXTRACTION_MODE'
+  | 'EXTRACTION_VERSION'
+  | 'EXTRACTION_MAX_ATTEMPTS'
+  | 'EXTRACTION_RETRY_BASE_SECONDS'
+  | 'EXTRACTION_TENANT_MAX_PENDING'
+  | 'EXTRACTION_SYNC_TIMEOUT_MS';
 
 /** Everything the API needs, built once in main.ts (or by a test) and passed in. */
 export interface ApiDeps {
@@ -16,7 +26,8 @@ export interface ApiDeps {
     | 'SYNC_SCRAPE_TIMEOUT_MS'
   > &
     Pick<FetchConfig, 'HTTP_ALLOW_PRIVATE_NETWORKS'> &
-    Pick<DocumentConfig, 'DOCUMENT_MAX_BYTES' | 'DOCUMENT_MAX_RETRIES'>;
+    Pick<DocumentConfig, 'DOCUMENT_MAX_BYTES' | 'DOCUMENT_MAX_RETRIES'> &
+    Pick<ExtractionConfig, ApiExtractionSetting>;
   logger: Logger;
   db: Database;
   pool: pg.Pool;

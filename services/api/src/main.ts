@@ -1,4 +1,4 @@
-import { apiFragment, documentFragment, fetchFragment } from '@gleaner/config';
+import { apiFragment, documentFragment, extractionFragment, fetchFragment } from '@gleaner/config';
 import { startService } from '@gleaner/config/service';
 import { buildApp } from './app.js';
 
@@ -10,6 +10,13 @@ const started = await startService({
     HTTP_ALLOW_PRIVATE_NETWORKS: fetchFragment.HTTP_ALLOW_PRIVATE_NETWORKS,
     DOCUMENT_MAX_BYTES: documentFragment.DOCUMENT_MAX_BYTES,
     DOCUMENT_MAX_RETRIES: documentFragment.DOCUMENT_MAX_RETRIES,
+    EXTRACTION_ENABLED: extractionFragment.EXTRACTION_ENABLED,
+    EXTRACTION_MODE: extractionFragment.EXTRACTION_MODE,
+    EXTRACTION_VERSION: extractionFragment.EXTRACTION_VERSION,
+    EXTRACTION_MAX_ATTEMPTS: extractionFragment.EXTRACTION_MAX_ATTEMPTS,
+    EXTRACTION_RETRY_BASE_SECONDS: extractionFragment.EXTRACTION_RETRY_BASE_SECONDS,
+    EXTRACTION_TENANT_MAX_PENDING: extractionFragment.EXTRACTION_TENANT_MAX_PENDING,
+    EXTRACTION_SYNC_TIMEOUT_MS: extractionFragment.EXTRACTION_SYNC_TIMEOUT_MS,
   },
   async start({ config, logger, database, redis, queues, onShutdown }) {
     const app = await buildApp({

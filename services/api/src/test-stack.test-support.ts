@@ -1,3 +1,4 @@
+import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { createDb, type DbHandle } from '@gleaner/db';
@@ -39,6 +40,7 @@ export async function createApiTestStack(
         HTTP_ALLOW_PRIVATE_NETWORKS: false,
         DOCUMENT_MAX_BYTES: 1024 * 1024,
         DOCUMENT_MAX_RETRIES: 3,
+        ...fragmentDefaults(extractionFragment),
         ...config,
       },
       logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { documentFragment, schedulerFragment } from '@gleaner/config';
+import { documentFragment, extractionFragment, schedulerFragment } from '@gleaner/config';
 import { startService } from '@gleaner/config/service';
 import { pingDb } from '@gleaner/db';
 import { waitForRedis, writeSchedulerReplica } from '@gleaner/queue';
@@ -12,7 +12,7 @@ import { createReconciler } from './reconciler.js';
 const started = await startService({
   name: 'scheduler',
   env: process.env,
-  settings: { ...schedulerFragment, ...documentFragment },
+  settings: { ...schedulerFragment, ...documentFragment, ...extractionFragment },
   // One pass at a time needs one connection; the second serves the health check.
   poolMax: () => 2,
   healthPort: (config) => config.SCHEDULER_HEALTH_PORT,
@@ -44,6 +44,15 @@ const started = await startService({
           maxRetries: config.DOCUMENT_MAX_RETRIES,
           staleAfterMs: config.DOCUMENT_STALE_AFTER_MS,
         },
+        llm: config.EXTRACTION_ENABLED
+          ? {
+              version: config.EXTRACTION_VERSION,
+              maxAttempts: config.EXTRACTION_MAX_ATTEMPTS,
+              retryBaseMs: config.EXTRACTION_RETRY_BASE_SECONDS * 1000,
+              // Past the worker's job timeout (two provider calls and a margin) and then some.
+              staleAfterMs: 4 * config.EXTRACTION_REQUEST_TIMEOUT_MS + 120_000,
+            }
+          : undefined,
       }),
     });
     const loop = createSchedulerLoop({

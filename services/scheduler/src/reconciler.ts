@@ -1,13 +1,17 @@
 import {
   failDocument,
+  failLlmExtraction,
   failRun,
   failRunPastDeadline,
   finalizeRun,
   listActiveRuns,
+  listQuietLlmExtractions,
   listQuietPendingPostings,
   listQuietWaitingDocuments,
   listStaleProcessingDocuments,
   releaseDocument,
+  releaseLlmExtraction,
+  settlePendingPostingAsError,
   settlePostings,
   type ActiveRun,
   type Database,
@@ -21,11 +25,14 @@ import {
   enqueue,
   enqueueBulk,
   enqueueDocuments,
+  enqueueLlmExtractions,
   extractJob,
   jobLiveness,
+  llmExtractJob,
   noRepairs,
   removeFinishedJob,
   scrapeJob,
+  type LlmQueueSettings,
   type Queues,
   type RepairCounts,
 } from '@gleaner/queue';
@@ -51,6 +58,12 @@ export interface ReconcilerOptions {
    * it, documents are not reconciled.
    */
   documents?: { maxRetries: number; staleAfterMs: number };
+  /**
+   * LLM extractions (seed 002), while EXTRACTION_ENABLED is on: how their jobs are queued, and
+   * how long one may be `processing` before it counts as stale (past its job's timeout). Without
+   * it, extractions are not reconciled.
+   */
+  llm?: LlmQueueSettings & { staleAfterMs: number };
 }
 
 /**
@@ -73,6 +86,10 @@ export interface ReconcilerOptions {
  * - `processing` for longer than `DOCUMENT_STALE_AFTER_MS` with no active job (its worker died and
  *   the job was lost or is waiting again) → released to `pending`, its job queued again when lost;
  * - either with a job that failed for good (stalled too often) → `failed`, as the handler would.
+ *
+ * And for LLM extractions: `queued` past the grace period, or `processing` past its stale
+ * threshold, with no live job → queued again; with a job that failed for good → `failed`, its
+ * posting settled `error`.
  *
  * Every repair is idempotent: a job queued twice runs once in effect (deterministic ids, guarded
  * settles), and a posting settled by a worker meanwhile is left as it is.
@@ -316,6 +333,53 @@ export function createReconciler(options: ReconcilerOptions) {
     );
   }
 
+  async function repairLlmExtractions(
+    settings: LlmQueueSettings & { staleAfterMs: number },
+    repairs: RepairCounts,
+  ): Promise<void> {
+    const quiet = await listQuietLlmExtractions(db, {
+      quietMs: graceMs,
+      staleMs: settings.staleAfterMs,
+      limit: maxDocuments,
+    });
+    if (quiet.length === 0) return;
+    const ids = quiet.map((row) => llmExtractJob.jobId({ ...row, correlationId: undefined }));
+    const liveness = await jobLiveness(queues, 'llm-extract', ids);
+    const lost: typeof quiet = [];
+    const failed: { row: (typeof quiet)[number]; reason: string }[] = [];
+    for (const [index, row] of quiet.entries()) {
+      const job = liveness.get(ids[index]!)!;
+      if (job.state === 'live' && (row.status === 'queued' || job.active)) continue;
+      if (job.state === 'failed') {
+        failed.push({ row, reason: job.reason });
+        continue;
+      }
+      if (row.status === 'processing' && !(await releaseLlmExtraction(db, row, row.version)))
+        continue;
+      // A job still waiting runs it; a lost or finished one is queued again.
+      if (job.state === 'live') continue;
+      if (job.state === 'completed') await removeFinishedJob(queues, 'llm-extract', ids[index]!);
+      lost.push(row);
+    }
+    for (const { row, reason } of failed) {
+      const message = `extraction job failed for good: ${reason}`;
+      if (!(await failLlmExtraction(db, row, row.version, message))) continue;
+      repairs.llmFailed += 1;
+      if (row.subjectType === 'posting') {
+        const settled = await settlePendingPostingAsError(db, row.subjectId, `llm-extract: ${reason}`);
+        repairs.postingsSettled += settled ? 1 : 0;
+      }
+      logger.warn({ ...row, reason }, 'reconciler: extraction failed, its job had failed for good');
+    }
+    if (lost.length === 0) return;
+    await enqueueLlmExtractions(queues, lost, settings);
+    repairs.llmRequeued += lost.length;
+    logger.warn(
+      { subjects: lost.slice(0, 50).map((row) => row.subjectId), count: lost.length },
+      'reconciler: extraction jobs lost; queued again',
+    );
+  }
+
   return {
     /**
      * One reconciliation. With `redis: false` (Redis not answering) only what Postgres alone can
@@ -334,6 +398,7 @@ export function createReconciler(options: ReconcilerOptions) {
         await repairListing(current, repairs);
         await repairPostings(current, repairs);
         if (options.documents) await repairDocuments(options.documents, repairs);
+        if (options.llm) await repairLlmExtractions(options.llm, repairs);
       }
       await finalizeDone(current, repairs);
       return repairs;

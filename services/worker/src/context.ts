@@ -2,10 +2,13 @@ import type { Database } from '@gleaner/db';
 import type { DocumentLimits, DocumentParserPool } from '@gleaner/extraction/documents';
 import type { Fetcher, RobotsCache, SiteGate } from '@gleaner/http';
 import type { Logger } from '@gleaner/logger';
-import type { JobPayload, Queues, WorkQueueName } from '@gleaner/queue';
+import type { ExtractionSettings, LlmClient } from '@gleaner/llm';
+import type { JobPayload, LlmQueueSettings, Queues, WorkQueueName } from '@gleaner/queue';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { DocumentWorker } from './documents/document-worker.js';
+import type { ProviderGate } from './llm/provider-gate.js';
+import type { TenantTokenBudget } from './llm/tenant-budget.js';
 import type { PageAnalyser } from './page-analysis/page-analyser.js';
 import type { Settlement } from './settlement/settlement.js';
 
@@ -20,6 +23,28 @@ export interface WorkerDeps {
   logger: Logger;
   /** Required by a worker that serves `documents`, built in main.ts only for one that does. */
   documents?: DocumentDeps;
+  /**
+   * Set while EXTRACTION_ENABLED is on: how resumes whose text is ready and pages the rules
+   * cannot read are handed to the LLM stage.
+   */
+  extraction?: LlmQueueSettings;
+  /** Required by a worker that serves `llm-extract`, built in main.ts only for one that does. */
+  llm?: LlmDeps;
+}
+
+/** What extracting with the LLM needs beside the common dependencies. */
+export interface LlmDeps {
+  client: LlmClient;
+  settings: ExtractionSettings;
+  /** The provider's limits, shared by every replica. */
+  gate: ProviderGate;
+  /** Each tenant's daily tokens. */
+  budget: TenantTokenBudget;
+  /** Where completion events are published (the producer connection), and under which prefix. */
+  redis: Redis;
+  prefix: string;
+  /** Longest wait for the gate inside a job; a longer one parks the job in delayed. */
+  maxGateWaitMs: number;
 }
 
 /** What extracting documents needs beside the common dependencies. */

@@ -2,6 +2,7 @@ import type { HandlerMap } from './context.js';
 import { crawlHandler } from './crawl/crawl.handler.js';
 import { documentsHandler } from './documents/documents.handler.js';
 import { extractHandler } from './extract/extract.handler.js';
+import { llmExtractHandler } from './llm/llm-extract.handler.js';
 import { scrapeHandler } from './scrape/scrape.handler.js';
 
 /**
@@ -13,4 +14,5 @@ export const handlers: HandlerMap = {
   crawl: crawlHandler,
   extract: extractHandler,
   documents: documentsHandler,
+  'llm-extract': llmExtractHandler,
 };

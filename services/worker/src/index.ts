@@ -2,3 +2,4 @@ export { startWorkers, type RuntimeOptions, type WorkerRuntime } from './runtime
 export { handlers } from './handlers.js';
 export type { HandlerMap, WorkerDeps } from './context.js';
 export { createSettlement, type Settlement } from './settlement/settlement.js';
+export { createLlmDeps } from './llm/llm-deps.js';

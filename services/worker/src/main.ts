@@ -1,14 +1,21 @@
-import { documentFragment, fetchFragment, workerFragment } from '@gleaner/config';
-import { startService } from '@gleaner/config/service';
+import {
+  documentFragment,
+  extractionFragment,
+  fetchFragment,
+  workerFragment,
+} from '@gleaner/config';
+import { startHealthServer, startService } from '@gleaner/config/service';
 import { createDocumentParserPool } from '@gleaner/extraction/documents';
+import { llmRetryDelayMs } from '@gleaner/queue';
 import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
 import type { DocumentDeps } from './context.js';
 import { startWorkers } from './index.js';
+import { createLlmDeps } from './llm/llm-deps.js';
 
 const started = await startService({
   name: 'worker',
   env: process.env,
-  settings: { ...workerFragment, ...fetchFragment, ...documentFragment },
+  settings: { ...workerFragment, ...fetchFragment, ...documentFragment, ...extractionFragment },
   // More connections than jobs at once would only sit idle.
   poolMax: (config) =>
     Math.min(
@@ -16,10 +23,34 @@ const started = await startService({
       config.WORKER_CONCURRENCY_SCRAPE +
         config.WORKER_CONCURRENCY_CRAWL +
         config.WORKER_CONCURRENCY_EXTRACT +
-        config.WORKER_CONCURRENCY_DOCUMENTS,
+        config.WORKER_CONCURRENCY_DOCUMENTS +
+        config.WORKER_CONCURRENCY_LLM_EXTRACT,
     ),
   healthPort: (config) => config.WORKER_HEALTH_PORT,
-  start({ config, logger, database, redis, queues, workerConnection, onShutdown }) {
+  async start({ config, logger, database, redis, queues, workerConnection, onShutdown }) {
+    // The LLM stage is served only while extraction is on; off, nothing is ever queued for it.
+    const queueNames = config.EXTRACTION_ENABLED
+      ? config.WORKER_QUEUES
+      : config.WORKER_QUEUES.filter((queue) => queue !== 'llm-extract');
+    const extraction = config.EXTRACTION_ENABLED
+      ? {
+          version: config.EXTRACTION_VERSION,
+          maxAttempts: config.EXTRACTION_MAX_ATTEMPTS,
+          retryBaseMs: config.EXTRACTION_RETRY_BASE_SECONDS * 1000,
+        }
+      : undefined;
+    const llm = queueNames.includes('llm-extract')
+      ? createLlmDeps(config, redis)
+      : undefined;
+    if (llm && config.EXTRACTION_HEALTHCHECK_PORT > 0) {
+      // Seed 002's probe of an extraction worker: healthy while its Redis connection is up.
+      const health = await startHealthServer({
+        port: config.EXTRACTION_HEALTHCHECK_PORT,
+        service: 'extraction-worker',
+        check: () => ({ ok: redis.status === 'ready' }),
+      });
+      onShutdown('extraction health server', () => health.close());
+    }
     const fetcher = createFetcher({
       userAgent: config.HTTP_USER_AGENT,
       timeoutMs: config.HTTP_TIMEOUT_MS,
@@ -62,16 +93,24 @@ const started = await startService({
       };
     }
     const runtime = startWorkers(
-      { db: database.db, queues, fetcher, gate, robots, logger, documents },
+      { db: database.db, queues, fetcher, gate, robots, logger, documents, extraction, llm },
       {
         connection: workerConnection(),
         prefix: config.QUEUE_PREFIX,
-        queues: config.WORKER_QUEUES,
+        queues: queueNames,
         concurrency: {
           scrape: config.WORKER_CONCURRENCY_SCRAPE,
           crawl: config.WORKER_CONCURRENCY_CRAWL,
           extract: config.WORKER_CONCURRENCY_EXTRACT,
           documents: config.WORKER_CONCURRENCY_DOCUMENTS,
+          'llm-extract': config.WORKER_CONCURRENCY_LLM_EXTRACT,
+        },
+        backoff: {
+          'llm-extract': (attemptsMade: number) =>
+            llmRetryDelayMs(attemptsMade, {
+              baseMs: config.EXTRACTION_RETRY_BASE_SECONDS * 1000,
+              maxMs: config.EXTRACTION_RETRY_MAX_SECONDS * 1000,
+            }),
         },
         extractThreads: config.WORKER_EXTRACT_THREADS,
         timeouts: {
@@ -80,6 +119,8 @@ const started = await startService({
           extract: config.JOB_TIMEOUT_EXTRACT_MS,
           // The job's deadline is the extraction's (seed 001's extraction_timeout).
           documents: config.DOCUMENT_EXTRACTION_TIMEOUT_MS,
+          // Two provider calls (primary and fallback), each bounded by the request timeout.
+          'llm-extract': 2 * config.EXTRACTION_REQUEST_TIMEOUT_MS + 60_000,
         },
         stalls: {
           lockDuration: config.WORKER_LOCK_DURATION_MS,
@@ -91,8 +132,8 @@ const started = await startService({
     // Stops taking jobs, waits up to the grace period for those in flight, releases the rest.
     onShutdown('workers', () => runtime.close(config.SHUTDOWN_GRACE_MS));
     return {
-      health: () => ({ ok: true, details: { queues: config.WORKER_QUEUES } }),
-      summary: { queues: config.WORKER_QUEUES },
+      health: () => ({ ok: true, details: { queues: queueNames } }),
+      summary: { queues: queueNames },
     };
   },
 });

@@ -9,7 +9,14 @@ import {
   type JobPayload,
   type WorkQueueName,
 } from '@gleaner/queue';
-import { DelayedError, Job, UnrecoverableError, Worker, type WorkerOptions } from 'bullmq';
+import {
+  DelayedError,
+  Job,
+  UnrecoverableError,
+  Worker,
+  type BackoffStrategy,
+  type WorkerOptions,
+} from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { HandlerContext, JobHandler, WorkerDeps } from './context.js';
 import { createDocumentWorker, type DocumentWorker } from './documents/document-worker.js';
@@ -34,6 +41,11 @@ export interface RuntimeOptions {
    * is aborted and it fails with `JOB_TIMEOUT` (transient); a queue left out has no deadline.
    */
   timeouts?: Partial<Record<WorkQueueName, number>>;
+  /**
+   * A queue's backoff built from this process's settings (llm-extract: seed 002's base and cap),
+   * in place of its catalogue entry's.
+   */
+  backoff?: Partial<Record<WorkQueueName, BackoffStrategy>>;
 }
 
 export interface WorkerRuntime {
@@ -258,7 +270,7 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
   });
   const workers = options.queues.map((queue) => {
     const processor = createProcessor(queue, deps, parts, options.timeouts?.[queue]);
-    const { backoffStrategy } = jobs[queue];
+    const backoffStrategy = options.backoff?.[queue] ?? jobs[queue].backoffStrategy;
     const worker = new Worker(queue, processor, {
       connection: options.connection,
       prefix: options.prefix,
@@ -268,7 +280,7 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
         documentWorker && queue === 'documents'
           ? documentWorker.workerId
           : `${hostname()}-${process.pid}`,
-      // A queue whose backoff is its own (documents: seed 001's retry table).
+      // A queue whose backoff is its own (documents: seed 001's retry table; llm-extract).
       ...(backoffStrategy ? { settings: { backoffStrategy } } : {}),
       ...options.stalls,
     });

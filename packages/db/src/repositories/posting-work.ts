@@ -19,10 +19,19 @@ export type { ExtractedPage } from './settle-statement.js';
  * drizzle's query building cost more CPU than Postgres spent running the statements.
  */
 
-/** What a worker needs of a posting's site: its kind and its politeness settings. */
+/**
+ * What a worker needs of a posting's site: its id, kind, politeness settings and whether pages it
+ * cannot read go to the LLM.
+ */
 export type PostingSite = Pick<
   SiteRow,
-  'kind' | 'rateLimitRps' | 'minPauseSeconds' | 'maxPauseSeconds' | 'maxConcurrency'
+  | 'id'
+  | 'kind'
+  | 'rateLimitRps'
+  | 'minPauseSeconds'
+  | 'maxPauseSeconds'
+  | 'maxConcurrency'
+  | 'llmExtraction'
 >;
 
 /** What the crawl and extract stages need of a posting, its run and its site. */
@@ -49,17 +58,19 @@ interface PostingForWorkRow {
   text_sha256: string | null;
   extracted_at: Date | null;
   run_status: string | null;
+  site_id: string;
   kind: string;
   rate_limit_rps: number | null;
   min_pause_seconds: number;
   max_pause_seconds: number;
   max_concurrency: number;
+  llm_extraction: boolean;
 }
 
 const POSTINGS_FOR_WORK = `
   SELECT p.id, p.run_id, p.status, p.url, p.listing_payload, p.body_sha256, p.text_sha256,
-         p.extracted_at, r.status AS run_status, s.kind, s.rate_limit_rps, s.min_pause_seconds,
-         s.max_pause_seconds, s.max_concurrency
+         p.extracted_at, r.status AS run_status, p.site_id, s.kind, s.rate_limit_rps,
+         s.min_pause_seconds, s.max_pause_seconds, s.max_concurrency, s.llm_extraction
   FROM postings p
   JOIN site_schedules s ON s.id = p.site_id
   LEFT JOIN scrape_runs r ON r.id = p.run_id
@@ -89,11 +100,13 @@ export async function readPostingsForWork(
         extractedAt: row.extracted_at,
         runStatus: row.run_status,
         site: {
+          id: row.site_id,
           kind: row.kind,
           rateLimitRps: row.rate_limit_rps,
           minPauseSeconds: row.min_pause_seconds,
           maxPauseSeconds: row.max_pause_seconds,
           maxConcurrency: row.max_concurrency,
+          llmExtraction: row.llm_extraction,
         },
       },
     ]),
@@ -198,4 +211,23 @@ export async function recordFetchedBody(
     values: [id, runId, body.sha256, body.textSha256],
   });
   return rows.length > 0;
+}
+
+/**
+ * Settles a posting `error` in whatever run it is pending, when it is: for repairs that know the
+ * posting but not its run (an LLM extraction that failed for good). False when it was not pending.
+ */
+export async function settlePendingPostingAsError(
+  db: Database,
+  postingId: string,
+  error: string,
+): Promise<boolean> {
+  const { rows } = await db.$client.query<{ run_id: string | null }>(
+    "SELECT run_id FROM postings WHERE id = $1 AND status = 'pending'",
+    [postingId],
+  );
+  const runId = rows[0]?.run_id;
+  if (!runId) return false;
+  const settled = await settlePostings(db, [{ status: 'error', postingId, runId, error }]);
+  return settled.has(postingId);
 }

@@ -84,6 +84,10 @@ export async function listQuietPendingPostings(
       FROM postings p JOIN scrape_runs r ON r.id = p.run_id
       WHERE p.run_id = ANY($1::uuid[]) AND p.status = 'pending'
         AND p.updated_at < now() - make_interval(secs => $2::float8 / 1000)
+        -- A page handed to the LLM waits for its extraction, which has its own repairs.
+        AND NOT EXISTS (SELECT 1 FROM llm_extractions e
+                        WHERE e.subject_type = 'posting' AND e.subject_id = p.id
+                          AND e.status IN ('queued', 'processing'))
       ORDER BY p.updated_at LIMIT $3`,
     values: [runIds, quietMs, limit],
   });

@@ -1,3 +1,4 @@
+import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { once } from 'node:events';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
@@ -165,6 +166,7 @@ describe('answers of an API whose backing services are down', () => {
         HTTP_ALLOW_PRIVATE_NETWORKS: false,
         DOCUMENT_MAX_BYTES: 1024 * 1024,
         DOCUMENT_MAX_RETRIES: 3,
+        ...fragmentDefaults(extractionFragment),
       },
       logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
       db: dead.db,

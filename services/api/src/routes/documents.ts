@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { MultipartFile } from '@fastify/multipart';
 import {
   documentKinds,
@@ -5,12 +6,16 @@ import {
   documentStatuses,
   getDocument,
   getDocumentText,
+  getLlmExtraction,
   insertDocuments,
+  llmExtractionStatuses,
+  pendingLlmWork,
   listDocuments,
   listDocumentWorkers,
   searchDocuments,
   type DocumentSummary,
   type DocumentView,
+  type LlmExtractionRow,
   type NewDocument,
 } from '@gleaner/db';
 import { DOCUMENT_PRIORITY_MAX, DOCUMENT_PRIORITY_MIN, enqueueDocuments } from '@gleaner/queue';
@@ -101,7 +106,22 @@ const summary = z.object({
   created_at: isoDate,
   updated_at: isoDate,
 });
-const detail = summary.extend({ text_preview: z.string().nullable() });
+/** Seed 002's extraction metadata, and the grounded fields; null before any extraction. */
+const extraction = z
+  .object({
+    extraction_status: z.enum(llmExtractionStatuses),
+    extraction_confidence: z.number().nullable(),
+    extraction_version: z.string(),
+    extraction_model: z.string().nullable(),
+    extracted_at: isoDate.nullable(),
+    fallback_used: z.boolean().nullable(),
+    error: z.string().nullable(),
+    fields: z.record(z.string(), z.unknown()).nullable(),
+  })
+  .nullable();
+const detail = summary.extend({ text_preview: z.string().nullable(), extraction });
+/** A `sync` upload whose extraction ended in time. */
+const extracted = accepted.extend({ extraction });
 
 const iso = (date: Date | null) => date?.toISOString() ?? null;
 
@@ -137,10 +157,30 @@ function presentSummary(document: DocumentSummary): z.infer<typeof summary> {
   };
 }
 
-const presentDetail = (document: DocumentView) => ({
+export function presentExtraction(row: LlmExtractionRow | undefined): z.infer<typeof extraction> {
+  if (!row) return null;
+  return {
+    extraction_status: row.status,
+    extraction_confidence: row.confidence,
+    extraction_version: row.version,
+    extraction_model: row.model,
+    extracted_at: iso(row.extractedAt),
+    fallback_used: row.fallbackUsed,
+    error: row.error,
+    fields: row.fields,
+  };
+}
+
+const presentDetail = (document: DocumentView, llm: LlmExtractionRow | undefined) => ({
   ...presentSummary(document),
   text_preview: document.textPreview,
+  extraction: presentExtraction(llm),
 });
+
+/** How long the tenant cap's 429 asks a client to wait before it tries again. */
+const TENANT_CAP_RETRY_AFTER_S = 30;
+/** How often a `sync` upload looks at its document and extraction while it waits. */
+const SYNC_POLL_MS = 100;
 
 /** A zod failure as the problem plugin words one: each field under `where` named. */
 function validated<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
@@ -276,6 +316,60 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
     }
   }
 
+  /** Whether a new document of this kind goes to the LLM stage once its text is ready. */
+  const extracts = (input: { kind: string }) =>
+    deps.config.EXTRACTION_ENABLED && input.kind === 'resume';
+
+  /**
+   * Seed 002's per-tenant cap: a tenant with EXTRACTION_TENANT_MAX_PENDING resumes waiting for
+   * their text or their extraction is answered 429, so that one tenant cannot fill the queue
+   * ahead of the others.
+   */
+  async function holdTenantCap(inputs: readonly NewDocument[]) {
+    const cap = deps.config.EXTRACTION_TENANT_MAX_PENDING;
+    const adding = new Map<string, number>();
+    for (const input of inputs.filter(extracts))
+      adding.set(input.tenantId, (adding.get(input.tenantId) ?? 0) + 1);
+    for (const [tenant, count] of adding) {
+      const pending = await pendingLlmWork(db, tenant, cap);
+      if (pending + count <= cap) continue;
+      throw new ProblemError(
+        429,
+        'Too Many Pending Extractions',
+        `tenant ${tenant} has ${pending} resumes waiting for extraction (EXTRACTION_TENANT_MAX_PENDING is ${cap}); try again later`,
+        {
+          errors: [{ field: 'body.tenant_id', message: 'too many resumes waiting for extraction' }],
+          headers: { 'retry-after': String(TENANT_CAP_RETRY_AFTER_S) },
+          pending,
+          limit: cap,
+        },
+      );
+    }
+  }
+
+  /**
+   * EXTRACTION_MODE=sync: waits until the document's extraction has ended (or the document
+   * failed), at most EXTRACTION_SYNC_TIMEOUT_MS; undefined when it has not by then.
+   */
+  async function waitForExtraction(id: string) {
+    const deadline = Date.now() + deps.config.EXTRACTION_SYNC_TIMEOUT_MS;
+    for (;;) {
+      const [document, llm] = await Promise.all([
+        getDocument(db, id, 0),
+        getLlmExtraction(db, { subjectType: 'document', subjectId: id }),
+      ]);
+      const ended =
+        document?.status === 'failed' ||
+        (llm !== undefined &&
+          llm.version === deps.config.EXTRACTION_VERSION &&
+          !['queued', 'processing'].includes(llm.status));
+      if (document && ended)
+        return { status: document.status, extraction: presentExtraction(llm) };
+      if (Date.now() >= deadline) return undefined;
+      await sleep(SYNC_POLL_MS);
+    }
+  }
+
   app.post(
     '/documents',
     {
@@ -284,17 +378,22 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         tags: ['documents'],
         summary: 'Store a document and queue its extraction',
         description:
-          'multipart/form-data: `file` (PDF, DOCX, HTML or text; at most DOCUMENT_MAX_BYTES) with `tenant_id`, `kind` (resume, posting, other) and optional `external_id` and `priority` (-1000 to 1000, higher first). Or JSON: `{"tenant_id","kind","external_id"?,"priority"?}` with `text` or `html`. The same bytes for the same tenant are one document: a second upload answers with the first, `duplicate: true`.',
+          'multipart/form-data: `file` (PDF, DOCX, HTML or text; at most DOCUMENT_MAX_BYTES) with `tenant_id`, `kind` (resume, posting, other) and optional `external_id` and `priority` (-1000 to 1000, higher first). Or JSON: `{"tenant_id","kind","external_id"?,"priority"?}` with `text` or `html`. The same bytes for the same tenant are one document: a second upload answers with the first, `duplicate: true`. With LLM extraction enabled, a resume is extracted once its text is ready; a tenant with EXTRACTION_TENANT_MAX_PENDING resumes waiting is answered 429 with Retry-After, and in EXTRACTION_MODE=sync the request waits (up to EXTRACTION_SYNC_TIMEOUT_MS) and answers 200 with the extraction, or 202 when it is not done in time.',
         consumes: ['multipart/form-data', 'application/json'],
-        response: { 202: accepted },
+        response: { 200: extracted, 202: accepted },
       },
     },
     async (request, reply) => {
       const input = request.isMultipart()
         ? await fromMultipart(request, maxBytes, request.id)
         : fromJson(validated(documentJson, request.body, 'body'), request.id);
+      await holdTenantCap([input]);
       const [answer] = await store([input], request);
       request.log.info({ documentId: answer!.id, duplicate: answer!.duplicate }, 'document stored');
+      if (extracts(input) && deps.config.EXTRACTION_MODE === 'sync') {
+        const done = await waitForExtraction(answer!.id);
+        if (done) return reply.code(200).send({ ...answer!, ...done });
+      }
       return reply.code(202).send(answer!);
     },
   );
@@ -318,10 +417,9 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
       },
     },
     async (request, reply) => {
-      const answers = await store(
-        request.body.map((body) => fromJson(body, request.id)),
-        request,
-      );
+      const inputs = request.body.map((body) => fromJson(body, request.id));
+      await holdTenantCap(inputs);
+      const answers = await store(inputs, request);
       const duplicates = answers.filter((answer) => answer.duplicate).length;
       return reply
         .code(202)
@@ -510,15 +608,18 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
     {
       schema: {
         tags: ['documents'],
-        summary: `A document's status, errors, timings and the first ${PREVIEW_CHARS} characters of its text`,
+        summary: `A document's status, errors, timings, the first ${PREVIEW_CHARS} characters of its text and its LLM extraction`,
         params: z.object({ id: z.uuid() }),
         response: { 200: z.object({ status: z.literal('success'), data: detail }) },
       },
     },
     async (request) => {
-      const document = await getDocument(db, request.params.id, PREVIEW_CHARS);
+      const [document, llm] = await Promise.all([
+        getDocument(db, request.params.id, PREVIEW_CHARS),
+        getLlmExtraction(db, { subjectType: 'document', subjectId: request.params.id }),
+      ]);
       if (!document) throw unknownDocument(request.params.id);
-      return { status: 'success' as const, data: presentDetail(document) };
+      return { status: 'success' as const, data: presentDetail(document, llm) };
     },
   );
 

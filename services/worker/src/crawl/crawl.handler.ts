@@ -1,6 +1,7 @@
 import { recordFetchedBody, storeBody } from '@gleaner/db';
 import { enqueue } from '@gleaner/queue';
 import type { JobHandler } from '../context.js';
+import { handPostingToLlm, needsLlm } from '../llm/handoff.js';
 import { LISTING_CONTENT_TYPE } from '../page-analysis/page-fields.js';
 import { fetchPolitely } from './polite-fetch.js';
 
@@ -9,7 +10,8 @@ import { fetchPolitely } from './polite-fetch.js';
  * did not change, and otherwise extracts it from the bytes in hand (the page analyser, in a
  * thread) and settles it `ready` in one statement with its stored body. What extraction cannot
  * settle here goes to the extract queue with the body stored, so that stage is retried without
- * fetching again. A page whose analyser thread died fails the job (transient): it is retried.
+ * fetching again; what it read without a required field goes to the LLM stage when the site asks
+ * for it. A page whose analyser thread died fails the job (transient): it is retried.
  * The job's signal (its timeout, its run's cancellation) stops its gate waits, its fetch and
  * its page's analysis.
  */
@@ -47,7 +49,7 @@ export const crawlHandler: JobHandler<'crawl'> = {
       await settlement.settle({ status: 'skipped', postingId: posting.id, runId: payload.runId });
       return { unchanged: true };
     }
-    if (analysis.fields) {
+    if (analysis.fields && !needsLlm(context, posting.site, analysis.fields)) {
       const settled = await settlement.settle({
         status: 'ready',
         postingId: posting.id,
@@ -61,16 +63,25 @@ export const crawlHandler: JobHandler<'crawl'> = {
       return settled ? { title: analysis.fields.title } : { skipped: true };
     }
 
-    log.debug(
-      { reason: analysis.extractionError },
-      'extraction failed; handing the stored body to the extract queue',
-    );
     await storeBody(db, response.body, response.contentType, sha256);
     const recorded = await recordFetchedBody(db, posting.id, payload.runId, {
       sha256,
       textSha256: pageText,
     });
     if (!recorded) return { skipped: true };
+    if (analysis.fields) {
+      // Read, but without a required field: the LLM stage fills in what it can find.
+      await handPostingToLlm(
+        context,
+        { id: posting.id, siteId: payload.siteId },
+        payload.correlationId,
+      );
+      return { bytes: response.body.byteLength, llmQueued: true };
+    }
+    log.debug(
+      { reason: analysis.extractionError },
+      'extraction failed; handing the stored body to the extract queue',
+    );
     await enqueue(queues, 'extract', {
       runId: payload.runId,
       postingId: posting.id,

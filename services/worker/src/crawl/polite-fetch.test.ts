@@ -127,7 +127,9 @@ function crawlQueue(
 }
 
 const site = (overrides: Partial<PostingSite>): PostingSite => ({
+  id: '00000000-0000-4000-8000-000000000001',
   kind: 'career-site',
+  llmExtraction: false,
   rateLimitRps: null,
   minPauseSeconds: 0,
   maxPauseSeconds: 0,

@@ -9,7 +9,11 @@ import {
   type DocumentErrorType,
 } from '@gleaner/db';
 import type { DocumentErrorType as ParserErrorType } from '@gleaner/extraction/documents';
-import { documentRetryDelayMs, publishDocumentEvent } from '@gleaner/queue';
+import {
+  documentRetryDelayMs,
+  publishDocumentEvent,
+  requestLlmExtractions,
+} from '@gleaner/queue';
 import type { DocumentDeps, HandlerContext, JobHandler } from '../context.js';
 import type { DocumentWorker } from './document-worker.js';
 import { JobReleasedError } from '../job-signal.js';
@@ -31,6 +35,26 @@ export function documentErrorTypeOf(error: unknown): DocumentErrorType {
   return 'unknown';
 }
 
+/** A resume whose text is ready goes to the LLM stage (seed 002), once per extraction version. */
+async function handResumeToLlm(
+  context: HandlerContext,
+  document: { id: string; tenantId: string; correlationId: string | null },
+): Promise<void> {
+  await requestLlmExtractions(
+    context.db,
+    context.queues,
+    [
+      {
+        subjectType: 'document',
+        subjectId: document.id,
+        tenantId: document.tenantId,
+        correlationId: document.correlationId,
+      },
+    ],
+    context.extraction!,
+  );
+}
+
 function documentsOf(context: HandlerContext): { deps: DocumentDeps; worker: DocumentWorker } {
   if (!context.documents || !context.documentWorker)
     throw new Error('a worker serving documents needs its document dependencies');
@@ -40,7 +64,8 @@ function documentsOf(context: HandlerContext): { deps: DocumentDeps; worker: Doc
 /**
  * Extracts one document's text (seed 001): claims it (`processing`), parses its stored bytes in
  * a parser process under the job's signal (its timeout is DOCUMENT_EXTRACTION_TIMEOUT_MS), and
- * stores the text (`complete`, then a `document.completed` event). A failed attempt that will be
+ * stores the text (`complete`, then a `document.completed` event); a resume then goes to the LLM
+ * stage while extraction is enabled. A failed attempt that will be
  * retried leaves it `retry_pending` with the time of the next one (the retry table, as the
  * queue's backoff waits it); one that will not is `failed` by `giveUp`. Every attempt leaves a
  * metrics row.
@@ -92,6 +117,12 @@ export const documentsHandler: JobHandler<'documents'> = {
         extractionMs: durationMs,
       });
       worker.finished(document.id, 'completed');
+      if (completed && document.kind === 'resume' && context.extraction)
+        await handResumeToLlm(context, document).catch((error: unknown) => {
+          // Seed 002's "Redis unavailable at ingest": the resume shows under `none` in the
+          // extraction status, and a requeue with only_null_status picks it up.
+          log.error({ err: error, documentId: document.id }, 'could not queue the resume for the LLM');
+        });
       if (completed) {
         const prefix = queues.documents.opts.prefix ?? 'bull';
         await publishDocumentEvent(deps.redis, prefix, {

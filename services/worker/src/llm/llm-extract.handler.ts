@@ -1,0 +1,256 @@
+import {
+  claimLlmExtraction,
+  completeLlmExtraction,
+  failLlmExtraction,
+  releaseLlmExtraction,
+  skipLlmExtraction,
+  type LlmSubject,
+} from '@gleaner/db';
+import {
+  extractFields,
+  isExtractableText,
+  MIN_EXTRACTION_CHARS,
+  type ExtractionResult,
+  type PostingFields as LlmPostingFields,
+} from '@gleaner/llm';
+import { publishExtractionEvent } from '@gleaner/queue';
+import { DelayedError, UnrecoverableError } from 'bullmq';
+import type { HandlerContext, JobHandler, LlmDeps } from '../context.js';
+import { mergeLlmPostingFields, missingPostingFields } from './posting-fields.js';
+import { loadLlmSource, LlmSubjectUnavailable, type LlmSource } from './subject.js';
+
+function llmOf(context: HandlerContext): LlmDeps {
+  if (!context.llm) throw new Error('a worker serving llm-extract needs its LLM dependencies');
+  return context.llm;
+}
+
+/**
+ * Hands the extraction back to the queue until `at`: the row returns to `queued` (the attempt
+ * uncounted) and the job to delayed, spending no attempt. For waits that are not failures: the
+ * provider's limits, a 429's retry-after, a tenant's spent daily budget.
+ */
+async function waitUntil(
+  context: HandlerContext,
+  subject: LlmSubject,
+  version: string,
+  at: number,
+  reason: string,
+): Promise<never> {
+  await releaseLlmExtraction(context.db, subject, version);
+  await context.job.moveToDelayed(Math.max(at, Date.now() + 10), context.token);
+  context.log.info({ until: new Date(at).toISOString(), reason }, 'llm extraction waits');
+  throw new DelayedError();
+}
+
+/** Calls the model(s) with every call passing the provider gate and charged to the tenant. */
+async function callModel(
+  context: HandlerContext,
+  llm: LlmDeps,
+  source: LlmSource,
+  tenantId: string,
+): Promise<ExtractionResult> {
+  let reservation: string | undefined;
+  return extractFields(llm.client, {
+    kind: source.subjectType === 'document' ? 'resume' : 'posting',
+    text: source.text,
+    settings: llm.settings,
+    signal: context.signal,
+    hooks: {
+      async beforeCall({ estimatedTokens }) {
+        reservation = await llm.gate.acquire(estimatedTokens, {
+          signal: context.signal,
+          maxWaitMs: llm.maxGateWaitMs,
+        });
+      },
+      async afterCall({ usage, rateLimit, error }) {
+        const held = reservation;
+        reservation = undefined;
+        if (held !== undefined)
+          await llm.gate.settle(held, { actualTokens: usage?.totalTokens, rateLimit });
+        if (usage) await llm.budget.charge(tenantId, usage.totalTokens);
+        const retryAfterMs = (error as { code?: string; retryAfterMs?: number } | undefined)
+          ?.code === 'LLM_RATE_LIMITED'
+          ? ((error as { retryAfterMs?: number }).retryAfterMs ?? 1000)
+          : undefined;
+        // A 429 stops every replica until its retry-after has passed, not only this one.
+        if (retryAfterMs !== undefined) await llm.gate.blockFor(retryAfterMs);
+      },
+    },
+  });
+}
+
+/**
+ * Seed 002's extraction of one document's text or one posting's page: claims the row
+ * (`processing`), skips texts under 100 characters, waits out the tenant's daily budget and the
+ * provider's limits without failing, asks the primary model and, when its answer is not good
+ * enough, the fallback (`@gleaner/llm`), and stores only values found in the text. A posting
+ * then leaves `pending`: `ready` with the LLM's fields filling what the rules left empty
+ * (provenance `llm`), or `error` when there is still no title. Publishes `extraction.completed`.
+ */
+export const llmExtractHandler: JobHandler<'llm-extract'> = {
+  async run(payload, context) {
+    const { db, log } = context;
+    const llm = llmOf(context);
+    const subject: LlmSubject = { subjectType: payload.subjectType, subjectId: payload.subjectId };
+    const row = await claimLlmExtraction(db, subject, payload.version);
+    if (!row) {
+      log.debug('extraction not waiting for this job; skipping');
+      return { skipped: true };
+    }
+    let source: LlmSource;
+    try {
+      source = await loadLlmSource(db, subject);
+    } catch (error) {
+      if (error instanceof LlmSubjectUnavailable) throw new UnrecoverableError(error.message);
+      throw error;
+    }
+
+    if (!isExtractableText(source.text)) {
+      await skipLlmExtraction(
+        db,
+        subject,
+        payload.version,
+        `text under ${MIN_EXTRACTION_CHARS} characters`,
+      );
+      if (source.subjectType === 'posting')
+        await settlePosting(context, source, null);
+      return { skipped: true, reason: 'short-text' };
+    }
+
+    if ((await llm.budget.remaining(row.tenantId)) <= 0)
+      await waitUntil(
+        context,
+        subject,
+        payload.version,
+        llm.budget.nextResetAt(),
+        'tenant daily token budget spent',
+      );
+
+    let result: ExtractionResult;
+    try {
+      result = await callModel(context, llm, source, row.tenantId);
+    } catch (error) {
+      const { code, waitMs, retryAfterMs, retryable } = (error ?? {}) as {
+        code?: string;
+        waitMs?: number;
+        retryAfterMs?: number;
+        retryable?: boolean;
+      };
+      if (code === 'LLM_PROVIDER_BUSY')
+        await waitUntil(context, subject, payload.version, Date.now() + (waitMs ?? 1000), code);
+      if (code === 'LLM_RATE_LIMITED')
+        await waitUntil(
+          context,
+          subject,
+          payload.version,
+          Date.now() + (retryAfterMs ?? 1000),
+          code,
+        );
+      if (retryable === false && error instanceof Error)
+        throw new UnrecoverableError(`${code}: ${error.message}`);
+      throw error;
+    }
+
+    const { completed, versionChanged } = await completeLlmExtraction(
+      db,
+      subject,
+      payload.version,
+      {
+        model: result.model,
+        confidence: result.confidence,
+        fields: { ...result.fields },
+        dropped: result.dropped,
+        fallbackUsed: result.fallbackUsed,
+        fallbackReason: result.fallbackReason ?? null,
+        promptTokens: result.usage.promptTokens,
+        completionTokens: result.usage.completionTokens,
+      },
+    );
+    if (!completed) return { skipped: true };
+    if (result.fallbackUsed)
+      log.info({ reason: result.fallbackReason }, 'extraction answered by the fallback model');
+    if (result.dropped.length > 0)
+      log.info({ dropped: result.dropped }, 'values not found in the text were dropped');
+    if (source.subjectType === 'posting')
+      await settlePosting(context, source, result.fields as Partial<LlmPostingFields>);
+    await publishExtractionEvent(llm.redis, llm.prefix, {
+      type: 'extraction.completed',
+      subjectType: subject.subjectType,
+      subjectId: subject.subjectId,
+      tenantId: row.tenantId,
+      version: payload.version,
+      versionChanged,
+      model: result.model,
+      confidence: result.confidence,
+      extractedAt: new Date().toISOString(),
+    }).catch((error: unknown) => {
+      // The row is the truth: a consumer that missed the event finds the extraction ready.
+      log.warn({ err: error }, 'could not publish extraction.completed');
+    });
+    log.info(
+      { model: result.model, confidence: result.confidence, calls: result.calls },
+      'extraction completed',
+    );
+    return { model: result.model, confidence: result.confidence, fallbackUsed: result.fallbackUsed };
+  },
+
+  async giveUp(payload, error, context) {
+    const subject: LlmSubject = { subjectType: payload.subjectType, subjectId: payload.subjectId };
+    await failLlmExtraction(context.db, subject, payload.version, error.message);
+    if (payload.subjectType !== 'posting') return;
+    // The posting waited for this extraction: it settles now, so that its run can end.
+    const { rows } = await context.db.$client.query<{ run_id: string | null }>(
+      "SELECT run_id FROM postings WHERE id = $1 AND status = 'pending'",
+      [payload.subjectId],
+    );
+    const runId = rows[0]?.run_id;
+    if (runId)
+      await context.settlement.settle({
+        status: 'error',
+        postingId: payload.subjectId,
+        runId,
+        error: `llm-extract: ${error.message}`,
+      });
+  },
+
+  async release(payload, context) {
+    await releaseLlmExtraction(
+      context.db,
+      { subjectType: payload.subjectType, subjectId: payload.subjectId },
+      payload.version,
+    );
+  },
+};
+
+/**
+ * A posting handed to the LLM leaves `pending`: `ready` with its merged fields when it has a
+ * title, otherwise `error`.
+ */
+async function settlePosting(
+  context: HandlerContext,
+  source: Extract<LlmSource, { subjectType: 'posting' }>,
+  llmFields: Partial<LlmPostingFields> | null,
+): Promise<void> {
+  const { posting } = source;
+  const fields = llmFields ? mergeLlmPostingFields(source.fields, llmFields) : source.fields;
+  if (!fields?.title) {
+    await context.settlement.settle({
+      status: 'error',
+      postingId: posting.id,
+      runId: posting.runId,
+      error: 'llm-extract: no posting found in the page',
+    });
+    return;
+  }
+  const missing = missingPostingFields(fields);
+  if (missing.length > 0) context.log.info({ missing }, 'posting ready without some fields');
+  await context.settlement.settle({
+    status: 'ready',
+    postingId: posting.id,
+    runId: posting.runId,
+    contentType: source.contentType,
+    sha256: posting.bodySha256,
+    textSha256: posting.textSha256,
+    fields,
+  });
+}
