@@ -4,6 +4,7 @@
  * `failed` with seed 001's error type, the worker stays up throughout, and nothing the files
  * link to is fetched: a canary listener linked from a DOCX counts every connection it gets.
  */
+import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, getDocument, getDocumentText, type DbHandle } from '@gleaner/db';
@@ -55,6 +56,7 @@ beforeAll(async () => {
       HTTP_ALLOW_PRIVATE_NETWORKS: false,
       DOCUMENT_MAX_BYTES: 20 * 1024 * 1024,
       DOCUMENT_MAX_RETRIES: 0,
+      ...fragmentDefaults(extractionFragment),
     },
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: handle.db,

@@ -16,7 +16,6 @@ import { createLlmDeps, startWorkers, type WorkerRuntime } from '@gleaner/worker
 import { createDocumentParserPool, defaultDocumentLimits } from '@gleaner/extraction/documents';
 import { createFetcher } from '@gleaner/http';
 import { closeQueues, createQueues, createRedisConnection } from '@gleaner/queue';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { testWorkerDeps } from './support/in-process-system.js';
 import { startDocumentsSystem, type DocumentsSystem } from './support/documents-system.js';
@@ -29,7 +28,7 @@ import { startDocumentsSystem, type DocumentsSystem } from './support/documents-
 const VERSION = '1.0.0';
 let system: DocumentsSystem;
 let llmServer: FixtureLlmServer;
-let app: FastifyInstance;
+let app: Awaited<ReturnType<typeof buildApp>>;
 
 const extractionConfig = (overrides: Record<string, unknown> = {}) => ({
   ...fragmentDefaults(extractionFragment),
@@ -93,7 +92,12 @@ function startWorker(overrides: Record<string, unknown> = {}) {
         producer,
         prefix: system.namespace.prefix,
       }),
-      documents: { parser, limits: defaultDocumentLimits, redis: producer, heartbeatIntervalMs: 500 },
+      documents: {
+        parser,
+        limits: defaultDocumentLimits,
+        redis: producer,
+        heartbeatIntervalMs: 500,
+      },
       extraction: { version: config.EXTRACTION_VERSION, maxAttempts: 2, retryBaseMs: 0 },
       llm: createLlmDeps(config, producer),
     },
@@ -147,18 +151,22 @@ async function upload(tenant: string, text: string, target = app) {
   return response;
 }
 
-function waitForExtraction(id: string, statuses = ['ready', 'failed', 'skipped'], version = VERSION) {
+function waitForExtraction(
+  id: string,
+  statuses = ['ready', 'failed', 'skipped'],
+  version = VERSION,
+) {
   return waitFor(
     async () => {
-      const row = await getLlmExtraction(system.handle.db, { subjectType: 'document', subjectId: id });
+      const row = await getLlmExtraction(system.handle.db, {
+        subjectType: 'document',
+        subjectId: id,
+      });
       return row && row.version === version && statuses.includes(row.status) ? row : undefined;
     },
     { timeoutMs: 30_000, intervalMs: 50, what: `extraction of ${id} to be ${statuses.join('/')}` },
   );
 }
-
-const requestsFor = (id: string) =>
-  llmServer.requests.filter((request) => JSON.stringify(request).includes(id));
 
 describe('LLM extraction of resumes', () => {
   it('extracts a resume once its text is ready, keeps only grounded values and announces it', async () => {
@@ -176,7 +184,8 @@ describe('LLM extraction of resumes', () => {
     });
     const fields = row.fields as { primary_skills: string[]; recent_job_titles: string[] };
     expect(fields.primary_skills.length).toBeGreaterThan(0);
-    for (const skill of fields.primary_skills) expect(text.toLowerCase()).toContain(skill.toLowerCase());
+    for (const skill of fields.primary_skills)
+      expect(text.toLowerCase()).toContain(skill.toLowerCase());
 
     const detail = await app.inject({ method: 'GET', url: `/documents/${id}` });
     expect(detail.json().data.extraction).toMatchObject({
@@ -186,9 +195,15 @@ describe('LLM extraction of resumes', () => {
     });
     expect(detail.json().data.extraction.extraction_confidence).toBeCloseTo(0.9);
 
-    const events = await readExtractionEvents(system.redis, system.namespace.prefix, { after: '0' });
+    const events = await readExtractionEvents(system.redis, system.namespace.prefix, {
+      after: '0',
+    });
     expect(events.map((entry) => entry.event)).toContainEqual(
-      expect.objectContaining({ subjectId: id, type: 'extraction.completed', versionChanged: true }),
+      expect.objectContaining({
+        subjectId: id,
+        type: 'extraction.completed',
+        versionChanged: true,
+      }),
     );
   });
 
@@ -200,8 +215,10 @@ describe('LLM extraction of resumes', () => {
     worker = startWorker();
     const text = buildResumeText({ seed });
     llmServer.setResponder((request) => {
-      if (request.model !== 'llama-3.1-8b-instant') return { json: defaultAnswer(request.userText) };
-      if (primaryAnswer === 'low') return { json: { ...defaultAnswer(request.userText), confidence: 0.3 } };
+      if (request.model !== 'llama-3.1-8b-instant')
+        return { json: defaultAnswer(request.userText) };
+      if (primaryAnswer === 'low')
+        return { json: { ...defaultAnswer(request.userText), confidence: 0.3 } };
       if (primaryAnswer === 'invented')
         return {
           json: { ...defaultAnswer(request.userText), recent_job_titles: ['Astronaut Commander'] },
@@ -232,7 +249,9 @@ describe('LLM extraction of resumes', () => {
     worker = startWorker();
     const text = buildResumeText({ seed: 42 });
     const before = llmServer.requests.length;
-    const answers = await Promise.all(Array.from({ length: 10 }, () => upload('tenant-same', text)));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => upload('tenant-same', text)),
+    );
     const ids = new Set(answers.map((answer) => answer.json<{ id: string }>().id));
     expect(ids.size).toBe(1);
     const [id] = [...ids];
@@ -244,8 +263,9 @@ describe('LLM extraction of resumes', () => {
 
   it('extracts again under a bumped version, and the event says the version changed', async () => {
     worker = startWorker();
-    const id = (await upload('tenant-version', buildResumeText({ seed: 77 }))).json<{ id: string }>()
-      .id;
+    const id = (await upload('tenant-version', buildResumeText({ seed: 77 }))).json<{
+      id: string;
+    }>().id;
     await waitForExtraction(id);
     await requestLlmExtractions(
       system.handle.db,
@@ -256,7 +276,9 @@ describe('LLM extraction of resumes', () => {
     // The worker extracts jobs of any version: the job carries it.
     const row = await waitForExtraction(id, ['ready'], '2.0.0');
     expect(row).toMatchObject({ version: '2.0.0', extractedVersion: '2.0.0' });
-    const events = await readExtractionEvents(system.redis, system.namespace.prefix, { after: '0' });
+    const events = await readExtractionEvents(system.redis, system.namespace.prefix, {
+      after: '0',
+    });
     const mine = events.map((entry) => entry.event).filter((event) => event.subjectId === id);
     expect(mine.map((event) => [event.version, event.versionChanged])).toEqual([
       [VERSION, true],
@@ -267,9 +289,9 @@ describe('LLM extraction of resumes', () => {
   it('answers 429 with Retry-After when a tenant has too many resumes waiting', async () => {
     // No worker: the uploads stay pending. EXTRACTION_TENANT_MAX_PENDING is 3.
     for (let seed = 0; seed < 3; seed++)
-      expect((await upload('tenant-capped', buildResumeText({ seed: 500 + seed }))).statusCode).toBe(
-        202,
-      );
+      expect(
+        (await upload('tenant-capped', buildResumeText({ seed: 500 + seed }))).statusCode,
+      ).toBe(202);
     const refused = await upload('tenant-capped', buildResumeText({ seed: 510 }));
     expect(refused.statusCode).toBe(429);
     expect(refused.headers['retry-after']).toBe('30');
@@ -297,12 +319,14 @@ describe('LLM extraction of resumes', () => {
 
   it('defers work past the tenant daily token budget instead of failing it', async () => {
     worker = startWorker({ EXTRACTION_TENANT_DAILY_TOKENS: 1 });
-    const first = (await upload('tenant-budget', buildResumeText({ seed: 900 }))).json<{ id: string }>()
-      .id;
+    const first = (await upload('tenant-budget', buildResumeText({ seed: 900 }))).json<{
+      id: string;
+    }>().id;
     // One extraction is allowed while budget remains; it spends it.
     await waitForExtraction(first);
-    const second = (await upload('tenant-budget', buildResumeText({ seed: 901 }))).json<{ id: string }>()
-      .id;
+    const second = (await upload('tenant-budget', buildResumeText({ seed: 901 }))).json<{
+      id: string;
+    }>().id;
     await waitFor(
       async () => {
         const job = await system.queues['llm-extract'].getJob(`llm-document-${second}-${VERSION}`);
@@ -323,9 +347,12 @@ describe('LLM extraction of resumes', () => {
 
   it('requeues by status and only_null_status, with a dry run that changes nothing', async () => {
     worker = startWorker();
-    llmServer.setResponder(() => reply.status(400, { error: { message: 'bad', type: 'invalid_request_error' } }));
-    const failedId = (await upload('tenant-requeue', buildResumeText({ seed: 300 }))).json<{ id: string }>()
-      .id;
+    llmServer.setResponder(() =>
+      reply.status(400, { error: { message: 'bad', type: 'invalid_request_error' } }),
+    );
+    const failedId = (await upload('tenant-requeue', buildResumeText({ seed: 300 }))).json<{
+      id: string;
+    }>().id;
     const failed = await waitForExtraction(failedId);
     expect(failed.status).toBe('failed');
     llmServer.setResponder(undefined);

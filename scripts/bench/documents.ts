@@ -262,6 +262,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     const cpuOf = (pid: number) =>
       processTree(pid).reduce((total, each) => total + processCpuSeconds(each), 0);
     const cpuBefore = [worker!, api].map((service) => cpuOf(service.child.pid!));
+    const workerOwnBefore = processCpuSeconds(worker!.child.pid!);
     const serversBefore = serversCpuSeconds();
     const firstUploadAt = new Date();
     const startedAt = performance.now();
@@ -274,6 +275,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     const [workerCpu, apiCpu] = [worker!, api].map(
       (service, index) => cpuOf(service.child.pid!) - cpuBefore[index]!,
     );
+    const workerOwnCpu = processCpuSeconds(worker!.child.pid!) - workerOwnBefore;
     rss.stop();
     const { rows } = await pool.query<{ last: Date | null; extractionMs: number | null }>(
       `SELECT max(completed_at) AS last, avg(extraction_ms)::float8 AS "extractionMs"
@@ -308,6 +310,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       cpuMsPerDocument: {
         baseline: round2((baseline.cpuSeconds * 1000) / settings.documents),
         worker: round2((workerCpu! * 1000) / settings.documents),
+        workerWithoutParsers: round2((workerOwnCpu * 1000) / settings.documents),
         api: round2((apiCpu! * 1000) / settings.documents),
         postgresAndRedis: round2((serversCpu * 1000) / settings.documents),
       },

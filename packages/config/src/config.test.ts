@@ -14,7 +14,13 @@ describe('parseConfig', () => {
   it('applies defaults', () => {
     const config = parseConfig(schema, {});
     expect(config.API_PORT).toBe(8000);
-    expect(config.WORKER_QUEUES).toEqual(['scrape', 'crawl', 'extract', 'documents']);
+    expect(config.WORKER_QUEUES).toEqual([
+      'scrape',
+      'crawl',
+      'extract',
+      'documents',
+      'llm-extract',
+    ]);
     expect(config.HTTP_ALLOW_PRIVATE_NETWORKS).toBe(false);
   });
 

@@ -371,7 +371,13 @@ export const documentExtractionMetrics = pgTable(
 export const llmSubjectTypes = ['document', 'posting'] as const;
 export type LlmSubjectType = (typeof llmSubjectTypes)[number];
 /** Seed 002's `extraction_status`. */
-export const llmExtractionStatuses = ['queued', 'processing', 'ready', 'failed', 'skipped'] as const;
+export const llmExtractionStatuses = [
+  'queued',
+  'processing',
+  'ready',
+  'failed',
+  'skipped',
+] as const;
 export type LlmExtractionStatus = (typeof llmExtractionStatuses)[number];
 export const activeLlmExtractionStatuses = [
   'queued',

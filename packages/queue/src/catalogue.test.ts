@@ -14,6 +14,7 @@ describe('job catalogue', () => {
       'dead-letter',
       'documents',
       'extract',
+      'llm-extract',
       'scheduler',
       'scrape',
     ]);
@@ -33,7 +34,13 @@ describe('job catalogue', () => {
   });
 
   it('lists every queue but the dead letters and scheduling passes as work for workers', () => {
-    expect([...workQueueNames].sort()).toEqual(['crawl', 'documents', 'extract', 'scrape']);
+    expect([...workQueueNames].sort()).toEqual([
+      'crawl',
+      'documents',
+      'extract',
+      'llm-extract',
+      'scrape',
+    ]);
   });
 
   it('rejects invalid payloads and ids', () => {

@@ -68,7 +68,13 @@ export async function requestLlmExtractions(
   // (BullMQ keeps completed and failed jobs a while and ignores an add whose id it holds).
   if (settings.requeue?.length)
     await Promise.all(
-      work.map((item) => removeFinishedJob(queues, 'llm-extract', llmExtractJob.jobId({ ...item, correlationId: undefined }))),
+      work.map((item) =>
+        removeFinishedJob(
+          queues,
+          'llm-extract',
+          llmExtractJob.jobId({ ...item, correlationId: undefined }),
+        ),
+      ),
     );
   await enqueueLlmExtractions(queues, work, settings);
   return work;

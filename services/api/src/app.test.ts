@@ -274,6 +274,7 @@ describe('the rest of the API', () => {
       'dead-letter',
       'documents',
       'extract',
+      'llm-extract',
       'scheduler',
       'scrape',
     ]);
@@ -300,7 +301,15 @@ describe('the rest of the API', () => {
         .json()
         .queues.map((q: { name: string }) => q.name)
         .sort(),
-    ).toEqual(['crawl', 'dead-letter', 'documents', 'extract', 'scheduler', 'scrape']);
+    ).toEqual([
+      'crawl',
+      'dead-letter',
+      'documents',
+      'extract',
+      'llm-extract',
+      'scheduler',
+      'scrape',
+    ]);
   });
 
   it('answers unknown routes with a problem', async () => {

@@ -366,7 +366,11 @@ export function createReconciler(options: ReconcilerOptions) {
       if (!(await failLlmExtraction(db, row, row.version, message))) continue;
       repairs.llmFailed += 1;
       if (row.subjectType === 'posting') {
-        const settled = await settlePendingPostingAsError(db, row.subjectId, `llm-extract: ${reason}`);
+        const settled = await settlePendingPostingAsError(
+          db,
+          row.subjectId,
+          `llm-extract: ${reason}`,
+        );
         repairs.postingsSettled += settled ? 1 : 0;
       }
       logger.warn({ ...row, reason }, 'reconciler: extraction failed, its job had failed for good');

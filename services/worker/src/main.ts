@@ -39,10 +39,13 @@ const started = await startService({
           retryBaseMs: config.EXTRACTION_RETRY_BASE_SECONDS * 1000,
         }
       : undefined;
-    const llm = queueNames.includes('llm-extract')
-      ? createLlmDeps(config, redis)
-      : undefined;
-    if (llm && config.EXTRACTION_HEALTHCHECK_PORT > 0) {
+    const llm = queueNames.includes('llm-extract') ? createLlmDeps(config, redis) : undefined;
+    // On the worker's own health port (compose's 8080), that endpoint answers for both.
+    if (
+      llm &&
+      config.EXTRACTION_HEALTHCHECK_PORT > 0 &&
+      config.EXTRACTION_HEALTHCHECK_PORT !== config.WORKER_HEALTH_PORT
+    ) {
       // Seed 002's probe of an extraction worker: healthy while its Redis connection is up.
       const health = await startHealthServer({
         port: config.EXTRACTION_HEALTHCHECK_PORT,

@@ -225,7 +225,10 @@ export async function completeLlmExtraction(
     ],
   );
   const row = rows[0];
-  return { completed: row !== undefined, versionChanged: row !== undefined && row.previous !== version };
+  return {
+    completed: row !== undefined,
+    versionChanged: row !== undefined && row.previous !== version,
+  };
 }
 
 /** processing → skipped: the text is too short to extract from (seed 002: under 100 characters). */
@@ -235,7 +238,11 @@ export function skipLlmExtraction(
   version: string,
   reason: string,
 ): Promise<boolean> {
-  return finish(db, subject, version, { status: 'skipped', error: reason, extractedAt: sql`now()` });
+  return finish(db, subject, version, {
+    status: 'skipped',
+    error: reason,
+    extractedAt: sql`now()`,
+  });
 }
 
 /** Adds the tokens an attempt spent, whatever became of it. */

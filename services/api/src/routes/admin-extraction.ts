@@ -1,8 +1,4 @@
-import {
-  llmExtractionStatuses,
-  llmExtractionTenantStatus,
-  selectLlmRequeue,
-} from '@gleaner/db';
+import { llmExtractionStatuses, llmExtractionTenantStatus, selectLlmRequeue } from '@gleaner/db';
 import { requestLlmExtractions } from '@gleaner/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -70,9 +66,14 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
 
   /** Dead letters whose job came from `llm-extract` (seed 002's `dlq`), among the newest. */
   async function deadLetterDepth(): Promise<number> {
-    const jobs = await queues['dead-letter'].getJobs(['waiting', 'delayed'], 0, DEAD_LETTER_SCAN - 1);
-    return jobs.filter((job) => (job?.data as { queue?: unknown } | undefined)?.queue === 'llm-extract')
-      .length;
+    const jobs = await queues['dead-letter'].getJobs(
+      ['waiting', 'delayed'],
+      0,
+      DEAD_LETTER_SCAN - 1,
+    );
+    return jobs.filter(
+      (job) => (job?.data as { queue?: unknown } | undefined)?.queue === 'llm-extract',
+    ).length;
   }
 
   app.get(

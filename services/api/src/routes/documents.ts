@@ -363,8 +363,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         (llm !== undefined &&
           llm.version === deps.config.EXTRACTION_VERSION &&
           !['queued', 'processing'].includes(llm.status));
-      if (document && ended)
-        return { status: document.status, extraction: presentExtraction(llm) };
+      if (document && ended) return { status: document.status, extraction: presentExtraction(llm) };
       if (Date.now() >= deadline) return undefined;
       await sleep(SYNC_POLL_MS);
     }

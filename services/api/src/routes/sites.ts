@@ -40,6 +40,11 @@ const siteFields = {
   max_retries: z.int().min(0).max(20),
   rate_limit_rps: z.number().positive().max(1000).nullable(),
   max_concurrency: z.int().min(1).max(256),
+  llm_extraction: z
+    .boolean()
+    .describe(
+      'Pages the rules cannot read (no posting, or a required field missing) go to the LLM stage while EXTRACTION_ENABLED is on',
+    ),
 };
 
 const createSiteBody = z
@@ -52,6 +57,7 @@ const createSiteBody = z
     max_retries: siteFields.max_retries.default(3),
     rate_limit_rps: siteFields.rate_limit_rps.default(null),
     max_concurrency: siteFields.max_concurrency.default(4),
+    llm_extraction: siteFields.llm_extraction.default(false),
   })
   .strict()
   .refine((body) => body.max_pause_seconds >= body.min_pause_seconds, {
@@ -124,6 +130,7 @@ function toRow(body: SiteBody): Partial<NewSiteRow> {
   if (body.max_retries !== undefined) row.maxRetries = body.max_retries;
   if (body.rate_limit_rps !== undefined) row.rateLimitRps = body.rate_limit_rps;
   if (body.max_concurrency !== undefined) row.maxConcurrency = body.max_concurrency;
+  if (body.llm_extraction !== undefined) row.llmExtraction = body.llm_extraction;
   return row;
 }
 

@@ -9,11 +9,7 @@ import {
   type DocumentErrorType,
 } from '@gleaner/db';
 import type { DocumentErrorType as ParserErrorType } from '@gleaner/extraction/documents';
-import {
-  documentRetryDelayMs,
-  publishDocumentEvent,
-  requestLlmExtractions,
-} from '@gleaner/queue';
+import { documentRetryDelayMs, publishDocumentEvent, requestLlmExtractions } from '@gleaner/queue';
 import type { DocumentDeps, HandlerContext, JobHandler } from '../context.js';
 import type { DocumentWorker } from './document-worker.js';
 import { JobReleasedError } from '../job-signal.js';
@@ -121,7 +117,10 @@ export const documentsHandler: JobHandler<'documents'> = {
         await handResumeToLlm(context, document).catch((error: unknown) => {
           // Seed 002's "Redis unavailable at ingest": the resume shows under `none` in the
           // extraction status, and a requeue with only_null_status picks it up.
-          log.error({ err: error, documentId: document.id }, 'could not queue the resume for the LLM');
+          log.error(
+            { err: error, documentId: document.id },
+            'could not queue the resume for the LLM',
+          );
         });
       if (completed) {
         const prefix = queues.documents.opts.prefix ?? 'bull';

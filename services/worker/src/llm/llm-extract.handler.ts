@@ -68,10 +68,11 @@ async function callModel(
         if (held !== undefined)
           await llm.gate.settle(held, { actualTokens: usage?.totalTokens, rateLimit });
         if (usage) await llm.budget.charge(tenantId, usage.totalTokens);
-        const retryAfterMs = (error as { code?: string; retryAfterMs?: number } | undefined)
-          ?.code === 'LLM_RATE_LIMITED'
-          ? ((error as { retryAfterMs?: number }).retryAfterMs ?? 1000)
-          : undefined;
+        const retryAfterMs =
+          (error as { code?: string; retryAfterMs?: number } | undefined)?.code ===
+          'LLM_RATE_LIMITED'
+            ? ((error as { retryAfterMs?: number }).retryAfterMs ?? 1000)
+            : undefined;
         // A 429 stops every replica until its retry-after has passed, not only this one.
         if (retryAfterMs !== undefined) await llm.gate.blockFor(retryAfterMs);
       },
@@ -112,8 +113,7 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
         payload.version,
         `text under ${MIN_EXTRACTION_CHARS} characters`,
       );
-      if (source.subjectType === 'posting')
-        await settlePosting(context, source, null);
+      if (source.subjectType === 'posting') await settlePosting(context, source, null);
       return { skipped: true, reason: 'short-text' };
     }
 
@@ -191,7 +191,11 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
       { model: result.model, confidence: result.confidence, calls: result.calls },
       'extraction completed',
     );
-    return { model: result.model, confidence: result.confidence, fallbackUsed: result.fallbackUsed };
+    return {
+      model: result.model,
+      confidence: result.confidence,
+      fallbackUsed: result.fallbackUsed,
+    };
   },
 
   async giveUp(payload, error, context) {

@@ -13,8 +13,7 @@ export function missingPostingFields(fields: ExtractedFields | null | undefined)
   });
 }
 
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The LLM's value of each posting field it may fill (grounded already), by posting field. */
 function llmValues(llm: Partial<LlmPostingFields>): Partial<Record<PostingFieldKey, unknown>> {

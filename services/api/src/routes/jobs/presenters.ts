@@ -59,6 +59,7 @@ export function presentSite(site: SiteRow) {
     max_retries: site.maxRetries,
     rate_limit_rps: site.rateLimitRps,
     max_concurrency: site.maxConcurrency,
+    llm_extraction: site.llmExtraction,
     created_at: site.createdAt.toISOString(),
     updated_at: site.updatedAt.toISOString(),
   };
