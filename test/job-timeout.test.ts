@@ -133,8 +133,14 @@ describe('a crawl job past its timeout', () => {
     expect(fixture.requestCount('/jobs/')).toBe(ATTEMPTS);
     expect(Date.now() - started).toBeLessThan(30_000);
 
-    const job = (await queues.crawl.getJob(crawlJob.jobId(payload)))!;
-    expect(await job.getState()).toBe('failed');
+    // The posting settles in the last attempt's handler, just before BullMQ records that attempt.
+    const job = await waitFor(
+      async () => {
+        const found = await queues.crawl.getJob(crawlJob.jobId(payload));
+        return found && (await found.getState()) === 'failed' ? found : undefined;
+      },
+      { timeoutMs: 10_000, what: 'the crawl job to be failed' },
+    );
     expect(job.attemptsMade).toBe(ATTEMPTS);
     expect(job.failedReason).toBe(`crawl job did not finish within ${JOB_TIMEOUT_MS} ms`);
     const parked = await waitFor(
