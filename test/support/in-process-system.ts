@@ -14,6 +14,7 @@ import {
   createRedisConnection,
   startScrapeRun,
   type Queues,
+  type WorkQueueName,
 } from '@gleaner/queue';
 import {
   createTestDatabase,
@@ -49,6 +50,15 @@ export interface InProcessSystemOptions {
   fetcher?: Partial<FetcherOptions>;
   /** Where the workers' JSON log lines go (at `info`); by default they are discarded. */
   logDestination?: Writable;
+  /**
+   * More for each replica, built on its producer connection: the LLM stage's dependencies, say.
+   * Its queues are served beside scrape, crawl and extract.
+   */
+  more?: (producer: Redis, prefix: string) => {
+    deps: Partial<WorkerDeps>;
+    queues: WorkQueueName[];
+    concurrency?: Partial<Record<WorkQueueName, number>>;
+  };
 }
 
 /**
@@ -64,6 +74,7 @@ export async function startInProcessSystem(
     extractConcurrency = 2,
     fetcher: fetcherOverrides = {},
     logDestination,
+    more,
   }: InProcessSystemOptions = {},
 ): Promise<InProcessSystem> {
   const database = await createTestDatabase(label);
@@ -83,20 +94,29 @@ export async function startInProcessSystem(
     const worker = createRedisConnection(namespace.url, 'worker');
     connections.push(producer, worker);
     const queues = createQueues(producer, namespace.prefix);
+    const extra = more?.(producer, namespace.prefix);
     const runtime = startWorkers(
-      testWorkerDeps({
-        db: handle.db,
-        queues,
-        fetcher,
-        producer,
-        prefix: namespace.prefix,
-        logDestination,
-      }),
+      {
+        ...testWorkerDeps({
+          db: handle.db,
+          queues,
+          fetcher,
+          producer,
+          prefix: namespace.prefix,
+          logDestination,
+        }),
+        ...extra?.deps,
+      },
       {
         connection: worker,
         prefix: namespace.prefix,
-        queues: ['scrape', 'crawl', 'extract'],
-        concurrency: { scrape: 1, crawl: crawlConcurrency, extract: extractConcurrency },
+        queues: ['scrape', 'crawl', 'extract', ...(extra?.queues ?? [])],
+        concurrency: {
+          scrape: 1,
+          crawl: crawlConcurrency,
+          extract: extractConcurrency,
+          ...extra?.concurrency,
+        },
         // As a worker runs by default: pages are analysed in a thread of their own.
         extractThreads: 1,
       },
