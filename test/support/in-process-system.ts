@@ -54,7 +54,10 @@ export interface InProcessSystemOptions {
    * More for each replica, built on its producer connection: the LLM stage's dependencies, say.
    * Its queues are served beside scrape, crawl and extract.
    */
-  more?: (producer: Redis, prefix: string) => {
+  more?: (
+    producer: Redis,
+    prefix: string,
+  ) => {
     deps: Partial<WorkerDeps>;
     queues: WorkQueueName[];
     concurrency?: Partial<Record<WorkQueueName, number>>;

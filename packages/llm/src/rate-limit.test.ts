@@ -52,6 +52,9 @@ describe('retryAfterMs', () => {
       resetTokensMs: 2500,
     };
     expect(retryAfterMs({ 'retry-after': '3' }, limits)).toBe(3000);
+    expect(retryAfterMs(new Headers({ 'retry-after-ms': '123', 'retry-after': '1' }), limits)).toBe(
+      123,
+    );
     expect(retryAfterMs({}, limits)).toBe(2500);
     expect(retryAfterMs({}, { resetRequestsMs: 800, resetTokensMs: 1200 })).toBe(1200);
     expect(retryAfterMs({}, {})).toBe(1000);

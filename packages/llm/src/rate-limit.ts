@@ -78,11 +78,15 @@ export function parseProviderRateLimit(headers: HeaderSource): ProviderRateLimit
 export const DEFAULT_RETRY_AFTER_MS = 1000;
 
 /**
- * How long to wait after a 429: `retry-after` (seconds, as Groq sends it on 429s only), else
+ * How long to wait after a 429: `retry-after-ms`, else `retry-after` (seconds, as Groq sends it
+ * on 429s only, or an HTTP date), else
  * the reset of the exhausted window (the later of both when neither or both are exhausted),
  * else a second.
  */
 export function retryAfterMs(headers: HeaderSource, rateLimit: ProviderRateLimit): number {
+  // Exact milliseconds where the provider gives them (groq-sdk reads this one first too).
+  const exact = header(headers, 'retry-after-ms')?.trim();
+  if (exact !== undefined && /^\d+(?:\.\d+)?$/.test(exact)) return Math.ceil(Number(exact));
   const retryAfter = header(headers, 'retry-after')?.trim();
   if (retryAfter !== undefined && /^\d+(?:\.\d+)?$/.test(retryAfter)) {
     return Math.ceil(Number(retryAfter) * 1000);

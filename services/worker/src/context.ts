@@ -36,8 +36,8 @@ export interface WorkerDeps {
 export interface LlmDeps {
   client: LlmClient;
   settings: ExtractionSettings;
-  /** The provider's limits, shared by every replica. */
-  gate: ProviderGate;
+  /** The provider's limits for one model (Groq's are per model), shared by every replica. */
+  gateFor(model: string): ProviderGate;
   /** Each tenant's daily tokens. */
   budget: TenantTokenBudget;
   /** Where completion events are published (the producer connection), and under which prefix. */

@@ -2,7 +2,7 @@ import type { ExtractionConfig, QueueConfig } from '@gleaner/config';
 import { createLlmClient } from '@gleaner/llm';
 import type { Redis } from 'ioredis';
 import type { LlmDeps } from '../context.js';
-import { createProviderGate } from './provider-gate.js';
+import { createProviderGate, type ProviderGate } from './provider-gate.js';
 import { createTenantTokenBudget } from './tenant-budget.js';
 
 /** A gate wait longer than this parks the job in delayed rather than holding a slot. */
@@ -16,6 +16,9 @@ const MAX_GATE_WAIT_MS = 5_000;
 export function createLlmDeps(config: ExtractionConfig & QueueConfig, redis: Redis): LlmDeps {
   if (!config.GROQ_API_KEY)
     throw new Error('GROQ_API_KEY is required to serve llm-extract while EXTRACTION_ENABLED is on');
+  // One gate per model: Groq limits each model on its own; both use the configured limits until
+  // the provider's headers say otherwise.
+  const gates = new Map<string, ProviderGate>();
   return {
     client: createLlmClient({
       baseURL: config.GROQ_BASE_URL,
@@ -35,13 +38,21 @@ export function createLlmDeps(config: ExtractionConfig & QueueConfig, redis: Red
         industries: config.EXTRACTION_MAX_INDUSTRIES,
       },
     },
-    gate: createProviderGate({
-      redis,
-      prefix: config.QUEUE_PREFIX,
-      requestsPerMinute: config.EXTRACTION_RATE_LIMIT_RPM,
-      tokensPerMinute: config.EXTRACTION_RATE_LIMIT_TPM,
-      minuteMs: config.EXTRACTION_RATE_WINDOW_MS,
-    }),
+    gateFor(model) {
+      let gate = gates.get(model);
+      if (!gate) {
+        gate = createProviderGate({
+          redis,
+          prefix: config.QUEUE_PREFIX,
+          name: model,
+          requestsPerMinute: config.EXTRACTION_RATE_LIMIT_RPM,
+          tokensPerMinute: config.EXTRACTION_RATE_LIMIT_TPM,
+          minuteMs: config.EXTRACTION_RATE_WINDOW_MS,
+        });
+        gates.set(model, gate);
+      }
+      return gate;
+    },
     budget: createTenantTokenBudget({
       redis,
       prefix: config.QUEUE_PREFIX,

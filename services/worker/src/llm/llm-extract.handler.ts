@@ -9,6 +9,7 @@ import {
 import {
   extractFields,
   isExtractableText,
+  LlmProviderError,
   MIN_EXTRACTION_CHARS,
   type ExtractionResult,
   type PostingFields as LlmPostingFields,
@@ -16,7 +17,9 @@ import {
 import { publishExtractionEvent } from '@gleaner/queue';
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { HandlerContext, JobHandler, LlmDeps } from '../context.js';
+import { LlmProviderBusyError } from './errors.js';
 import { mergeLlmPostingFields, missingPostingFields } from './posting-fields.js';
+import type { ProviderGate } from './provider-gate.js';
 import { loadLlmSource, LlmSubjectUnavailable, type LlmSource } from './subject.js';
 
 function llmOf(context: HandlerContext): LlmDeps {
@@ -49,32 +52,35 @@ async function callModel(
   source: LlmSource,
   tenantId: string,
 ): Promise<ExtractionResult> {
-  let reservation: string | undefined;
+  let reservation: { id: string; gate: ProviderGate } | undefined;
   return extractFields(llm.client, {
     kind: source.subjectType === 'document' ? 'resume' : 'posting',
     text: source.text,
     settings: llm.settings,
     signal: context.signal,
     hooks: {
-      async beforeCall({ estimatedTokens }) {
-        reservation = await llm.gate.acquire(estimatedTokens, {
+      async beforeCall({ model, estimatedTokens }) {
+        const gate = llm.gateFor(model);
+        const id = await gate.acquire(estimatedTokens, {
           signal: context.signal,
           maxWaitMs: llm.maxGateWaitMs,
         });
+        reservation = { id, gate };
       },
       async afterCall({ usage, rateLimit, error }) {
-        const held = reservation;
+        const held = reservation!;
         reservation = undefined;
-        if (held !== undefined)
-          await llm.gate.settle(held, { actualTokens: usage?.totalTokens, rateLimit });
-        if (usage) await llm.budget.charge(tenantId, usage.totalTokens);
-        const retryAfterMs =
-          (error as { code?: string; retryAfterMs?: number } | undefined)?.code ===
-          'LLM_RATE_LIMITED'
-            ? ((error as { retryAfterMs?: number }).retryAfterMs ?? 1000)
-            : undefined;
         // A 429 stops every replica until its retry-after has passed, not only this one.
-        if (retryAfterMs !== undefined) await llm.gate.blockFor(retryAfterMs);
+        const retryAfterMs =
+          error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED'
+            ? (error.retryAfterMs ?? 1000)
+            : undefined;
+        await held.gate.settle(held.id, {
+          actualTokens: usage?.totalTokens,
+          rateLimit,
+          retryAfterMs,
+        });
+        if (usage) await llm.budget.charge(tenantId, usage.totalTokens);
       },
     },
   });
@@ -130,24 +136,16 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
     try {
       result = await callModel(context, llm, source, row.tenantId);
     } catch (error) {
-      const { code, waitMs, retryAfterMs, retryable } = (error ?? {}) as {
-        code?: string;
-        waitMs?: number;
-        retryAfterMs?: number;
-        retryable?: boolean;
-      };
-      if (code === 'LLM_PROVIDER_BUSY')
-        await waitUntil(context, subject, payload.version, Date.now() + (waitMs ?? 1000), code);
-      if (code === 'LLM_RATE_LIMITED')
+      if (error instanceof LlmProviderBusyError)
+        await waitUntil(context, subject, payload.version, Date.now() + error.waitMs, error.code);
+      if (error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED')
         await waitUntil(
           context,
           subject,
           payload.version,
-          Date.now() + (retryAfterMs ?? 1000),
-          code,
+          Date.now() + (error.retryAfterMs ?? 1000),
+          error.code,
         );
-      if (retryable === false && error instanceof Error)
-        throw new UnrecoverableError(`${code}: ${error.message}`);
       throw error;
     }
 

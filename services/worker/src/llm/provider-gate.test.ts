@@ -6,15 +6,11 @@ import {
   startLlmServer,
   type FixtureLlmServer,
 } from '@gleaner/testing';
+import { parseProviderRateLimit } from '@gleaner/llm';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LlmProviderBusyError, LlmRequestTooLargeError } from './errors.js';
-import {
-  createProviderGate,
-  parseProviderDuration,
-  rateLimitFromHeaders,
-  type ProviderGateOptions,
-} from './provider-gate.js';
+import { createProviderGate, type ProviderGateOptions } from './provider-gate.js';
 
 /**
  * The provider gate against real Redis. Two gates on two connections stand for two worker
@@ -117,7 +113,7 @@ describe('createProviderGate', () => {
     if (!first.granted) throw new Error('expected a grant');
     await a.settle(first.reservationId, {
       actualTokens: 12,
-      rateLimit: rateLimitFromHeaders(
+      rateLimit: parseProviderRateLimit(
         new Headers({
           'x-ratelimit-remaining-requests': '40',
           'x-ratelimit-reset-requests': '2m59.56s',
@@ -177,39 +173,11 @@ describe('createProviderGate', () => {
         expect(response.status).toBe(200);
         await gate.settle(reservationId, {
           actualTokens: body.usage?.total_tokens,
-          rateLimit: rateLimitFromHeaders(response.headers),
+          rateLimit: parseProviderRateLimit(response.headers),
         });
       }
     };
     await Promise.all([slot(a), slot(a), slot(a), slot(b), slot(b), slot(b)]);
     expect(server.stats()).toMatchObject({ requests: total, allowed: total, rateLimited: 0 });
-  });
-});
-
-describe('reading provider headers', () => {
-  it('parses Groq durations', () => {
-    expect(parseProviderDuration('2m59.56s')).toBe(179_560);
-    expect(parseProviderDuration('7.66s')).toBe(7_660);
-    expect(parseProviderDuration('450ms')).toBe(450);
-    expect(parseProviderDuration('1h0m0s')).toBe(3_600_000);
-    expect(parseProviderDuration('soon')).toBeUndefined();
-  });
-
-  it('reads remaining, resets and retry-after', () => {
-    expect(
-      rateLimitFromHeaders({
-        'x-ratelimit-remaining-requests': '0',
-        'x-ratelimit-reset-requests': '1.5s',
-        'retry-after': '2',
-      }),
-    ).toEqual({ remainingRequests: 0, resetRequestsMs: 1_500, retryAfterMs: 2_000 });
-    expect(
-      rateLimitFromHeaders(new Headers({ 'retry-after-ms': '123', 'retry-after': '1' })),
-    ).toEqual({ retryAfterMs: 123 });
-    const now = Date.parse('2026-03-01T10:00:00Z');
-    expect(rateLimitFromHeaders({ 'retry-after': 'Sun, 01 Mar 2026 10:00:05 GMT' }, now)).toEqual({
-      retryAfterMs: 5_000,
-    });
-    expect(rateLimitFromHeaders({})).toEqual({});
   });
 });

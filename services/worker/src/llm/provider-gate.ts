@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ProviderRateLimit } from '@gleaner/llm';
 import type { Cluster, Redis } from 'ioredis';
 import { LlmProviderBusyError, LlmRequestTooLargeError } from './errors.js';
 
@@ -21,17 +22,6 @@ export interface ProviderGateOptions {
   tokensPerMinute: number;
   /** The rolling window's length; shorter in benches to scale time. Default 60 000. */
   minuteMs?: number;
-}
-
-/** What the provider's answer said about its limits (`rateLimitFromHeaders`). */
-export interface ProviderRateLimit {
-  remainingRequests?: number;
-  remainingTokens?: number;
-  /** Until the provider frees request capacity, from when it answered. */
-  resetRequestsMs?: number;
-  resetTokensMs?: number;
-  /** A 429's `retry-after-ms`, or `retry-after` in ms. */
-  retryAfterMs?: number;
 }
 
 export type ProviderReservation =
@@ -61,7 +51,13 @@ export interface ProviderGate {
    */
   settle(
     reservationId: string,
-    outcome?: { actualTokens?: number; rateLimit?: ProviderRateLimit },
+    outcome?: {
+      actualTokens?: number;
+      /** What the provider's answer said of its limits (`parseProviderRateLimit`). */
+      rateLimit?: ProviderRateLimit;
+      /** A 429's wait (`LlmProviderError.retryAfterMs`). */
+      retryAfterMs?: number;
+    },
   ): Promise<void>;
   /** Nobody is granted before `untilEpochMs` (Redis's clock); the latest of all blocks holds. */
   block(untilEpochMs: number): Promise<void>;
@@ -270,7 +266,7 @@ export function createProviderGate(options: ProviderGateOptions): ProviderGate {
 
     async settle(reservationId, outcome = {}) {
       const limit = outcome.rateLimit ?? {};
-      let forMs: number | undefined = limit.retryAfterMs;
+      let forMs: number | undefined = outcome.retryAfterMs;
       if (limit.remainingRequests === 0 && limit.resetRequestsMs !== undefined)
         forMs = Math.max(forMs ?? 0, limit.resetRequestsMs);
       if (limit.remainingTokens === 0 && limit.resetTokensMs !== undefined)
@@ -296,71 +292,4 @@ export function createProviderGate(options: ProviderGateOptions): ProviderGate {
     },
   };
   return gate;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Reading the provider's headers
-
-/**
- * A Go-style duration as Groq writes it (`2m59.56s`, `7.66s`, `450ms`) in ms; undefined when
- * the text is not one.
- */
-export function parseProviderDuration(text: string): number | undefined {
-  const trimmed = text.trim();
-  if (!/^(\d+(\.\d+)?(h|ms|m|s|us|µs|ns))+$/.test(trimmed)) return undefined;
-  const unitMs: Record<string, number> = {
-    h: 3_600_000,
-    m: 60_000,
-    s: 1000,
-    ms: 1,
-    us: 0.001,
-    µs: 0.001,
-    ns: 0.000001,
-  };
-  let total = 0;
-  for (const [, amount, , unit] of trimmed.matchAll(/(\d+(\.\d+)?)(h|ms|m|s|us|µs|ns)/g))
-    total += Number(amount) * (unitMs[unit!] ?? 0);
-  return Math.ceil(total);
-}
-
-/**
- * The rate-limit headers of a provider answer (Groq's `x-ratelimit-*`, a 429's `retry-after-ms`
- * or `retry-after` in seconds or as an HTTP date), for `settle`. Absent or unreadable headers are
- * left out.
- */
-export function rateLimitFromHeaders(
-  headers: Headers | Record<string, string | string[] | undefined>,
-  now = Date.now(),
-): ProviderRateLimit {
-  const get = (name: string): string | undefined => {
-    if (headers instanceof Headers) return headers.get(name) ?? undefined;
-    const value = headers[name];
-    return Array.isArray(value) ? value[0] : value;
-  };
-  const count = (name: string) => {
-    const value = get(name);
-    return value !== undefined && /^\d+$/.test(value.trim()) ? Number(value) : undefined;
-  };
-  const duration = (name: string) => {
-    const value = get(name);
-    return value === undefined ? undefined : parseProviderDuration(value);
-  };
-  const limit: ProviderRateLimit = {
-    remainingRequests: count('x-ratelimit-remaining-requests'),
-    remainingTokens: count('x-ratelimit-remaining-tokens'),
-    resetRequestsMs: duration('x-ratelimit-reset-requests'),
-    resetTokensMs: duration('x-ratelimit-reset-tokens'),
-  };
-  const retryAfterMs = get('retry-after-ms');
-  const retryAfter = get('retry-after');
-  if (retryAfterMs !== undefined && /^\d+(\.\d+)?$/.test(retryAfterMs.trim())) {
-    limit.retryAfterMs = Math.ceil(Number(retryAfterMs));
-  } else if (retryAfter !== undefined) {
-    const value = retryAfter.trim();
-    const at = /^\d+(\.\d+)?$/.test(value) ? now + Number(value) * 1000 : Date.parse(value);
-    if (!Number.isNaN(at)) limit.retryAfterMs = Math.max(0, Math.ceil(at - now));
-  }
-  for (const key of Object.keys(limit) as (keyof ProviderRateLimit)[])
-    if (limit[key] === undefined) delete limit[key];
-  return limit;
 }
