@@ -65,6 +65,18 @@ const benches: Record<string, BenchEntry> = {
     ],
     load: () => import('./documents.js'),
   },
+  llm: {
+    summary:
+      '500 resumes of 3 tenants through the LLM stage against a provider enforcing 30 requests and 6,000 tokens per minute',
+    needs: [
+      'packages/testing/dist/index.js',
+      'packages/db/dist/index.js',
+      'packages/queue/dist/index.js',
+      'services/api/dist/main.js',
+      'services/worker/dist/main.js',
+    ],
+    load: () => import('./llm.js'),
+  },
   scheduler: {
     summary: 'one scheduling pass over 100,000 sites with 1,000 due (goal: under 200 ms)',
     needs: [

@@ -107,6 +107,20 @@ describe('createProviderGate', () => {
     expect((await b.reserve(1)).granted).toBe(false);
   });
 
+  it("takes the provider's token limit from its headers when it is the lower one", async () => {
+    const [a, b] = twoReplicas({ requestsPerMinute: 0, tokensPerMinute: 0 });
+    const first = await a.reserve(100);
+    if (!first.granted) throw new Error('expected a grant');
+    await a.settle(first.reservationId, {
+      actualTokens: 100,
+      rateLimit: parseProviderRateLimit({ 'x-ratelimit-limit-tokens': '250' }),
+    });
+    expect((await b.reserve(100)).granted).toBe(true);
+    // 200 of 250 counted: another 100 must wait for the window, on either replica.
+    expect(await a.reserve(100)).toMatchObject({ granted: false });
+    await expect(b.reserve(300)).rejects.toBeInstanceOf(LlmRequestTooLargeError);
+  });
+
   it('blocks until the reset when the provider says nothing remains', async () => {
     const [a, b] = twoReplicas({ requestsPerMinute: 100, tokensPerMinute: 100_000 });
     const first = await a.reserve(10);

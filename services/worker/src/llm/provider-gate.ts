@@ -47,7 +47,10 @@ export interface ProviderGate {
   /**
    * After the call: replaces the estimate by `actualTokens`, counts the call from now (the
    * provider counted it from some moment before its answer), and blocks every replica until
-   * the provider's reset when it said a remaining count is 0, or for its retry-after.
+   * the provider's reset when it said a remaining count is 0, or for its retry-after. A
+   * provider token limit (`x-ratelimit-limit-tokens`) lower than the configured one, or given
+   * when none is configured, becomes the gate's (Groq's request limit header counts per day, so
+   * only the token limit is taken).
    */
   settle(
     reservationId: string,
@@ -101,12 +104,15 @@ end
 
 /**
  * reserve — ARGV: minuteMs, requestsPerMinute, tokensPerMinute, id, estimated.
- * Returns {1, 0} granted, {0, waitMs} refused, {-1, 0} never fits.
+ * Returns {1, 0} granted, {0, waitMs} refused, {-1, tokensPerMinute} never fits.
  */
 const reserveSource = `${prologue}
 local rpm, tpm = tonumber(ARGV[2]), tonumber(ARGV[3])
 local id, estimated = ARGV[4], tonumber(ARGV[5])
-if tpm > 0 and estimated > tpm then return {-1, 0} end
+-- The provider's own token limit (x-ratelimit-limit-tokens) when it is the lower one.
+local learned = tonumber(redis.call('HGET', KEYS[3], 'tpm')) or 0
+if learned > 0 and (tpm <= 0 or learned < tpm) then tpm = learned end
+if tpm > 0 and estimated > tpm then return {-1, tpm} end
 prune()
 local blocked = blockedUntil()
 if blocked > now then return {0, blocked - now} end
@@ -146,11 +152,17 @@ return {1, 0}
 
 /**
  * settle — ARGV: minuteMs, id ('' = none), actualTokens (-1 = keep the estimate),
- * blockForMs (-1 = none), blockUntil (epoch ms, -1 = none). Returns the block's end or 0.
+ * blockForMs (-1 = none), blockUntil (epoch ms, -1 = none), limitTokens (the provider's tokens
+ * per minute, -1 = not said). Returns the block's end or 0.
  */
 const settleSource = `${prologue}
 local id, actual = ARGV[2], tonumber(ARGV[3])
 local blockFor, blockUntil = tonumber(ARGV[4]), tonumber(ARGV[5])
+local limitTokens = tonumber(ARGV[6])
+if limitTokens > 0 then
+  local known = tonumber(redis.call('HGET', KEYS[3], 'tpm')) or 0
+  if known == 0 or limitTokens < known then redis.call('HSET', KEYS[3], 'tpm', limitTokens) end
+end
 prune()
 if id ~= '' and redis.call('ZSCORE', KEYS[1], id) then
   redis.call('ZADD', KEYS[1], 'GT', now, id)
@@ -218,13 +230,14 @@ export function createProviderGate(options: ProviderGateOptions): ProviderGate {
 
   async function settle(
     reservationId: string,
-    block: { actualTokens?: number; forMs?: number; untilEpochMs?: number },
+    block: { actualTokens?: number; forMs?: number; untilEpochMs?: number; limitTokens?: number },
   ): Promise<void> {
     await run(settleScript, [
       reservationId,
       nonNegative(block.actualTokens),
       nonNegative(block.forMs),
       nonNegative(block.untilEpochMs),
+      nonNegative(block.limitTokens),
     ]);
   }
 
@@ -238,7 +251,7 @@ export function createProviderGate(options: ProviderGateOptions): ProviderGate {
         reservationId,
         estimated,
       ])) as [number, number];
-      if (granted === -1) throw new LlmRequestTooLargeError(estimated, tokensPerMinute);
+      if (granted === -1) throw new LlmRequestTooLargeError(estimated, waitMs);
       return granted === 1 ? { granted: true, reservationId } : { granted: false, waitMs };
     },
 
@@ -271,7 +284,11 @@ export function createProviderGate(options: ProviderGateOptions): ProviderGate {
         forMs = Math.max(forMs ?? 0, limit.resetRequestsMs);
       if (limit.remainingTokens === 0 && limit.resetTokensMs !== undefined)
         forMs = Math.max(forMs ?? 0, limit.resetTokensMs);
-      await settle(reservationId, { actualTokens: outcome.actualTokens, forMs });
+      await settle(reservationId, {
+        actualTokens: outcome.actualTokens,
+        forMs,
+        limitTokens: limit.limitTokens,
+      });
     },
 
     async block(untilEpochMs) {
