@@ -235,6 +235,38 @@ describe('LLM extraction of resumes', () => {
     });
   });
 
+  it('answers with the extraction in sync mode, and 202 when it does not end in time', async () => {
+    worker = startWorker();
+    const sync = await buildTestApp({
+      EXTRACTION_MODE: 'sync',
+      EXTRACTION_SYNC_TIMEOUT_MS: 20_000,
+    });
+    try {
+      const done = await upload('tenant-sync', buildResumeText({ seed: 60 }), sync);
+      expect(done.statusCode).toBe(200);
+      expect(done.json()).toMatchObject({
+        status: 'complete',
+        extraction: { extraction_status: 'ready', extraction_version: VERSION },
+      });
+      llmServer.setResponder((request) =>
+        reply.slow(5_000, { json: defaultAnswer(request.userText) }),
+      );
+      const slow = await buildTestApp({
+        EXTRACTION_MODE: 'sync',
+        EXTRACTION_SYNC_TIMEOUT_MS: 1000,
+      });
+      try {
+        const late = await upload('tenant-sync', buildResumeText({ seed: 61 }), slow);
+        expect(late.statusCode).toBe(202);
+        await waitForExtraction(late.json<{ id: string }>().id);
+      } finally {
+        await slow.close();
+      }
+    } finally {
+      await sync.close();
+    }
+  });
+
   it('skips texts under 100 characters without calling the model', async () => {
     worker = startWorker();
     const before = llmServer.requests.length;
