@@ -10,7 +10,8 @@
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { chance, createRandom, integer, mixSeed, pick, pickSome, type Random } from './random.js';
+import { listenOrigin } from './listen.js';
 
 export interface FixtureSiteOptions {
   /** Number of postings published at start. Default 50. */
@@ -101,16 +102,9 @@ export async function createFixtureCareerSite(
   const delays = new Set<NodeJS.Timeout>();
 
   const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(settings.port, settings.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
   // Pages embed absolute URLs, so content is built once the port is known. The handler is
   // attached in the same tick, before any request can have been read.
-  const origin = originOf(server.address() as AddressInfo);
+  const origin = await listenOrigin(server, settings.port, settings.host);
   const catalog = createCatalog(origin, settings);
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const target = request.url ?? '/';
@@ -208,62 +202,6 @@ function requireInteger(name: string, value: number, min: number): void {
   if (!Number.isSafeInteger(value) || value < min) {
     throw new RangeError(`Fixture career site: ${name} must be an integer >= ${min}, got ${value}`);
   }
-}
-
-function originOf(address: AddressInfo): string {
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  return `http://${host}:${address.port}`;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Deterministic randomness
-
-interface Random {
-  /** Uniform in [0, 1). */
-  next(): number;
-}
-
-/** mulberry32: tiny, fast and good enough to make fixture content look varied. */
-function createRandom(seed: number): Random {
-  let state = seed >>> 0;
-  return {
-    next() {
-      state = (state + 0x6d2b79f5) >>> 0;
-      let t = state;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    },
-  };
-}
-
-/** One stream per posting, so job-0007 is the same whether the site has 10 postings or 10,000. */
-function mixSeed(seed: number, stream: number): number {
-  let h = Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(stream + 1, 0xc2b2ae35);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x7feb352d);
-  return (h ^ (h >>> 15)) >>> 0;
-}
-
-function integer(random: Random, min: number, max: number): number {
-  return min + Math.floor(random.next() * (max - min + 1));
-}
-
-function chance(random: Random, probability: number): boolean {
-  return random.next() < probability;
-}
-
-function pick<T>(random: Random, items: readonly T[]): T {
-  return items[Math.floor(random.next() * items.length)] as T;
-}
-
-function pickSome<T>(random: Random, items: readonly T[], count: number): T[] {
-  const pool = [...items];
-  const chosen: T[] = [];
-  while (chosen.length < count && pool.length > 0) {
-    chosen.push(pool.splice(Math.floor(random.next() * pool.length), 1)[0] as T);
-  }
-  return chosen;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ import pg from 'pg';
 import { createDb, defaultMigrationsFolder, runMigrations } from '@gleaner/db';
 
 /** Superuser connection used to create and drop test databases. */
-export const testAdminUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const testAdminUrl =
+  process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface TestDatabase {
   name: string;
@@ -22,7 +23,9 @@ function urlFor(name: string): string {
 /** Template name derived from the migrations' content, so a new migration makes a new template. */
 function templateName(): string {
   const hash = createHash('sha256');
-  for (const file of readdirSync(defaultMigrationsFolder).filter((f) => f.endsWith('.sql')).sort()) {
+  for (const file of readdirSync(defaultMigrationsFolder)
+    .filter((f) => f.endsWith('.sql'))
+    .sort()) {
     hash.update(file).update(readFileSync(path.join(defaultMigrationsFolder, file)));
   }
   return `gleaner_tpl_${hash.digest('hex').slice(0, 12)}`;
@@ -61,7 +64,10 @@ export async function createTestDatabase(label = 'test'): Promise<TestDatabase> 
   await admin.connect();
   try {
     const template = await ensureTemplate(admin);
-    const safeLabel = label.toLowerCase().replace(/[^a-z0-9]+/g, '_').slice(0, 20);
+    const safeLabel = label
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '_')
+      .slice(0, 20);
     const name = `gleaner_t_${safeLabel}_${randomBytes(4).toString('hex')}`;
     await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
     return {

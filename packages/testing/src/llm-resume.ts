@@ -5,6 +5,8 @@
  * `buildResumeText` knows exactly what comes back, and the record is always grounded in the text.
  */
 
+import { createRandom, pick, pickSome } from './random.js';
+
 /** Skills the default responder recognises (case-insensitive, whole words). */
 export const RESUME_SKILLS = [
   'TypeScript',
@@ -189,7 +191,8 @@ export interface ResumeTextOptions {
  * industries in the order given. The filler never contains a vocabulary word or "N years".
  */
 export function buildResumeText(options: ResumeTextOptions): string {
-  const random = createRandom(options.seed);
+  // Salted: resume n is not drawn from the same stream as posting n of a career site.
+  const random = createRandom(options.seed ^ 0x2f6b9a1d);
   const choose = (
     given: readonly string[] | number | undefined,
     vocabulary: readonly string[],
@@ -288,33 +291,3 @@ const DEGREES = [
   'B.A. Economics, Trinity College Dublin',
   'B.Eng. Electrical Engineering, TU Berlin',
 ];
-
-interface Random {
-  next(): number;
-}
-
-/** mulberry32, as in career-site.ts. */
-function createRandom(seed: number): Random {
-  let state = (seed ^ 0x2f6b9a1d) >>> 0;
-  return {
-    next() {
-      state = (state + 0x6d2b79f5) >>> 0;
-      let t = state;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    },
-  };
-}
-
-function pick<T>(random: Random, items: readonly T[]): T {
-  return items[Math.floor(random.next() * items.length)] as T;
-}
-
-function pickSome<T>(random: Random, items: readonly T[], count: number): T[] {
-  const pool = [...items];
-  const chosen: T[] = [];
-  while (chosen.length < count && pool.length > 0)
-    chosen.push(pool.splice(Math.floor(random.next() * pool.length), 1)[0] as T);
-  return chosen;
-}

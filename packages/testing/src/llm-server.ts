@@ -16,9 +16,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { postingFieldKeys, snakeCase } from '@gleaner/db/posting-fields';
 import { fixtureResumeFields } from './llm-resume.js';
+import { listenOrigin } from './listen.js';
 
 export interface LlmMessage {
   role: string;
@@ -681,15 +681,7 @@ export async function startLlmServer(options: LlmServerOptions = {}): Promise<Fi
       },
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  const url = await listenOrigin(server, options.port ?? 0, options.host ?? '127.0.0.1');
 
   let closing: Promise<void> | undefined;
   return {

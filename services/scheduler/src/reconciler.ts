@@ -366,12 +366,13 @@ export function createReconciler(options: ReconcilerOptions) {
       if (!(await failLlmExtraction(db, row, row.version, message))) continue;
       repairs.llmFailed += 1;
       if (row.subjectType === 'posting') {
-        const settled = await settlePendingPostingAsError(
+        // Settled here, closed by this pass's finalize step like every other repaired run.
+        const runId = await settlePendingPostingAsError(
           db,
           row.subjectId,
           `llm-extract: ${reason}`,
         );
-        repairs.postingsSettled += settled ? 1 : 0;
+        if (runId) repairs.postingsSettled += 1;
       }
       logger.warn({ ...row, reason }, 'reconciler: extraction failed, its job had failed for good');
     }

@@ -245,31 +245,6 @@ export function skipLlmExtraction(
   });
 }
 
-/** Adds the tokens an attempt spent, whatever became of it. */
-export async function addLlmTokens(
-  db: Database,
-  subject: LlmSubject,
-  tokens: { promptTokens: number; completionTokens: number },
-): Promise<void> {
-  await db
-    .update(llmExtractions)
-    .set({
-      promptTokens: sql`${llmExtractions.promptTokens} + ${tokens.promptTokens}`,
-      completionTokens: sql`${llmExtractions.completionTokens} + ${tokens.completionTokens}`,
-    })
-    .where(subjectIs(subject));
-}
-
-/** Records a failed attempt that will be retried: the row stays processing's job's, with the error. */
-export function noteLlmExtractionError(
-  db: Database,
-  subject: LlmSubject,
-  version: string,
-  message: string,
-): Promise<boolean> {
-  return finish(db, subject, version, { error: message.slice(0, 2000) });
-}
-
 /** queued | processing → failed: the job gave up (its last attempt, a permanent error, stalls). */
 export function failLlmExtraction(
   db: Database,

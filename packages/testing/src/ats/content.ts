@@ -4,6 +4,7 @@
  * the field conventions of @gleaner/extraction, never by running an adapter.
  */
 import type { ExpectedPostingFields } from '../career-site.js';
+import { chance, createRandom, integer, mixSeed, pick, pickSome, type Random } from '../random.js';
 
 export interface AtsPlace {
   city: string;
@@ -54,54 +55,9 @@ export interface AtsPostingSpec {
   benefits: string[];
 }
 
-// ---------------------------------------------------------------------------------------------
-// Deterministic randomness (mulberry32; one stream per posting so that posting N does not
-// depend on how many postings the fixture has)
-
-export interface Random {
-  next(): number;
-}
-
-export function createRandom(seed: number): Random {
-  let state = seed >>> 0;
-  return {
-    next() {
-      state = (state + 0x6d2b79f5) >>> 0;
-      let t = state;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    },
-  };
-}
-
-export function mixSeed(seed: number, stream: number): number {
-  let h = Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(stream + 1, 0xc2b2ae35);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x7feb352d);
-  return (h ^ (h >>> 15)) >>> 0;
-}
-
-export function integer(random: Random, min: number, max: number): number {
-  return min + Math.floor(random.next() * (max - min + 1));
-}
-
-export function chance(random: Random, probability: number): boolean {
-  return random.next() < probability;
-}
-
-export function pick<T>(random: Random, items: readonly T[]): T {
-  return items[Math.floor(random.next() * items.length)] as T;
-}
-
-function pickSome<T>(random: Random, items: readonly T[], count: number): T[] {
-  const pool = [...items];
-  const chosen: T[] = [];
-  while (chosen.length < count && pool.length > 0) {
-    chosen.push(pool.splice(Math.floor(random.next() * pool.length), 1)[0] as T);
-  }
-  return chosen;
-}
+// Deterministic randomness (one stream per posting so that posting N does not depend on how
+// many postings the fixture has): the package's own, re-exported for the board renderers.
+export { chance, createRandom, integer, mixSeed, pick, type Random } from '../random.js';
 
 /** A lower-case hex string of `length` digits, e.g. for UUID-like ids. */
 export function hex(random: Random, length: number): string {

@@ -4,9 +4,9 @@
  * Retry-After, malformed JSON, or JSON of the wrong shape).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { ExpectedPostingFields } from '../career-site.js';
 import type { AtsPostingSpec } from './content.js';
+import { listenOrigin } from '../listen.js';
 
 export interface AtsFixtureOptions {
   /** Number of postings on the board. Default 25. */
@@ -88,15 +88,7 @@ export async function startAtsServer(
   build: (origin: string) => AtsRoute,
 ): Promise<FixtureAtsServer> {
   const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const origin = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  const origin = await listenOrigin(server, options.port ?? 0, options.host ?? '127.0.0.1');
   // Content embeds absolute URLs, so it is built once the port is known, in the same tick.
   const route = build(origin);
   const log: AtsRequestLogEntry[] = [];

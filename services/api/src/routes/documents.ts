@@ -157,7 +157,7 @@ function presentSummary(document: DocumentSummary): z.infer<typeof summary> {
   };
 }
 
-export function presentExtraction(row: LlmExtractionRow | undefined): z.infer<typeof extraction> {
+function presentExtraction(row: LlmExtractionRow | undefined): z.infer<typeof extraction> {
   if (!row) return null;
   return {
     extraction_status: row.status,

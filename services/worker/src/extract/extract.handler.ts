@@ -1,7 +1,7 @@
-import { loadBody, type ExtractedFields } from '@gleaner/db';
+import type { ExtractedFields } from '@gleaner/db';
 import type { JobHandler } from '../context.js';
 import { handPostingToLlm, needsLlm } from '../llm/handoff.js';
-import { extractBodyFields } from '../page-analysis/body-fields.js';
+import { extractBodyFields, loadStoredPage } from '../page-analysis/body-fields.js';
 import { ExtractError } from '../page-analysis/page-fields.js';
 
 /**
@@ -17,15 +17,7 @@ export const extractHandler: JobHandler<'extract'> = {
       log.debug('posting not pending in a running run; skipping');
       return { skipped: true };
     }
-    if (!posting.bodySha256)
-      throw new ExtractError('posting has no stored body', 'EXTRACT_BODY_MISSING', 'permanent');
-    const stored = await loadBody(db, posting.bodySha256);
-    if (!stored)
-      throw new ExtractError(
-        `body ${posting.bodySha256} is not stored`,
-        'EXTRACT_BODY_MISSING',
-        'permanent',
-      );
+    const stored = await loadStoredPage(db, posting);
 
     let fields: ExtractedFields | null = null;
     try {
@@ -53,7 +45,7 @@ export const extractHandler: JobHandler<'extract'> = {
       postingId: posting.id,
       runId: payload.runId,
       contentType: stored.contentType,
-      sha256: posting.bodySha256,
+      sha256: stored.sha256,
       textSha256: posting.textSha256,
       fields,
     });

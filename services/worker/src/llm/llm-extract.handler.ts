@@ -3,6 +3,7 @@ import {
   completeLlmExtraction,
   failLlmExtraction,
   releaseLlmExtraction,
+  settlePendingPostingAsError,
   skipLlmExtraction,
   type LlmSubject,
 } from '@gleaner/db';
@@ -201,18 +202,12 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
     await failLlmExtraction(context.db, subject, payload.version, error.message);
     if (payload.subjectType !== 'posting') return;
     // The posting waited for this extraction: it settles now, so that its run can end.
-    const { rows } = await context.db.$client.query<{ run_id: string | null }>(
-      "SELECT run_id FROM postings WHERE id = $1 AND status = 'pending'",
-      [payload.subjectId],
+    const runId = await settlePendingPostingAsError(
+      context.db,
+      payload.subjectId,
+      `llm-extract: ${error.message}`,
     );
-    const runId = rows[0]?.run_id;
-    if (runId)
-      await context.settlement.settle({
-        status: 'error',
-        postingId: payload.subjectId,
-        runId,
-        error: `llm-extract: ${error.message}`,
-      });
+    if (runId) await context.settlement.closeRunIfDone(runId);
   },
 
   async release(payload, context) {

@@ -1,5 +1,4 @@
 import {
-  loadBody,
   readPostingsForWork,
   type Database,
   type ExtractedFields,
@@ -8,7 +7,7 @@ import {
 } from '@gleaner/db';
 import { htmlToText } from '@gleaner/extraction';
 import { decodeBody } from '@gleaner/http/charset';
-import { extractBodyFields } from '../page-analysis/body-fields.js';
+import { extractBodyFields, loadStoredPage } from '../page-analysis/body-fields.js';
 
 /** What an LLM extraction reads: the text, and for a posting what settling it needs. */
 export type LlmSource =
@@ -30,7 +29,7 @@ export class LlmSubjectUnavailable extends Error {
 /**
  * The text to extract from: a document's extracted text (it must be `complete`), or the visible
  * text of a posting's stored page (it must still be pending in a running run). Throws
- * LlmSubjectUnavailable otherwise.
+ * LlmSubjectUnavailable otherwise, and ExtractError when the page is not stored.
  */
 export async function loadLlmSource(db: Database, subject: LlmSubject): Promise<LlmSource> {
   if (subject.subjectType === 'document') {
@@ -49,9 +48,7 @@ export async function loadLlmSource(db: Database, subject: LlmSubject): Promise<
   if (!posting) throw new LlmSubjectUnavailable('the posting is gone');
   if (posting.status !== 'pending' || posting.runStatus !== 'running' || !posting.runId)
     throw new LlmSubjectUnavailable('the posting is no longer pending in a running run');
-  if (!posting.bodySha256) throw new LlmSubjectUnavailable('the posting has no stored page');
-  const stored = await loadBody(db, posting.bodySha256);
-  if (!stored) throw new LlmSubjectUnavailable(`page body ${posting.bodySha256} is not stored`);
+  const stored = await loadStoredPage(db, posting);
   const html = decodeBody(stored.body, stored.contentType);
   let fields: ExtractedFields | null = null;
   try {
@@ -68,7 +65,7 @@ export async function loadLlmSource(db: Database, subject: LlmSubject): Promise<
   return {
     subjectType: 'posting',
     text: htmlToText(html) ?? '',
-    posting: { ...posting, runId: posting.runId, bodySha256: posting.bodySha256 },
+    posting: { ...posting, runId: posting.runId, bodySha256: stored.sha256 },
     contentType: stored.contentType,
     fields,
   };

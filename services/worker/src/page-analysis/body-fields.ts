@@ -1,4 +1,4 @@
-import type { ExtractedFields } from '@gleaner/db';
+import { loadBody, type Database, type ExtractedFields } from '@gleaner/db';
 import { decodeBody } from '@gleaner/http/charset';
 import { getAdapter } from '@gleaner/sources';
 import {
@@ -48,4 +48,21 @@ function mapListingPayload(siteKind: string, body: Buffer) {
     );
   }
   return adapter.mapPosting(payload);
+}
+
+/** A posting's stored page (or ATS payload), which the later stages read instead of fetching. */
+export async function loadStoredPage(
+  db: Database,
+  posting: { bodySha256: string | null },
+): Promise<{ body: Buffer; contentType: string | null; sha256: string }> {
+  if (!posting.bodySha256)
+    throw new ExtractError('posting has no stored body', 'EXTRACT_BODY_MISSING', 'permanent');
+  const stored = await loadBody(db, posting.bodySha256);
+  if (!stored)
+    throw new ExtractError(
+      `body ${posting.bodySha256} is not stored`,
+      'EXTRACT_BODY_MISSING',
+      'permanent',
+    );
+  return { ...stored, sha256: posting.bodySha256 };
 }
