@@ -20,3 +20,4 @@ export * from './posting-fields.js';
 export * from './repositories/documents.js';
 export * from './repositories/document-workers.js';
 export * from './repositories/llm-extractions.js';
+export * from './repositories/api-keys.js';

@@ -53,6 +53,8 @@ export const siteSchedules = pgTable(
      * field missing) go to the LLM stage while EXTRACTION_ENABLED is on.
      */
     llmExtraction: boolean('llm_extraction').notNull().default(false),
+    /** The tenant that owns the site: its tenant keys see the site's runs. Null: operators only. */
+    tenantId: text('tenant_id'),
     ...timestamps,
   },
   (t) => [
@@ -434,6 +436,57 @@ export const llmExtractions = pgTable(
   ],
 );
 
+export const apiKeyRoles = ['admin', 'viewer', 'tenant'] as const;
+export type ApiKeyRole = (typeof apiKeyRoles)[number];
+
+/**
+ * A key to the API. Only the SHA-256 of the secret is kept (the keys are 256 random bits, so a
+ * slow hash adds nothing); `prefix` is the key's public start, shown in lists and audit entries.
+ * `role` is `admin` (everything), `viewer` (reads, Bull Board read-only) or `tenant` (reads and
+ * documents of `tenant_id` only). A revoked key stays, so audit entries keep naming it.
+ */
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    name: text('name').notNull(),
+    prefix: text('prefix').notNull(),
+    secretSha256: text('secret_sha256').notNull().unique(),
+    role: text('role', { enum: apiKeyRoles }).notNull(),
+    tenantId: text('tenant_id'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+  },
+  (t) => [
+    check('api_keys_role_valid', sql`${t.role} IN ('admin','viewer','tenant')`),
+    check('api_keys_tenant_scope', sql`(${t.role} = 'tenant') = (${t.tenantId} IS NOT NULL)`),
+  ],
+);
+
+/**
+ * What operators did to stored work (dead-letter requeues and purges, key changes): who (the
+ * key), what (`action` and its `selector`), and how much (`affected`), newest last.
+ */
+export const auditLog = pgTable(
+  'audit_log',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    at: timestamp('at', { withTimezone: true }).notNull().defaultNow(),
+    apiKeyId: uuid('api_key_id').references(() => apiKeys.id, { onDelete: 'set null' }),
+    /** The key's prefix and name at the time, kept should the key row go. */
+    actor: text('actor').notNull(),
+    action: text('action').notNull(),
+    selector: jsonb('selector').$type<Record<string, unknown>>().notNull().default({}),
+    dryRun: boolean('dry_run').notNull().default(false),
+    affected: integer('affected').notNull().default(0),
+    details: jsonb('details').$type<Record<string, unknown>>().notNull().default({}),
+  },
+  (t) => [index('audit_log_at_idx').on(t.at), index('audit_log_action_at_idx').on(t.action, t.at)],
+);
+
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+export type AuditRow = typeof auditLog.$inferSelect;
 export type SiteRow = typeof siteSchedules.$inferSelect;
 export type NewSiteRow = typeof siteSchedules.$inferInsert;
 export type RunRow = typeof scrapeRuns.$inferSelect;
