@@ -49,6 +49,7 @@ export default tseslint.config(
     files: [
       'services/*/src/main.ts',
       'services/*/src/migrate.ts',
+      'services/api/src/create-key.ts',
       '**/*.test.ts',
       'packages/testing/src/**',
       'scripts/**',

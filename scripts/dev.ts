@@ -9,6 +9,8 @@
  * busy machine) it SIGKILLs the runner, leaving the services (own process groups) running.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +21,14 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 function say(line: string): void {
   process.stdout.write(`gleaner: ${line}\n`);
+}
+
+/** Exits once what this process wrote has left it (a pipe's reader gets the last lines). */
+function exitAfterOutput(code: number): never {
+  process.stdout.write('', () => process.exit(code));
+  // Should stdout never drain (a reader gone), still exit.
+  setTimeout(() => process.exit(code), 2_000).unref();
+  return undefined as never;
 }
 
 /**
@@ -33,8 +43,6 @@ function settings(): Record<string, string> {
     REDIS_URL: 'redis://127.0.0.1:6379/0',
     API_HOST: '127.0.0.1',
     API_PORT: '8000',
-    ADMIN_USERNAME: 'admin',
-    ADMIN_PASSWORD: 'gleaner-admin',
     LOG_PRETTY: process.stdout.isTTY ? 'true' : 'false',
   };
   const env: Record<string, string> = { ...forThisMachine };
@@ -128,7 +136,7 @@ async function stopAll(code: number): Promise<never> {
   const unclean = outcomes.filter((outcome) => !outcome.ok).map((outcome) => outcome.name);
   if (unclean.length > 0) say(`did not stop cleanly: ${unclean.join(', ')}`);
   else say('stopped');
-  process.exit(code || (unclean.length > 0 ? 1 : 0));
+  return exitAfterOutput(code || (unclean.length > 0 ? 1 : 0));
 }
 
 process.on('SIGINT', () => void shutdown(0));
@@ -165,6 +173,30 @@ async function waitUntil(
   throw new Error(`${what} did not come up within ${timeoutMs / 1000} s`);
 }
 
+/** Where the first admin key is kept for the CLI (`gleaner` reads it from here). */
+const keyFile = path.join(root, '.gleaner', 'admin-key');
+
+/**
+ * The admin key of this machine's system: ADMIN_API_KEY when given; else the one an earlier
+ * start created; else a new one, written to .gleaner/admin-key (readable by this user only)
+ * and printed once. The API makes sure it exists (ADMIN_API_KEY).
+ */
+function adminKey(): { key: string; isNew: boolean; from: string } {
+  if (env.ADMIN_API_KEY) return { key: env.ADMIN_API_KEY, isNew: false, from: 'ADMIN_API_KEY' };
+  if (existsSync(keyFile)) {
+    const saved = readFileSync(keyFile, 'utf8').trim();
+    if (saved.length >= 32) return { key: saved, isNew: false, from: path.relative(root, keyFile) };
+  }
+  const key = `glk_${randomBytes(4).toString('hex')}_${randomBytes(32).toString('base64url')}`;
+  mkdirSync(path.dirname(keyFile), { recursive: true, mode: 0o700 });
+  writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
+  return { key, isNew: true, from: path.relative(root, keyFile) };
+}
+
+const admin = adminKey();
+env.ADMIN_API_KEY = admin.key;
+const authorization = `Bearer ${admin.key}`;
+
 async function api(
   method: string,
   pathname: string,
@@ -172,7 +204,10 @@ async function api(
 ): Promise<{ status: number; json: any }> {
   const response = await fetch(`${apiUrl}${pathname}`, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers:
+      body === undefined
+        ? { authorization }
+        : { authorization, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: response.status, json: await response.json().catch(() => ({})) };
@@ -224,21 +259,25 @@ async function main(): Promise<void> {
     throw new Error(`registering the demo site failed: ${JSON.stringify(registered.json)}`);
   }
   const scrape = await api('POST', '/jobs/scrape', { site_name: 'demo-careers' });
-  let statusUrl: string;
-  if (scrape.status === 202) statusUrl = scrape.json.data.status_url;
-  else if (scrape.status === 409) statusUrl = `${apiUrl}/jobs/scrape/${scrape.json.run_id}`;
+  let runId: string;
+  if (scrape.status === 202) runId = scrape.json.data.run_id;
+  else if (scrape.status === 409) runId = scrape.json.run_id;
   else throw new Error(`starting the demo scrape failed: ${JSON.stringify(scrape.json)}`);
+  const statusUrl = `${apiUrl}/jobs/scrape/${runId}`;
 
-  const credentials = `${encodeURIComponent(env.ADMIN_USERNAME!)}:${encodeURIComponent(env.ADMIN_PASSWORD ?? '')}@`;
-  const board = new URL('/admin/queues', apiUrl);
   process.stdout.write(
     [
       '',
       'Gleaner is up.',
       `  API:               ${apiUrl}  (OpenAPI docs at ${apiUrl}/docs)`,
-      `  Bull Board:        ${board.protocol}//${env.ADMIN_PASSWORD ? credentials : ''}${board.host}${board.pathname}`,
+      admin.isNew
+        ? `  Admin API key:     ${admin.key}  (shown once; kept in ${admin.from} for the CLI)`
+        : `  Admin API key:     from ${admin.from}`,
+      `  Bull Board:        ${apiUrl}/admin/queues  (any user name, the API key as password)`,
+      `  Demo run:          ${apiUrl}/runs/${runId}`,
       `  Demo run status:   ${statusUrl}`,
       `  Demo career site:  ${demoUrl}`,
+      '  CLI:               pnpm gleaner --help',
       'Press Ctrl-C to stop.',
       '',
     ].join('\n') + '\n',
@@ -247,9 +286,7 @@ async function main(): Promise<void> {
   // Report when the demo run finishes (counters only: `limit=0` leaves the postings out).
   for (let i = 0; i < 240 && !stopping; i += 1) {
     await sleep(500);
-    const { json } = await fetch(`${statusUrl}?limit=0`).then(async (r) => ({
-      json: (await r.json()) as any,
-    }));
+    const { json } = await api('GET', `/jobs/scrape/${runId}?limit=0`);
     const status = json?.data?.status;
     if (status && status !== 'queued' && status !== 'running') {
       say(

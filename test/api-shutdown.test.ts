@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createTestDatabase,
+  adminHeaders,
   createTestRedisNamespace,
   freePort,
   startService,
@@ -44,7 +45,6 @@ describe('api shutdown', () => {
       QUEUE_PREFIX: namespace.prefix,
       API_HOST: '127.0.0.1',
       API_PORT: String(port),
-      ADMIN_PASSWORD: 'correct-horse',
       SHUTDOWN_GRACE_MS: '1000',
     });
     await waitForLog(api, 'api started');
@@ -55,7 +55,13 @@ describe('api shutdown', () => {
       // Swagger UI's bundle: over a megabyte, more than the socket buffers take at once.
       const response = await new Promise<IncomingMessage>((resolve, reject) =>
         get(
-          { host: '127.0.0.1', port, path: '/docs/static/swagger-ui-bundle.js', agent },
+          {
+            host: '127.0.0.1',
+            port,
+            path: '/docs/static/swagger-ui-bundle.js',
+            agent,
+            headers: adminHeaders,
+          },
           resolve,
         ).on('error', reject),
       );

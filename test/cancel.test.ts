@@ -2,6 +2,7 @@ import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from '@gleaner/api';
+import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import {
   cancelRun,
   CANCELLED_POSTING_ERROR,
@@ -104,23 +105,16 @@ beforeAll(async () => {
   system = await startInProcessSystem('cancel', { replicas: 2, crawlConcurrency: 8 });
   producer = createRedisConnection(system.namespace.url, 'producer');
   app = await buildApp({
-    config: {
-      API_BODY_LIMIT_BYTES: 4096,
-      API_PUBLIC_URL: undefined,
-      ADMIN_USERNAME: 'admin',
-      ADMIN_PASSWORD: 'correct-horse',
-      SYNC_SCRAPE_TIMEOUT_MS: 1000,
+    config: testApiConfig({
       HTTP_ALLOW_PRIVATE_NETWORKS: true,
-      DOCUMENT_MAX_BYTES: 1024 * 1024,
-      DOCUMENT_MAX_RETRIES: 3,
-      ...fragmentDefaults(extractionFragment),
-    },
+    }),
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: system.handle.db,
     pool: system.handle.pool,
     redis: producer,
     queues: system.queues,
   });
+  await injectWithKey(app, system.handle.db);
 });
 
 afterAll(async () => {

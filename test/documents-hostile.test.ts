@@ -29,6 +29,7 @@ import {
 } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { buildApp } from '@gleaner/api';
+import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 
 let database: TestDatabase;
 let namespace: TestRedisNamespace;
@@ -47,23 +48,18 @@ beforeAll(async () => {
   producer = createRedisConnection(namespace.url, 'producer');
   queues = createQueues(producer, namespace.prefix);
   app = await buildApp({
-    config: {
+    config: testApiConfig({
       API_BODY_LIMIT_BYTES: 64 * 1024,
-      API_PUBLIC_URL: undefined,
-      ADMIN_USERNAME: 'admin',
-      ADMIN_PASSWORD: 'correct-horse',
-      SYNC_SCRAPE_TIMEOUT_MS: 1000,
-      HTTP_ALLOW_PRIVATE_NETWORKS: false,
       DOCUMENT_MAX_BYTES: 20 * 1024 * 1024,
       DOCUMENT_MAX_RETRIES: 0,
-      ...fragmentDefaults(extractionFragment),
-    },
+    }),
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: handle.db,
     pool: handle.pool,
     redis: producer,
     queues,
   });
+  await injectWithKey(app, handle.db);
   worker = startService('worker', {
     DATABASE_URL: database.url,
     REDIS_URL: namespace.url,

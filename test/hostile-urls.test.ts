@@ -22,6 +22,7 @@ import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '@gleaner/api';
+import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import { insertSite } from '@gleaner/db';
 import { createFetcher, type LookupFunction } from '@gleaner/http';
 import { createLogger } from '@gleaner/logger';
@@ -378,23 +379,17 @@ beforeAll(async () => {
 
   apiRedis = createRedisConnection(system.namespace.url, 'producer');
   api = await buildApp({
-    config: {
+    config: testApiConfig({
       API_BODY_LIMIT_BYTES: 64 * 1024,
-      API_PUBLIC_URL: undefined,
-      ADMIN_USERNAME: 'admin',
-      ADMIN_PASSWORD: 'correct-horse',
       SYNC_SCRAPE_TIMEOUT_MS: 5000,
-      HTTP_ALLOW_PRIVATE_NETWORKS: false,
-      DOCUMENT_MAX_BYTES: 1024 * 1024,
-      DOCUMENT_MAX_RETRIES: 3,
-      ...fragmentDefaults(extractionFragment),
-    },
+    }),
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: system.handle.db,
     pool: system.handle.pool,
     redis: apiRedis,
     queues: system.queues,
   });
+  await injectWithKey(api, system.handle.db);
 });
 
 afterEach(async () => {

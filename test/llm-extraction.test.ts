@@ -1,5 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { buildApp } from '@gleaner/api';
+import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { getLlmExtraction, type LlmExtractionRow } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
@@ -41,28 +42,23 @@ const extractionConfig = (overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 });
 
+/** The API on the system's stores, its `inject()` sending an admin key. */
 async function buildTestApp(overrides: Record<string, unknown> = {}) {
-  return buildApp({
-    config: {
+  const built = await buildApp({
+    config: testApiConfig({
       API_BODY_LIMIT_BYTES: 1 << 20,
-      API_PUBLIC_URL: undefined,
-      ADMIN_USERNAME: 'admin',
-      ADMIN_PASSWORD: 'correct-horse',
-      SYNC_SCRAPE_TIMEOUT_MS: 1000,
-      HTTP_ALLOW_PRIVATE_NETWORKS: false,
       DOCUMENT_MAX_BYTES: 1 << 20,
-      DOCUMENT_MAX_RETRIES: 3,
       ...extractionConfig(overrides),
-    },
+    }),
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: system.handle.db,
     pool: system.handle.pool,
     redis: system.redis,
     queues: system.queues,
   });
+  await injectWithKey(built, system.handle.db);
+  return built;
 }
-
-const admin = { authorization: `Basic ${Buffer.from('admin:correct-horse').toString('base64')}` };
 
 /** A worker serving documents and llm-extract, as main.ts builds one with extraction enabled. */
 function startWorker(overrides: Record<string, unknown> = {}) {
@@ -340,7 +336,6 @@ describe('LLM extraction of resumes', () => {
         const status = await app.inject({
           method: 'GET',
           url: '/admin/extraction/status?tenant_id=tenant-capped',
-          headers: admin,
         });
         return status.json().status_counts.ready === 3 ? true : undefined;
       },
@@ -392,7 +387,6 @@ describe('LLM extraction of resumes', () => {
     const dry = await app.inject({
       method: 'POST',
       url: '/admin/extraction/requeue',
-      headers: admin,
       payload: { tenant_id: 'tenant-requeue', status: 'failed', dry_run: true },
     });
     expect(dry.json()).toMatchObject({ dry_run: true, matched: 1, requeued: 0 });
@@ -404,7 +398,6 @@ describe('LLM extraction of resumes', () => {
     const requeued = await app.inject({
       method: 'POST',
       url: '/admin/extraction/requeue',
-      headers: admin,
       payload: { tenant_id: 'tenant-requeue', status: 'failed', limit: 10 },
     });
     expect(requeued.json()).toMatchObject({ matched: 1, requeued: 1 });
@@ -427,7 +420,6 @@ describe('LLM extraction of resumes', () => {
     const status = await app.inject({
       method: 'GET',
       url: '/admin/extraction/status?tenant_id=tenant-requeue',
-      headers: admin,
     });
     expect(status.json()).toMatchObject({
       enabled: true,
@@ -438,7 +430,6 @@ describe('LLM extraction of resumes', () => {
     const bad = await app.inject({
       method: 'POST',
       url: '/admin/extraction/requeue',
-      headers: admin,
       payload: { tenant_id: 'tenant-requeue' },
     });
     expect(bad.statusCode).toBe(400);
@@ -446,7 +437,6 @@ describe('LLM extraction of resumes', () => {
     const nulls = await app.inject({
       method: 'POST',
       url: '/admin/extraction/requeue',
-      headers: admin,
       payload: { tenant_id: 'tenant-requeue', only_null_status: true },
     });
     expect(nulls.json()).toMatchObject({ matched: 1, requeued: 1 });

@@ -5,6 +5,7 @@ import {
   createFixtureCareerSite,
   createTestDatabase,
   createTestRedisNamespace,
+  adminHeaders,
   freePort,
   startService,
   waitFor,
@@ -43,7 +44,8 @@ interface RunView {
 async function call(method: string, path: string, body?: unknown) {
   const response = await fetch(`${apiUrl}${path}`, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers:
+      body === undefined ? adminHeaders : { ...adminHeaders, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: response.status, body: (await response.json()) as Record<string, any> };

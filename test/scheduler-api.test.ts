@@ -1,6 +1,7 @@
 import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { PassThrough } from 'node:stream';
 import { buildApp } from '@gleaner/api';
+import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import { insertSite, type SiteRow } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
 import {
@@ -77,23 +78,16 @@ beforeAll(async () => {
   loop.start();
   forced = startForcedPasses({ connection: workerConnection, prefix, loop, logger });
   app = await buildApp({
-    config: {
-      API_BODY_LIMIT_BYTES: 4096,
-      API_PUBLIC_URL: undefined,
-      ADMIN_USERNAME: 'admin',
-      ADMIN_PASSWORD: 'correct-horse',
-      SYNC_SCRAPE_TIMEOUT_MS: 1000,
+    config: testApiConfig({
       HTTP_ALLOW_PRIVATE_NETWORKS: true,
-      DOCUMENT_MAX_BYTES: 1024 * 1024,
-      DOCUMENT_MAX_RETRIES: 3,
-      ...fragmentDefaults(extractionFragment),
-    },
+    }),
     logger: silent(),
     db,
     pool: system.handle.pool,
     redis: producer,
     queues: system.queues,
   });
+  await injectWithKey(app, db);
   await waitFor(() => (loop.status().passes === 1 ? true : undefined), {
     what: 'the first scheduler pass',
   });

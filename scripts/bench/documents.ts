@@ -28,7 +28,14 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { workerFragment } from '@gleaner/config';
 import { extractDocument } from '@gleaner/extraction/documents';
-import { buildDocx, buildPdf, freePort, startService, waitFor } from '@gleaner/testing';
+import {
+  adminHeaders,
+  buildDocx,
+  buildPdf,
+  freePort,
+  startService,
+  waitFor,
+} from '@gleaner/testing';
 import type { BenchModule } from './bench.js';
 import {
   assertWorkersAlive,
@@ -173,7 +180,11 @@ async function upload(apiUrl: string, files: readonly BenchFile[], concurrency: 
       form.set('tenant_id', TENANT);
       form.set('kind', 'resume');
       form.set('file', new Blob([file.bytes], { type: file.mediaType }), file.name);
-      const response = await fetch(`${apiUrl}/documents`, { method: 'POST', body: form });
+      const response = await fetch(`${apiUrl}/documents`, {
+        method: 'POST',
+        headers: adminHeaders,
+        body: form,
+      });
       const body = (await response.json()) as { id?: string; duplicate?: boolean };
       if (response.status !== 202 || body.id === undefined || body.duplicate === true)
         throw new Error(

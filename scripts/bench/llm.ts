@@ -28,7 +28,14 @@
  */
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { buildResumeText, freePort, startLlmServer, startService, waitFor } from '@gleaner/testing';
+import {
+  adminHeaders,
+  buildResumeText,
+  freePort,
+  startLlmServer,
+  startService,
+  waitFor,
+} from '@gleaner/testing';
 import type { BenchModule } from './bench.js';
 import {
   assertWorkersAlive,
@@ -52,7 +59,6 @@ environment: BENCH_RESUMES (500), BENCH_TENANTS (3), BENCH_WORKERS (2), BENCH_LL
 
 const TARGET_ALLOWED_SHARE = 0.9;
 const API_KEY = 'bench-key';
-const ADMIN_PASSWORD = 'bench-admin-password';
 /** Documents per `POST /documents/batch` (its limit is 100). */
 const BATCH = 100;
 
@@ -120,7 +126,6 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       EXTRACTION_TENANT_MAX_PENDING: String(settings.resumes),
       EXTRACTION_RETRY_BASE_SECONDS: '1',
       EXTRACTION_HEALTHCHECK_PORT: '0',
-      ADMIN_PASSWORD,
     };
     const workers = await startWorkerProcesses(
       settings.workers,
@@ -152,7 +157,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     for (let start = 0; start < resumes.length; start += BATCH) {
       const response = await fetch(`${apiUrl}/documents/batch`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { ...adminHeaders, 'content-type': 'application/json' },
         body: JSON.stringify(resumes.slice(start, start + BATCH)),
       });
       if (response.status !== 202)
@@ -190,12 +195,11 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     }
     const seconds = (performance.now() - startedAt) / 1000;
 
-    const authorization = `Basic ${Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64')}`;
     const counts = { ready: 0, failed: 0, skipped: 0, pending: 0 };
     for (const tenant of tenants) {
       const response = await fetch(
         `${apiUrl}/admin/extraction/status?tenant_id=${encodeURIComponent(tenant)}`,
-        { headers: { authorization } },
+        { headers: adminHeaders },
       );
       const body = (await response.json()) as { status_counts?: Record<string, number> };
       const byStatus = body.status_counts ?? {};

@@ -17,7 +17,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getRun, getRunByPublicId, type DbHandle, type RunRow } from '@gleaner/db';
-import { freePort } from '@gleaner/testing';
+import { adminHeaders, freePort } from '@gleaner/testing';
 import type { BenchModule } from '../bench/bench.js';
 import {
   benchRun,
@@ -101,7 +101,7 @@ async function scrapeThroughApi(
 ): Promise<RunRow> {
   const response = await fetch(`${apiUrl}/jobs/scrape`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { ...adminHeaders, 'content-type': 'application/json' },
     body: JSON.stringify({ site_name: siteName }),
     signal: AbortSignal.timeout(30_000),
   });

@@ -46,14 +46,36 @@ export const shutdownFragment = {
 };
 
 export const apiFragment = {
-  API_HOST: z.string().min(1).default('0.0.0.0'),
+  /** Loopback unless told otherwise: compose sets 0.0.0.0 inside its network. */
+  API_HOST: z.string().min(1).default('127.0.0.1'),
   API_PORT: integerFromEnv(8000, { min: 0, max: 65_535 }),
   API_BODY_LIMIT_BYTES: integerFromEnv(64 * 1024, { min: 1024, max: 10 * 1024 * 1024 }),
   /** Public base URL used in links the API prints (status URLs); defaults to the listen address. */
   API_PUBLIC_URL: url(['http', 'https']).optional(),
-  /** Basic-auth credentials for /admin (Bull Board). With no password the admin area is open. */
-  ADMIN_USERNAME: z.string().min(1).default('admin'),
-  ADMIN_PASSWORD: z.string().min(8, { message: 'must be at least 8 characters' }).optional(),
+  /**
+   * An admin API key the API makes sure exists at start (compose's bootstrap; `npm start`
+   * creates and prints one instead). At least 32 characters: it is the operator's secret.
+   */
+  ADMIN_API_KEY: z
+    .string()
+    .min(32, { message: 'must be at least 32 characters' })
+    .max(256)
+    .optional(),
+  /** Requests per minute per API key (per client address without one), across replicas. */
+  API_RATE_LIMIT_PER_MINUTE: integerFromEnv(1200, { min: 1, max: 1_000_000 }),
+  /** Origins browsers may call the API from (CORS), comma-separated; none by default. */
+  API_CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((origin) => origin.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(url(['http', 'https']))),
+  /** Log every request at info (otherwise at debug, out of the way). */
+  API_LOG_REQUESTS: booleanFromEnv(false),
   /** Up to 5 minutes (seed 004's sync job timeout): a sync scrape waits that long at most. */
   SYNC_SCRAPE_TIMEOUT_MS: integerFromEnv(20_000, { min: 1000, max: 300_000 }),
 };

@@ -20,7 +20,7 @@ export const redactPaths = [
   '*.password',
   '*.apiKey',
   '*.GROQ_API_KEY',
-  '*.ADMIN_PASSWORD',
+  '*.ADMIN_API_KEY',
   'config.DATABASE_URL',
   'config.REDIS_URL',
 ];

@@ -53,6 +53,15 @@ export interface StartServiceOptions {
 }
 
 /** Starts a built service (`services/<name>/dist/main.js`) as its own OS process. */
+/**
+ * The admin key every API process started here has (its ADMIN_API_KEY, unless the caller's env
+ * names another): tests and benches send `adminHeaders`.
+ */
+export const TEST_ADMIN_API_KEY = 'gleaner-test-admin-key-0123456789abcdef';
+export const adminHeaders: Readonly<{ authorization: string }> = {
+  authorization: `Bearer ${TEST_ADMIN_API_KEY}`,
+};
+
 export function startService(
   name: ServiceName,
   env: Record<string, string>,
@@ -63,7 +72,13 @@ export function startService(
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`pnpm build\` first`);
   const child = spawn(process.execPath, [...(NODE_FLAGS[name] ?? []), entry], {
     cwd: options.cwd ?? repoRoot,
-    env: { PATH: process.env.PATH ?? '', LOG_PRETTY: 'false', LOG_LEVEL: 'info', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      LOG_PRETTY: 'false',
+      LOG_LEVEL: 'info',
+      ...(name === 'api' ? { ADMIN_API_KEY: TEST_ADMIN_API_KEY } : {}),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.detached ?? false,
   });

@@ -139,7 +139,7 @@ describe('shutdown', () => {
     const inHandler = new Promise<void>((resolve) => (entered = resolve));
     let finish!: () => void;
     const finished = new Promise<void>((resolve) => (finish = resolve));
-    closing.get('/slow', async () => {
+    closing.get('/slow', { config: { access: 'public' } }, async () => {
       entered();
       await finished;
       return { ok: true };
@@ -280,9 +280,12 @@ describe('the rest of the API', () => {
     ]);
   });
 
-  it('guards Bull Board with admin credentials and shows every queue', async () => {
-    expectProblem(await app.inject({ method: 'GET', url: '/admin/queues' }), 401);
-    const auth = `Basic ${Buffer.from('admin:correct-horse').toString('base64')}`;
+  it('guards Bull Board with an API key (Basic, the key as password) and shows every queue', async () => {
+    expectProblem(
+      await app.inject({ method: 'GET', url: '/admin/queues', headers: { authorization: '' } }),
+      401,
+    );
+    const auth = `Basic ${Buffer.from(`admin:${stack.adminKey}`).toString('base64')}`;
     const page = await app.inject({
       method: 'GET',
       url: '/admin/queues',

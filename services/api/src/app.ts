@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import cors from '@fastify/cors';
+import helmet from '@fastify/helmet';
 import multipart from '@fastify/multipart';
+import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import {
   jsonSchemaTransform,
   serializerCompiler,
@@ -10,10 +13,12 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import type { ApiDeps } from './deps.js';
+import { accessPlugin, createKeyLookup } from './plugins/access.js';
 import { bullBoardPlugin } from './plugins/bull-board.js';
-import { problemPlugin, replyWithProblem } from './plugins/problem.js';
+import { ProblemError, problemPlugin, replyWithProblem } from './plugins/problem.js';
 import { adminDocumentRoutes } from './routes/admin-documents.js';
 import { adminExtractionRoutes } from './routes/admin-extraction.js';
+import { adminKeyRoutes } from './routes/admin-keys.js';
 import { documentRoutes } from './routes/documents.js';
 import { healthRoutes } from './routes/health.js';
 import { queueRoutes } from './routes/jobs/queue.js';
@@ -37,6 +42,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     genReqId: (request) => requestIdFrom(request.headers['x-request-id']),
     requestIdHeader: false,
     trustProxy: false,
+    // Requests are logged below, at debug unless API_LOG_REQUESTS: at info they drown the rest.
+    logController: new LogController({ disableRequestLogging: true }),
     // A URL the router cannot decode (`/sites/%ED%A0%80`) is answered before any route or error
     // handler runs, as plain JSON unless this says otherwise.
     frameworkErrors: (error, request, reply) => void replyWithProblem(error, request, reply),
@@ -56,7 +63,54 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     if (closing) void reply.header('connection', 'close');
   });
 
+  const requestLevel = deps.config.API_LOG_REQUESTS ? 'info' : 'debug';
+  app.addHook('onResponse', async (request, reply) => {
+    request.log[requestLevel](
+      {
+        method: request.method,
+        url: request.url,
+        statusCode: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        key: request.principal?.prefix,
+      },
+      'request',
+    );
+  });
+
   await app.register(problemPlugin);
+  // Security headers; the HTML pages (docs, Bull Board, run page) set their own policies.
+  await app.register(helmet, { contentSecurityPolicy: false });
+  // Closed unless API_CORS_ORIGINS names the origins a browser may call from.
+  await app.register(cors, {
+    origin: deps.config.API_CORS_ORIGINS.length > 0 ? deps.config.API_CORS_ORIGINS : false,
+  });
+  const keys = deps.keys ?? createKeyLookup(deps.db);
+  // Routes added from here on (the docs' included) get their access level before any is added.
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/docs') && route.config?.access === undefined)
+      route.config = { ...route.config, access: 'tenant-read' };
+  });
+  await app.register(accessPlugin, { keys });
+  // Per key (per address without one), counted in Redis so every replica shares the budget;
+  // after the key check, so that a key's requests are counted as its own.
+  const prefix = deps.queues.scrape.opts.prefix ?? 'bull';
+  await app.register(rateLimit, {
+    max: deps.config.API_RATE_LIMIT_PER_MINUTE,
+    timeWindow: 60_000,
+    redis: deps.redis,
+    nameSpace: `${prefix}:rate-limit:`,
+    skipOnError: true,
+    keyGenerator: (request) =>
+      request.principal ? `key:${request.principal.id}` : `ip:${request.ip}`,
+    allowList: (request) => request.routeOptions.url === '/health',
+    errorResponseBuilder: (_request, context) =>
+      new ProblemError(
+        429,
+        'Too Many Requests',
+        `more than ${context.max} requests in ${context.after}; try again later`,
+        { headers: { 'retry-after': String(Math.ceil(context.ttl / 1000)) } },
+      ),
+  });
   await app.register(swagger, {
     openapi: {
       info: {
@@ -89,6 +143,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(documentRoutes, { deps });
   await app.register(adminDocumentRoutes, { deps });
   await app.register(adminExtractionRoutes, { deps });
+  await app.register(adminKeyRoutes, { deps, keys });
   await app.register(bullBoardPlugin, { deps });
   return app as unknown as FastifyInstance;
 }

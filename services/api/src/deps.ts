@@ -4,6 +4,7 @@ import type { Logger } from '@gleaner/logger';
 import type { Queues } from '@gleaner/queue';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
+import type { KeyLookup } from './plugins/access.js';
 
 /** What the API reads of seed 002's settings. */
 export type ApiExtractionSetting =
@@ -21,8 +22,9 @@ export interface ApiDeps {
     ApiConfig,
     | 'API_BODY_LIMIT_BYTES'
     | 'API_PUBLIC_URL'
-    | 'ADMIN_USERNAME'
-    | 'ADMIN_PASSWORD'
+    | 'API_RATE_LIMIT_PER_MINUTE'
+    | 'API_CORS_ORIGINS'
+    | 'API_LOG_REQUESTS'
     | 'SYNC_SCRAPE_TIMEOUT_MS'
   > &
     Pick<FetchConfig, 'HTTP_ALLOW_PRIVATE_NETWORKS'> &
@@ -33,4 +35,6 @@ export interface ApiDeps {
   pool: pg.Pool;
   redis: Redis;
   queues: Queues;
+  /** How API keys are checked; by default against `db`, cached for a few seconds. */
+  keys?: KeyLookup;
 }

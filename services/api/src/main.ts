@@ -1,5 +1,6 @@
 import { apiFragment, documentFragment, extractionFragment, fetchFragment } from '@gleaner/config';
 import { startService } from '@gleaner/config/service';
+import { countLiveAdminKeys, ensureApiKey } from '@gleaner/db';
 import { buildApp } from './app.js';
 
 const started = await startService({
@@ -19,6 +20,19 @@ const started = await startService({
     EXTRACTION_SYNC_TIMEOUT_MS: extractionFragment.EXTRACTION_SYNC_TIMEOUT_MS,
   },
   async start({ config, logger, database, redis, queues, onShutdown }) {
+    if (config.ADMIN_API_KEY !== undefined) {
+      const row = await ensureApiKey(database.db, {
+        name: 'ADMIN_API_KEY',
+        scope: { role: 'admin', tenantId: null },
+        key: config.ADMIN_API_KEY,
+      });
+      if (row.revokedAt !== null)
+        logger.warn({ prefix: row.prefix }, 'ADMIN_API_KEY names a revoked key: it is refused');
+    } else if ((await countLiveAdminKeys(database.db)) === 0) {
+      logger.warn(
+        'no admin API key exists: set ADMIN_API_KEY, or create one with `pnpm keys:create --name <who> --scope admin`',
+      );
+    }
     const app = await buildApp({
       config,
       logger,

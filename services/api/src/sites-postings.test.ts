@@ -24,7 +24,6 @@ const config = {
 beforeAll(async () => {
   stack = await createApiTestStack('sites', {
     API_BODY_LIMIT_BYTES: 65536,
-    ADMIN_PASSWORD: undefined,
   });
   ({ handle, app } = stack);
 });

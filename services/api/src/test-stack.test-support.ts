@@ -1,4 +1,3 @@
-import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { createDb, type DbHandle } from '@gleaner/db';
@@ -6,6 +5,7 @@ import { createLogger } from '@gleaner/logger';
 import { closeQueues, createQueues, createRedisConnection, type Queues } from '@gleaner/queue';
 import { createTestDatabase, createTestRedisNamespace } from '@gleaner/testing';
 import { buildApp } from './app.js';
+import { injectWithKey, testApiConfig } from './testing.js';
 
 type AppConfig = Parameters<typeof buildApp>[0]['config'];
 
@@ -14,8 +14,10 @@ export interface ApiTestStack {
   handle: DbHandle;
   queues: Queues;
   app: FastifyInstance;
-  /** Another app on the same stores (the file's `app` is one). */
-  buildApp(): Promise<FastifyInstance>;
+  /** The admin key `app.inject()` sends unless a request names its own `authorization`. */
+  adminKey: string;
+  /** Another app on the same stores (the file's `app` is one); it sends no key by itself. */
+  buildApp(overrides?: Partial<AppConfig>): Promise<FastifyInstance>;
   /** Closes the app, the connections and the pool, and drops what the stack created. */
   close(): Promise<void>;
 }
@@ -29,20 +31,9 @@ export async function createApiTestStack(
   const handle = createDb({ url: database.url, poolMax: 4 });
   const redis = createRedisConnection(namespace.url, 'producer');
   const queues = createQueues(redis, namespace.prefix);
-  const build = () =>
+  const build = (overrides: Partial<AppConfig> = {}) =>
     buildApp({
-      config: {
-        API_BODY_LIMIT_BYTES: 4096,
-        API_PUBLIC_URL: undefined,
-        ADMIN_USERNAME: 'admin',
-        ADMIN_PASSWORD: 'correct-horse',
-        SYNC_SCRAPE_TIMEOUT_MS: 1000,
-        HTTP_ALLOW_PRIVATE_NETWORKS: false,
-        DOCUMENT_MAX_BYTES: 1024 * 1024,
-        DOCUMENT_MAX_RETRIES: 3,
-        ...fragmentDefaults(extractionFragment),
-        ...config,
-      },
+      config: testApiConfig({ ...config, ...overrides }),
       logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
       db: handle.db,
       pool: handle.pool,
@@ -50,10 +41,12 @@ export async function createApiTestStack(
       queues,
     });
   const app = await build();
+  const adminKey = await injectWithKey(app, handle.db);
   return {
     handle,
     queues,
     app,
+    adminKey,
     buildApp: build,
     async close() {
       await app.close();

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { and, asc, count, desc, eq, isNull, sql } from 'drizzle-orm';
 import type { Database } from '../client.js';
-import { apiKeys, auditLog, type ApiKeyRole, type ApiKeyRow, type AuditRow } from '../schema.js';
+import { apiKeys, auditLog, type ApiKeyRow, type AuditRow } from '../schema.js';
 
 /**
  * API keys read `glk_<prefix>_<secret>`: 8 hex characters of public prefix (shown in lists and
@@ -12,8 +12,7 @@ const KEY_PATTERN = /^glk_([0-9a-f]{8})_([A-Za-z0-9_-]{43})$/;
 
 /** Who a key is: `admin`, `viewer`, or `tenant:<id>`. */
 export type ApiKeyScope =
-  | { role: 'admin' | 'viewer'; tenantId: null }
-  | { role: 'tenant'; tenantId: string };
+  { role: 'admin' | 'viewer'; tenantId: null } | { role: 'tenant'; tenantId: string };
 
 /** A tenant id as the API accepts it (documents' `tenant_id`). */
 export const TENANT_ID_PATTERN = /^[A-Za-z0-9._:-]{1,200}$/;
@@ -114,7 +113,10 @@ export async function listApiKeys(db: Database): Promise<ApiKeyRow[]> {
 }
 
 /** Revokes a key by id or prefix; the row revoked, or undefined when none matched. */
-export async function revokeApiKey(db: Database, idOrPrefix: string): Promise<ApiKeyRow | undefined> {
+export async function revokeApiKey(
+  db: Database,
+  idOrPrefix: string,
+): Promise<ApiKeyRow | undefined> {
   const column = /^[0-9a-f]{8}$/.test(idOrPrefix) ? apiKeys.prefix : apiKeys.id;
   const [row] = await db
     .update(apiKeys)

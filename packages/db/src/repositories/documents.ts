@@ -171,9 +171,9 @@ export async function getDocument(
 export async function getDocumentText(
   db: Database,
   id: string,
-): Promise<{ status: DocumentStatus; text: string | null } | undefined> {
+): Promise<{ tenantId: string; status: DocumentStatus; text: string | null } | undefined> {
   const [row] = await db
-    .select({ status: documents.status, text: documents.text })
+    .select({ tenantId: documents.tenantId, status: documents.status, text: documents.text })
     .from(documents)
     .where(eq(documents.id, id));
   return row;

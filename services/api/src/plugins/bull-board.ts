@@ -3,25 +3,45 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
 import type { ApiDeps } from '../deps.js';
-import { requireAdmin } from './admin-auth.js';
+import { problemBody } from './problem.js';
 
 export const BULL_BOARD_PATH = '/admin/queues';
 
 /**
- * Bull Board for every queue of the catalogue, behind HTTP basic auth when ADMIN_PASSWORD is set.
- * Registered in its own encapsulated context so the auth hook guards only /admin.
+ * Bull Board for every queue of the catalogue. Its page, static assets and reads are for admin
+ * and viewer keys; its actions (retry, clean, pause, obliterate…: every method but GET) for
+ * admin keys. Browsers sign in with HTTP Basic, the key as the password.
  */
 export async function bullBoardPlugin(
   app: FastifyInstance,
   { deps }: { deps: ApiDeps },
 ): Promise<void> {
-  requireAdmin(app, deps.config);
-  if (!deps.config.ADMIN_PASSWORD) {
-    deps.logger.warn(
-      'ADMIN_PASSWORD is not set: the admin area (Bull Board) is open to anyone who can reach the API',
-    );
-  }
-
+  app.addHook('onRoute', (route) => {
+    const reads = [route.method].flat().every((method) => method === 'GET' || method === 'HEAD');
+    route.config = { ...route.config, access: reads ? 'read' : 'admin' };
+  });
+  // Bull Board answers its own errors as `{error: {key}, message}`: as problems, like the API.
+  app.addHook('onSend', async (request, reply, payload) => {
+    const type = String(reply.getHeader('content-type') ?? '');
+    if (
+      reply.statusCode < 400 ||
+      !type.startsWith('application/json') ||
+      typeof payload !== 'string'
+    )
+      return payload;
+    let detail = 'the request failed';
+    try {
+      const body = JSON.parse(payload) as { message?: unknown; error?: { key?: unknown } };
+      const said = body.message ?? body.error?.key;
+      if (typeof said === 'string') detail = said;
+    } catch {
+      // Not JSON after all: the generic detail.
+    }
+    // Its body parser's failures come out as 500s: the request was bad, not the server.
+    if (reply.statusCode === 500 && /JSON/.test(detail)) void reply.code(400);
+    void reply.type('application/problem+json');
+    return JSON.stringify(problemBody(reply.statusCode, undefined, detail, request.url));
+  });
   const serverAdapter = new FastifyAdapter();
   serverAdapter.setBasePath(BULL_BOARD_PATH);
   createBullBoard({

@@ -1,4 +1,4 @@
-import { extractionFragment, fragmentDefaults } from '@gleaner/config';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
@@ -12,6 +12,7 @@ import { createLogger } from '@gleaner/logger';
 import { createTestRedisNamespace, testAdminUrl, testRedisUrl } from '@gleaner/testing';
 import { closeQueues, createQueues, createRedisConnection } from '@gleaner/queue';
 import { buildApp } from '../app.js';
+import { testApiConfig } from '../testing.js';
 import { classifyError } from './problem.js';
 
 /** Nothing listens here: connections are refused at once. */
@@ -142,6 +143,7 @@ async function redisProxy(): Promise<{ url: string; cut: () => void }> {
 }
 
 describe('answers of an API whose backing services are down', () => {
+  const ADMIN_KEY = 'glk_00000000_a-key-this-test-alone-knows-0000000000000';
   let app: FastifyInstance;
   let cutRedis: () => void;
   let close: () => Promise<void>;
@@ -157,22 +159,20 @@ describe('answers of an API whose backing services are down', () => {
     // Once Redis is cut, each queue reports the lost connection as an `error` event too.
     for (const queue of Object.values(queues)) queue.on('error', () => {});
     app = await buildApp({
-      config: {
-        API_BODY_LIMIT_BYTES: 4096,
-        API_PUBLIC_URL: undefined,
-        ADMIN_USERNAME: 'admin',
-        ADMIN_PASSWORD: undefined,
-        SYNC_SCRAPE_TIMEOUT_MS: 1000,
-        HTTP_ALLOW_PRIVATE_NETWORKS: false,
-        DOCUMENT_MAX_BYTES: 1024 * 1024,
-        DOCUMENT_MAX_RETRIES: 3,
-        ...fragmentDefaults(extractionFragment),
-      },
+      config: testApiConfig(),
       logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
       db: dead.db,
       pool: dead.pool,
       redis,
       queues,
+      // Keys live in the Postgres this test has killed: one admin key, known without it.
+      keys: {
+        authenticate: async (key) =>
+          key === ADMIN_KEY
+            ? { id: randomUUID(), name: 'test', prefix: '00000000', role: 'admin', tenantId: null }
+            : undefined,
+        forget: () => undefined,
+      },
     });
     app.get('/boom', async () => {
       throw new Error('secret: password=hunter2 at /srv/app/internal.ts:42');
@@ -206,21 +206,24 @@ describe('answers of an API whose backing services are down', () => {
     expect(response.body).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|Failed query|Stream/);
   }
 
+  const inject = (options: { method: 'GET'; url: string }) =>
+    app.inject({ ...options, headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+
   it('Postgres down: 503 with Retry-After', async () => {
-    expectUnavailable(await app.inject({ method: 'GET', url: '/sites' }), '/sites');
+    expectUnavailable(await inject({ method: 'GET', url: '/sites' }), '/sites');
   });
 
   it('Redis gone from under a running API: 503 with Retry-After', async () => {
-    expect((await app.inject({ method: 'GET', url: '/jobs/queue/status' })).statusCode).toBe(200);
+    expect((await inject({ method: 'GET', url: '/jobs/queue/status' })).statusCode).toBe(200);
     cutRedis();
     expectUnavailable(
-      await app.inject({ method: 'GET', url: '/jobs/queue/status' }),
+      await inject({ method: 'GET', url: '/jobs/queue/status' }),
       '/jobs/queue/status',
     );
   });
 
   it('an unknown error: 500, and nothing of it in the answer', async () => {
-    const response = await app.inject({ method: 'GET', url: '/boom' });
+    const response = await inject({ method: 'GET', url: '/boom' });
     expect(response.statusCode).toBe(500);
     expect(response.json()).toEqual({
       type: 'https://gleaner.dev/problems/internal-server-error',

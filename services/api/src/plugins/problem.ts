@@ -48,14 +48,25 @@ export function sendProblem(
   return reply
     .code(status)
     .type('application/problem+json')
-    .send({
-      type: type ?? `${PROBLEM_BASE}/${title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`,
-      title,
-      status,
-      detail,
-      instance: reply.request.url,
-      ...members,
-    });
+    .send({ ...problemBody(status, title, detail, reply.request.url, type), ...members });
+}
+
+/** An RFC 9457 problem's members; the title defaults to the status's reason phrase. */
+export function problemBody(
+  status: number,
+  title: string | undefined,
+  detail: string,
+  instance: string,
+  type?: string,
+) {
+  const named = title ?? STATUS_CODES[status] ?? 'Error';
+  return {
+    type: type ?? `${PROBLEM_BASE}/${named.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`,
+    title: named,
+    status,
+    detail,
+    instance,
+  };
 }
 
 /** How the API answers an error with a known code. */

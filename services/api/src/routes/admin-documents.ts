@@ -3,12 +3,11 @@ import { enqueueDocuments } from '@gleaner/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
-import { requireAdmin } from '../plugins/admin-auth.js';
 
 const pauseState = z.object({ paused: z.boolean() });
 
 /**
- * Seed 001's pause, resume and retry_failed for operators, behind the admin credentials. Pause
+ * Seed 001's pause, resume and retry_failed for operators, for admin keys. Pause
  * is BullMQ's queue-wide pause: every worker replica stops taking documents jobs (those in
  * flight finish) until resumed, and a worker's heartbeat then says `paused`.
  */
@@ -16,7 +15,6 @@ export const adminDocumentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = asy
   app,
   { deps },
 ) => {
-  requireAdmin(app, deps.config);
   const { queues } = deps;
 
   app.post(

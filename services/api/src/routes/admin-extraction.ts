@@ -3,7 +3,7 @@ import { requestLlmExtractions } from '@gleaner/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
-import { requireAdmin } from '../plugins/admin-auth.js';
+import { assertTenant } from '../plugins/access.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableText } from '../storable.js';
 
@@ -53,7 +53,7 @@ const requeueAnswer = z.object({
 });
 
 /**
- * Seed 002's operational endpoints, behind the admin credentials: a tenant's extraction status
+ * Seed 002's operational endpoints, for admin keys: a tenant's extraction status
  * (counts by status, the queue's depths, the fallback rate) and the requeue of failed, done or
  * never-extracted subjects, with a dry run that reports what it would do.
  */
@@ -61,7 +61,6 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
   app,
   { deps },
 ) => {
-  requireAdmin(app, deps.config);
   const { db, queues, config } = deps;
 
   /** Dead letters whose job came from `llm-extract` (seed 002's `dlq`), among the newest. */
@@ -90,6 +89,7 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
     },
     async (request) => {
       const tenant = request.query.tenant_id;
+      assertTenant(request, tenant, 'querystring.tenant_id');
       const [status, counts, dlq] = await Promise.all([
         llmExtractionTenantStatus(db, tenant),
         queues['llm-extract'].getJobCounts('waiting', 'prioritized', 'active', 'delayed'),

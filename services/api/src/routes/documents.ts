@@ -23,6 +23,7 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
+import { assertTenant, canSeeTenant } from '../plugins/access.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableText } from '../storable.js';
 
@@ -386,6 +387,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
       const input = request.isMultipart()
         ? await fromMultipart(request, maxBytes, request.id)
         : fromJson(validated(documentJson, request.body, 'body'), request.id);
+      assertTenant(request, input.tenantId, 'body.tenant_id');
       await holdTenantCap([input]);
       const [answer] = await store([input], request);
       request.log.info({ documentId: answer!.id, duplicate: answer!.duplicate }, 'document stored');
@@ -417,6 +419,9 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
     },
     async (request, reply) => {
       const inputs = request.body.map((body) => fromJson(body, request.id));
+      inputs.forEach((input, index) =>
+        assertTenant(request, input.tenantId, `body.${index}.tenant_id`),
+      );
       await holdTenantCap(inputs);
       const answers = await store(inputs, request);
       const duplicates = answers.filter((answer) => answer.duplicate).length;
@@ -452,6 +457,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
     },
     async (request) => {
       const { query } = request;
+      assertTenant(request, query.tenant_id, 'querystring.tenant_id');
       const page = await listDocuments(db, {
         tenantId: query.tenant_id,
         status: query.status,
@@ -501,6 +507,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
       },
     },
     async (request) => {
+      assertTenant(request, request.query.tenant_id, 'querystring.tenant_id');
       const hits = await searchDocuments(db, {
         tenantId: request.query.tenant_id,
         query: request.query.q,
@@ -617,7 +624,8 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         getDocument(db, request.params.id, PREVIEW_CHARS),
         getLlmExtraction(db, { subjectType: 'document', subjectId: request.params.id }),
       ]);
-      if (!document) throw unknownDocument(request.params.id);
+      if (!document || !canSeeTenant(request, document.tenantId))
+        throw unknownDocument(request.params.id);
       return { status: 'success' as const, data: presentDetail(document, llm) };
     },
   );
@@ -635,7 +643,8 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
     },
     async (request, reply) => {
       const document = await getDocumentText(db, request.params.id);
-      if (!document) throw unknownDocument(request.params.id);
+      if (!document || !canSeeTenant(request, document.tenantId))
+        throw unknownDocument(request.params.id);
       if (document.text === null) {
         throw new ProblemError(
           409,

@@ -10,6 +10,7 @@ import {
   withProgress,
   type NewSiteRow,
   type SiteRow,
+  TENANT_ID_PATTERN,
 } from '@gleaner/db';
 import { assertFetchableUrl, HttpError } from '@gleaner/http';
 import { getAdapter, siteKinds } from '@gleaner/sources';
@@ -45,6 +46,11 @@ const siteFields = {
     .describe(
       'Pages the rules cannot read (no posting, or a required field missing) go to the LLM stage while EXTRACTION_ENABLED is on',
     ),
+  tenant_id: z
+    .string()
+    .regex(TENANT_ID_PATTERN, { message: 'must be 1-200 letters, digits, . _ : or -' })
+    .nullable()
+    .describe("The tenant that owns the site: its tenant keys see the site's runs"),
 };
 
 const createSiteBody = z
@@ -58,6 +64,7 @@ const createSiteBody = z
     rate_limit_rps: siteFields.rate_limit_rps.default(null),
     max_concurrency: siteFields.max_concurrency.default(4),
     llm_extraction: siteFields.llm_extraction.default(false),
+    tenant_id: siteFields.tenant_id.default(null),
   })
   .strict()
   .refine((body) => body.max_pause_seconds >= body.min_pause_seconds, {
@@ -131,6 +138,7 @@ function toRow(body: SiteBody): Partial<NewSiteRow> {
   if (body.rate_limit_rps !== undefined) row.rateLimitRps = body.rate_limit_rps;
   if (body.max_concurrency !== undefined) row.maxConcurrency = body.max_concurrency;
   if (body.llm_extraction !== undefined) row.llmExtraction = body.llm_extraction;
+  if (body.tenant_id !== undefined) row.tenantId = body.tenant_id;
   return row;
 }
 

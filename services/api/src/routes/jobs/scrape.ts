@@ -14,6 +14,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps.js';
+import { canSeeTenant } from '../../plugins/access.js';
 import { ProblemError } from '../../plugins/problem.js';
 import { storableText } from '../../storable.js';
 import { presentPosting, presentRun } from './presenters.js';
@@ -228,6 +229,8 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
           ? listRunPostings(db, run.id, request.query.limit)
           : Promise.resolve([]),
       ]);
+      // A tenant key sees the runs of its tenant's sites only; others do not exist for it.
+      if (!canSeeTenant(request, site?.tenantId ?? null)) throw unknownRun(request.params.runId);
       return {
         status: 'success',
         data: { ...presentRun(progress!, site), postings: postings.map(presentPosting) },

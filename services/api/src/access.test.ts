@@ -1,0 +1,423 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { createApiKey, createRun, listAudit, revokeApiKey } from '@gleaner/db';
+import type { Access } from './plugins/access.js';
+import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
+
+let stack: ApiTestStack;
+let app: FastifyInstance;
+
+type Caller = 'none' | 'malformed' | 'unknown' | 'revoked' | 'tenant' | 'viewer' | 'admin';
+const keys = {} as Record<Caller, string | undefined>;
+
+/** Who each level lets in; everyone else must be turned away with 401 or 403. */
+const admitted: Record<Access, readonly Caller[]> = {
+  public: ['none', 'tenant', 'viewer', 'admin'],
+  read: ['viewer', 'admin'],
+  'tenant-read': ['tenant', 'viewer', 'admin'],
+  'tenant-write': ['tenant', 'admin'],
+  admin: ['admin'],
+};
+
+const SITE_CONFIG = {
+  url: 'https://careers.acme.example',
+  sitemapUrl: 'https://careers.acme.example/sitemap.xml',
+};
+const TENANT = 'acme-people';
+
+function authorization(caller: Caller): Record<string, string> {
+  if (caller === 'none') return { authorization: '' };
+  if (caller === 'malformed') return { authorization: 'Bearer not-a-key' };
+  return { authorization: `Bearer ${keys[caller]}` };
+}
+
+/** A concrete URL for a route pattern: each parameter filled with a plausible value. */
+function concrete(url: string): string {
+  const values: Record<string, string> = {
+    site: 'acme',
+    runId: 'manual_000000000000',
+    id: '00000000-0000-4000-8000-000000000000',
+    queueName: 'scrape',
+    jobId: '1',
+  };
+  return url.replace(/:(\w+)/g, (_, name: string) => values[name] ?? 'x').replace(/\*/g, 'x');
+}
+
+beforeAll(async () => {
+  stack = await createApiTestStack('access', { API_BODY_LIMIT_BYTES: 65_536 });
+  app = stack.app;
+  const { db } = stack.handle;
+  keys.admin = stack.adminKey;
+  keys.viewer = (
+    await createApiKey(db, { name: 'viewer', scope: { role: 'viewer', tenantId: null } })
+  ).key;
+  keys.tenant = (
+    await createApiKey(db, { name: 'tenant', scope: { role: 'tenant', tenantId: TENANT } })
+  ).key;
+  const revoked = await createApiKey(db, {
+    name: 'gone',
+    scope: { role: 'admin', tenantId: null },
+  });
+  await revokeApiKey(db, revoked.row.id);
+  keys.revoked = revoked.key;
+  keys.unknown = `glk_deadbeef_${'A'.repeat(43)}`;
+});
+
+afterAll(async () => {
+  await stack?.close();
+});
+
+describe('the authorization matrix', () => {
+  it(
+    'lets no caller through a route its key does not open: every route, Bull Board included',
+    { timeout: 120_000 },
+    async () => {
+      await app.ready();
+      const routes = app.routeAccess().filter((route) => route.method !== 'OPTIONS');
+      // Bull Board's page, its assets and its actions are among them.
+      expect(
+        routes.some(
+          (route) => route.url.startsWith('/admin/queues/api/') && route.method === 'PUT',
+        ),
+      ).toBe(true);
+      expect(routes.length).toBeGreaterThan(40);
+      const breaches: string[] = [];
+      const callers: Caller[] = [
+        'none',
+        'malformed',
+        'unknown',
+        'revoked',
+        'tenant',
+        'viewer',
+        'admin',
+      ];
+      for (const route of routes) {
+        // Keep the site the concrete URLs name: deleting it would turn later checks into 404s.
+        await app.inject({
+          method: 'POST',
+          url: '/sites',
+          payload: { site_name: 'acme', kind: 'career-site', config: SITE_CONFIG },
+        });
+        for (const caller of callers) {
+          const hasBody = !['GET', 'HEAD', 'DELETE'].includes(route.method);
+          const response = await app.inject({
+            method: route.method as 'GET',
+            url: concrete(route.url),
+            headers: {
+              ...authorization(caller),
+              ...(hasBody ? { 'content-type': 'application/json' } : {}),
+            },
+            ...(hasBody ? { payload: '{}' } : {}),
+          });
+          const allowed = admitted[route.access].includes(caller);
+          const where = `${route.method} ${route.url} (${route.access}) as ${caller}`;
+          if (!allowed) {
+            const expected = ['none', 'malformed', 'unknown', 'revoked'].includes(caller)
+              ? 401
+              : 403;
+            if (response.statusCode !== expected)
+              breaches.push(`${where}: ${response.statusCode}, expected ${expected}`);
+            else if (
+              !String(response.headers['content-type']).startsWith('application/problem+json')
+            )
+              breaches.push(`${where}: the ${expected} is not a problem`);
+          } else if (response.statusCode === 401 || response.statusCode === 403) {
+            // Admitted keys are never refused by the guard (a tenant narrowed by a handler is a 403
+            // naming the field; these requests name no tenant).
+            if (!(caller === 'tenant' && response.json().errors !== undefined))
+              breaches.push(`${where}: refused with ${response.statusCode}`);
+          }
+        }
+      }
+      expect(breaches).toEqual([]);
+    },
+  );
+
+  it('answers a missing key with a challenge a browser can answer', async () => {
+    const response = await app.inject({
+      method: 'GET',
+      url: '/sites',
+      headers: authorization('none'),
+    });
+    expect(response.statusCode).toBe(401);
+    expect(response.headers['www-authenticate']).toMatch(/Bearer realm="gleaner", Basic/);
+    expect(response.json()).toMatchObject({ status: 401, title: 'Unauthorized' });
+  });
+
+  it('takes the key as the password of HTTP Basic, whatever the user name', async () => {
+    const basic = `Basic ${Buffer.from(`anyone:${keys.viewer}`).toString('base64')}`;
+    const response = await app.inject({
+      method: 'GET',
+      url: '/sites',
+      headers: { authorization: basic },
+    });
+    expect(response.statusCode).toBe(200);
+  });
+
+  it('keeps /health open and every other route closed to anonymous callers', async () => {
+    expect(
+      (await app.inject({ method: 'GET', url: '/health', headers: authorization('none') }))
+        .statusCode,
+    ).not.toBe(401);
+    const anonymousDelete = await app.inject({
+      method: 'DELETE',
+      url: '/sites/acme',
+      headers: authorization('none'),
+    });
+    expect(anonymousDelete.statusCode).toBe(401);
+    expect(
+      (await app.inject({ method: 'GET', url: '/docs/json', headers: authorization('none') }))
+        .statusCode,
+    ).toBe(401);
+    expect(
+      (await app.inject({ method: 'GET', url: '/docs/json', headers: authorization('tenant') }))
+        .statusCode,
+    ).toBe(200);
+  });
+});
+
+describe('tenant keys', () => {
+  const asTenant = { authorization: `Bearer ${'' /* set below */}` };
+  beforeAll(() => {
+    asTenant.authorization = `Bearer ${keys.tenant}`;
+  });
+
+  it("store and read their own tenant's documents only", async () => {
+    const own = await app.inject({
+      method: 'POST',
+      url: '/documents',
+      headers: asTenant,
+      payload: { tenant_id: TENANT, kind: 'resume', text: 'Kubernetes operator, ten years' },
+    });
+    expect(own.statusCode).toBe(202);
+    const other = await app.inject({
+      method: 'POST',
+      url: '/documents',
+      payload: { tenant_id: 'someone-else', kind: 'resume', text: 'Not yours to see' },
+    });
+    expect(other.statusCode).toBe(202);
+
+    const foreignUpload = await app.inject({
+      method: 'POST',
+      url: '/documents',
+      headers: asTenant,
+      payload: { tenant_id: 'someone-else', kind: 'resume', text: 'planted' },
+    });
+    expect(foreignUpload.statusCode).toBe(403);
+    expect(foreignUpload.json().errors).toEqual([
+      { field: 'body.tenant_id', message: `must be ${TENANT} for this key` },
+    ]);
+    const foreignBatch = await app.inject({
+      method: 'POST',
+      url: '/documents/batch',
+      headers: asTenant,
+      payload: [
+        { tenant_id: TENANT, kind: 'other', text: 'fine' },
+        { tenant_id: 'someone-else', kind: 'other', text: 'planted' },
+      ],
+    });
+    expect(foreignBatch.statusCode).toBe(403);
+    expect(foreignBatch.json().errors[0].field).toBe('body.1.tenant_id');
+
+    expect(
+      (await app.inject({ method: 'GET', url: `/documents/${own.json().id}`, headers: asTenant }))
+        .statusCode,
+    ).toBe(200);
+    expect(
+      (await app.inject({ method: 'GET', url: `/documents/${other.json().id}`, headers: asTenant }))
+        .statusCode,
+    ).toBe(404);
+    expect(
+      (
+        await app.inject({
+          method: 'GET',
+          url: `/documents/${other.json().id}/text`,
+          headers: asTenant,
+        })
+      ).statusCode,
+    ).toBe(404);
+    expect(
+      (
+        await app.inject({
+          method: 'GET',
+          url: `/documents?tenant_id=${TENANT}`,
+          headers: asTenant,
+        })
+      ).json().data,
+    ).toHaveLength(1);
+    const foreignList = await app.inject({
+      method: 'GET',
+      url: '/documents?tenant_id=someone-else',
+      headers: asTenant,
+    });
+    expect(foreignList.statusCode).toBe(403);
+    expect(foreignList.json().errors[0].field).toBe('querystring.tenant_id');
+    expect(
+      (
+        await app.inject({
+          method: 'GET',
+          url: '/documents/search?tenant_id=someone-else&q=yours',
+          headers: asTenant,
+        })
+      ).statusCode,
+    ).toBe(403);
+    expect(
+      (
+        await app.inject({
+          method: 'GET',
+          url: `/admin/extraction/status?tenant_id=${TENANT}`,
+          headers: asTenant,
+        })
+      ).statusCode,
+    ).toBe(200);
+    expect(
+      (
+        await app.inject({
+          method: 'GET',
+          url: '/admin/extraction/status?tenant_id=someone-else',
+          headers: asTenant,
+        })
+      ).statusCode,
+    ).toBe(403);
+  });
+
+  it("see the runs of their tenant's sites, and no other run", async () => {
+    const { db } = stack.handle;
+    const ownSite = await app.inject({
+      method: 'POST',
+      url: '/sites',
+      payload: {
+        site_name: 'tenant-owned',
+        kind: 'career-site',
+        config: SITE_CONFIG,
+        tenant_id: TENANT,
+      },
+    });
+    expect(ownSite.json()).toMatchObject({ data: { tenant_id: TENANT } });
+    const otherSite = await app.inject({
+      method: 'POST',
+      url: '/sites',
+      payload: { site_name: 'operator-owned', kind: 'career-site', config: SITE_CONFIG },
+    });
+    const ownRun = await createRun(db, { siteId: ownSite.json().data.id, trigger: 'manual' });
+    const otherRun = await createRun(db, { siteId: otherSite.json().data.id, trigger: 'manual' });
+    expect(
+      (await app.inject({ method: 'GET', url: `/jobs/scrape/${ownRun.runId}`, headers: asTenant }))
+        .statusCode,
+    ).toBe(200);
+    expect(
+      (
+        await app.inject({
+          method: 'GET',
+          url: `/jobs/scrape/${otherRun.runId}`,
+          headers: asTenant,
+        })
+      ).statusCode,
+    ).toBe(404);
+    // An operator's key sees both.
+    expect(
+      (await app.inject({ method: 'GET', url: `/jobs/scrape/${otherRun.runId}` })).statusCode,
+    ).toBe(200);
+  });
+});
+
+describe('keys', () => {
+  it('are created once with their secret, listed without it, and stop working when revoked', async () => {
+    const created = await app.inject({
+      method: 'POST',
+      url: '/admin/keys',
+      payload: { name: 'ci', scope: 'viewer' },
+    });
+    expect(created.statusCode).toBe(201);
+    const { key, id, prefix } = created.json();
+    expect(key).toMatch(new RegExp(`^glk_${prefix}_[A-Za-z0-9_-]{43}$`));
+    const listed = await app.inject({ method: 'GET', url: '/admin/keys' });
+    expect(listed.body).not.toContain(key.slice(13));
+    expect(listed.json().items).toContainEqual(
+      expect.objectContaining({ id, name: 'ci', scope: 'viewer' }),
+    );
+
+    const headers = { authorization: `Bearer ${key}` };
+    expect((await app.inject({ method: 'GET', url: '/sites', headers })).statusCode).toBe(200);
+    expect((await app.inject({ method: 'DELETE', url: `/admin/keys/${prefix}` })).statusCode).toBe(
+      200,
+    );
+    expect((await app.inject({ method: 'GET', url: '/sites', headers })).statusCode).toBe(401);
+
+    const audit = await listAudit(stack.handle.db, { action: 'keys.revoke' });
+    expect(audit[0]).toMatchObject({ selector: { id, prefix }, affected: 1 });
+    expect(audit[0]!.actor).toMatch(/\(test admin\)$/);
+  });
+
+  it('refuse a scope that is not admin, viewer or tenant:<id>, naming the field', async () => {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/admin/keys',
+      payload: { name: 'x', scope: 'root' },
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().errors).toEqual([
+      { field: 'body.scope', message: 'must be admin, viewer or tenant:<id>' },
+    ]);
+  });
+});
+
+describe('the edges of the API', () => {
+  it('rate-limits each key across replicas, answering 429 with Retry-After', async () => {
+    const limited = await stack.buildApp({ API_RATE_LIMIT_PER_MINUTE: 3 });
+    try {
+      const { key } = await createApiKey(stack.handle.db, {
+        name: 'busy',
+        scope: { role: 'viewer', tenantId: null },
+      });
+      const headers = { authorization: `Bearer ${key}` };
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++)
+        statuses.push((await limited.inject({ method: 'GET', url: '/sites', headers })).statusCode);
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      // Another replica shares the count (it is kept in Redis).
+      const replica = await stack.buildApp({ API_RATE_LIMIT_PER_MINUTE: 3 });
+      try {
+        const fifth = await replica.inject({ method: 'GET', url: '/sites', headers });
+        expect(fifth.statusCode).toBe(429);
+        expect(Number(fifth.headers['retry-after'])).toBeGreaterThan(0);
+        expect(fifth.headers['content-type']).toMatch(/^application\/problem\+json/);
+      } finally {
+        await replica.close();
+      }
+      // Other keys have budgets of their own.
+      const calm = await createApiKey(stack.handle.db, {
+        name: 'calm',
+        scope: { role: 'viewer', tenantId: null },
+      });
+      const calmHeaders = { authorization: `Bearer ${calm.key}` };
+      expect(
+        (await limited.inject({ method: 'GET', url: '/sites', headers: calmHeaders })).statusCode,
+      ).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('sends security headers and no CORS permission unless origins are configured', async () => {
+    const response = await app.inject({
+      method: 'GET',
+      url: '/sites',
+      headers: { origin: 'https://evil.example' },
+    });
+    expect(response.headers['x-content-type-options']).toBe('nosniff');
+    expect(response.headers['x-frame-options']).toBe('SAMEORIGIN');
+    expect(response.headers['access-control-allow-origin']).toBeUndefined();
+    const open = await stack.buildApp({ API_CORS_ORIGINS: ['https://console.example'] });
+    try {
+      const allowed = await open.inject({
+        method: 'OPTIONS',
+        url: '/sites',
+        headers: { origin: 'https://console.example', 'access-control-request-method': 'GET' },
+      });
+      expect(allowed.headers['access-control-allow-origin']).toBe('https://console.example');
+    } finally {
+      await open.close();
+    }
+  });
+});

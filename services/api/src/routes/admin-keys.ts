@@ -1,0 +1,136 @@
+import {
+  auditActorOf,
+  createApiKey,
+  formatApiKeyScope,
+  listApiKeys,
+  parseApiKeyScope,
+  recordAudit,
+  revokeApiKey,
+  type ApiKeyRow,
+} from '@gleaner/db';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ApiDeps } from '../deps.js';
+import type { KeyLookup } from '../plugins/access.js';
+import { ProblemError } from '../plugins/problem.js';
+import { storableText } from '../storable.js';
+
+const keySummary = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  prefix: z.string(),
+  scope: z.string(),
+  created_at: z.string(),
+  last_used_at: z.string().nullable(),
+  revoked_at: z.string().nullable(),
+});
+
+function presentKey(row: ApiKeyRow): z.infer<typeof keySummary> {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    scope: formatApiKeyScope(row),
+    created_at: row.createdAt.toISOString(),
+    last_used_at: row.lastUsedAt?.toISOString() ?? null,
+    revoked_at: row.revokedAt?.toISOString() ?? null,
+  };
+}
+
+const createBody = z
+  .object({
+    name: storableText().trim().min(1).max(200).describe('Who or what the key is for'),
+    scope: z
+      .string()
+      .max(220)
+      .refine((value) => parseApiKeyScope(value) !== undefined, {
+        message: 'must be admin, viewer or tenant:<id>',
+      })
+      .describe('admin, viewer or tenant:<id>'),
+  })
+  .strict();
+
+/**
+ * API keys for admins: create (the key is in this one answer and nowhere else), list (never the
+ * secret), revoke. Each change is in the audit log under the key that made it.
+ */
+export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLookup }> = async (
+  app,
+  { deps, keys },
+) => {
+  const actorOf = (principal: Parameters<typeof auditActorOf>[0] | null) =>
+    principal ? auditActorOf(principal) : { apiKeyId: null, actor: 'anonymous' };
+
+  app.get(
+    '/admin/keys',
+    {
+      schema: {
+        tags: ['keys'],
+        summary: 'API keys (never their secrets)',
+        response: { 200: z.object({ items: z.array(keySummary) }) },
+      },
+    },
+    async () => ({ items: (await listApiKeys(deps.db)).map(presentKey) }),
+  );
+
+  app.post(
+    '/admin/keys',
+    {
+      schema: {
+        tags: ['keys'],
+        summary: 'Create an API key; the answer is the only place its secret appears',
+        body: createBody,
+        response: { 201: keySummary.extend({ key: z.string() }) },
+      },
+    },
+    async (request, reply) => {
+      const scope = parseApiKeyScope(request.body.scope)!;
+      const created = await createApiKey(deps.db, { name: request.body.name, scope });
+      await recordAudit(deps.db, {
+        ...actorOf(request.principal),
+        action: 'keys.create',
+        selector: { id: created.row.id, prefix: created.row.prefix },
+        affected: 1,
+        details: { name: created.row.name, scope: request.body.scope },
+      });
+      return reply.code(201).send({ ...presentKey(created.row), key: created.key });
+    },
+  );
+
+  app.delete(
+    '/admin/keys/:id',
+    {
+      schema: {
+        tags: ['keys'],
+        summary:
+          'Revoke an API key by id or prefix (it stops working at once on this replica, within 10 s on others)',
+        params: z.object({
+          id: z
+            .string()
+            .regex(/^([0-9a-f]{8}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/, {
+              message: 'is not a key id or prefix',
+            }),
+        }),
+        response: { 200: keySummary },
+      },
+    },
+    async (request) => {
+      const row = await revokeApiKey(deps.db, request.params.id);
+      if (row === undefined)
+        throw new ProblemError(
+          404,
+          'Unknown Key',
+          `no API key has id or prefix ${request.params.id}`,
+        );
+      keys.forget();
+      await recordAudit(deps.db, {
+        ...actorOf(request.principal),
+        action: 'keys.revoke',
+        selector: { id: row.id, prefix: row.prefix },
+        affected: 1,
+        details: { name: row.name },
+      });
+      return presentKey(row);
+    },
+  );
+};

@@ -1,0 +1,45 @@
+/**
+ * For tests that build the API in process (`@gleaner/api/testing`): settings with test
+ * defaults, and an app whose `inject()` sends an API key unless the request names its own
+ * `authorization` (an empty string sends none).
+ */
+import { extractionFragment, fragmentDefaults } from '@gleaner/config';
+import { createApiKey, type ApiKeyScope, type Database } from '@gleaner/db';
+import type { FastifyInstance, InjectOptions } from 'fastify';
+import type { ApiDeps } from './deps.js';
+
+export type ApiConfig = ApiDeps['config'];
+
+export function testApiConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
+  return {
+    API_BODY_LIMIT_BYTES: 4096,
+    API_PUBLIC_URL: undefined,
+    API_RATE_LIMIT_PER_MINUTE: 100_000,
+    API_CORS_ORIGINS: [],
+    API_LOG_REQUESTS: false,
+    SYNC_SCRAPE_TIMEOUT_MS: 1000,
+    HTTP_ALLOW_PRIVATE_NETWORKS: false,
+    DOCUMENT_MAX_BYTES: 1024 * 1024,
+    DOCUMENT_MAX_RETRIES: 3,
+    ...fragmentDefaults(extractionFragment),
+    ...overrides,
+  };
+}
+
+/** Creates a key of `scope` (admin by default) and makes it `app.inject()`'s default. */
+export async function injectWithKey(
+  app: FastifyInstance,
+  db: Database,
+  scope: ApiKeyScope = { role: 'admin', tenantId: null },
+): Promise<string> {
+  const { key } = await createApiKey(db, { name: `test ${scope.role}`, scope });
+  const inject = app.inject.bind(app) as (options: InjectOptions | string) => unknown;
+  const withKey = (options: InjectOptions | string) => {
+    const given = typeof options === 'string' ? { url: options } : options;
+    const headers = { authorization: `Bearer ${key}`, ...given.headers };
+    if (headers.authorization === '') delete (headers as { authorization?: string }).authorization;
+    return inject({ ...given, headers });
+  };
+  Object.assign(app, { inject: withKey });
+  return key;
+}
