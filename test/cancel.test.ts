@@ -1,4 +1,3 @@
-import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from '@gleaner/api';

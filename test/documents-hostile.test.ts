@@ -4,7 +4,6 @@
  * `failed` with seed 001's error type, the worker stays up throughout, and nothing the files
  * link to is fetched: a canary listener linked from a DOCX counts every connection it gets.
  */
-import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, getDocument, getDocumentText, type DbHandle } from '@gleaner/db';

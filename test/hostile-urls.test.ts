@@ -15,7 +15,6 @@
  * `SOURCE_URL_*` reason (recorded on the run's "listing done" log line), or its posting ends
  * `error` with an `HTTP_*` code in the dead-letter queue, or its site's run fails with one.
  */
-import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';

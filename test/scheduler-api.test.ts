@@ -1,4 +1,3 @@
-import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { PassThrough } from 'node:stream';
 import { buildApp } from '@gleaner/api';
 import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
