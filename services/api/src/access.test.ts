@@ -344,6 +344,10 @@ describe('keys', () => {
     );
     expect((await app.inject({ method: 'GET', url: '/sites', headers })).statusCode).toBe(401);
 
+    const listedAudit = await app.inject({ method: 'GET', url: '/admin/audit?action=keys.create' });
+    expect(listedAudit.json().items).toContainEqual(
+      expect.objectContaining({ action: 'keys.create', selector: { id, prefix }, affected: 1 }),
+    );
     const audit = await listAudit(stack.handle.db, { action: 'keys.revoke' });
     expect(audit[0]).toMatchObject({ selector: { id, prefix }, affected: 1 });
     expect(audit[0]!.actor).toMatch(/\(test admin\)$/);

@@ -66,6 +66,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   'GET /admin/keys': 'admin',
   'POST /admin/keys': 'admin',
   'DELETE /admin/keys/:id': 'admin',
+  'GET /admin/audit': 'admin',
 };
 
 const ALLOWED: Record<Access, readonly ApiKeyRow['role'][]> = {

@@ -3,6 +3,7 @@ import {
   createApiKey,
   formatApiKeyScope,
   listApiKeys,
+  listAudit,
   parseApiKeyScope,
   recordAudit,
   revokeApiKey,
@@ -49,6 +50,18 @@ const createBody = z
       .describe('admin, viewer or tenant:<id>'),
   })
   .strict();
+
+const auditEntry = z.object({
+  id: z.int(),
+  at: z.string(),
+  actor: z.string(),
+  api_key_id: z.uuid().nullable(),
+  action: z.string(),
+  selector: z.record(z.string(), z.unknown()),
+  dry_run: z.boolean(),
+  affected: z.int(),
+  details: z.record(z.string(), z.unknown()),
+});
 
 /**
  * API keys for admins: create (the key is in this one answer and nowhere else), list (never the
@@ -132,5 +145,35 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLoo
       });
       return presentKey(row);
     },
+  );
+
+  app.get(
+    '/admin/audit',
+    {
+      schema: {
+        tags: ['keys'],
+        summary: 'What operators did (key changes, dead-letter requeues and purges), newest first',
+        querystring: z
+          .object({
+            action: z.string().max(100).optional().describe('Only this action, e.g. keys.revoke'),
+            limit: z.coerce.number().int().min(1).max(1000).default(100),
+          })
+          .strict(),
+        response: { 200: z.object({ items: z.array(auditEntry) }) },
+      },
+    },
+    async (request) => ({
+      items: (await listAudit(deps.db, request.query)).map((row) => ({
+        id: row.id,
+        at: row.at.toISOString(),
+        actor: row.actor,
+        api_key_id: row.apiKeyId,
+        action: row.action,
+        selector: row.selector,
+        dry_run: row.dryRun,
+        affected: row.affected,
+        details: row.details,
+      })),
+    }),
   );
 };
