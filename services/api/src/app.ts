@@ -12,6 +12,7 @@ import {
 import type { ApiDeps } from './deps.js';
 import { bullBoardPlugin } from './plugins/bull-board.js';
 import { problemPlugin, replyWithProblem } from './plugins/problem.js';
+import { adminDeadLetterRoutes } from './routes/admin-dead-letters.js';
 import { adminDocumentRoutes } from './routes/admin-documents.js';
 import { adminExtractionRoutes } from './routes/admin-extraction.js';
 import { documentRoutes } from './routes/documents.js';
@@ -89,6 +90,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(documentRoutes, { deps });
   await app.register(adminDocumentRoutes, { deps });
   await app.register(adminExtractionRoutes, { deps });
+  await app.register(adminDeadLetterRoutes, { deps });
   await app.register(bullBoardPlugin, { deps });
   return app as unknown as FastifyInstance;
 }
