@@ -1,12 +1,9 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { getLlmExtraction, insertSite, type PostingRow } from '@gleaner/db';
 import { htmlToText } from '@gleaner/extraction';
 import { reply, startLlmServer, type FixtureLlmServer, type LlmRequest } from '@gleaner/testing';
-import { createLlmDeps } from '@gleaner/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
+import { llmStage, startPlainPagesSite, type PlainPagesSite } from './support/llm-postings.js';
 
 /**
  * Career pages without structured data, crawled through a site that asks for the LLM stage: the
@@ -40,11 +37,6 @@ const PAGES: Record<string, { title: string; body: string }> = {
       customers on the phone and in writing, and who documents each answer for the next person.</p>`,
   },
 };
-
-function page(path: string): string {
-  const { title, body } = PAGES[path]!;
-  return `<!doctype html><html><head><title>${title}</title></head><body>${body}</body></html>`;
-}
 
 /** What the fixture model answers per page: grounded, obeying the injection, inventing a company. */
 function answer(request: LlmRequest) {
@@ -96,55 +88,18 @@ function answer(request: LlmRequest) {
 
 let system: InProcessSystem;
 let llm: FixtureLlmServer;
-let site: Server;
-let siteUrl: string;
+let site: PlainPagesSite;
 
 beforeAll(async () => {
   llm = await startLlmServer({ apiKey: 'test-key', responder: answer });
-  site = createServer((request, response) => {
-    const path = request.url ?? '/';
-    if (path === '/jobs') {
-      const links = Object.keys(PAGES)
-        .map((href) => `<li><a href="${href}">${PAGES[href]!.title}</a></li>`)
-        .join('');
-      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      response.end(`<!doctype html><html><body><ul>${links}</ul></body></html>`);
-    } else if (PAGES[path]) {
-      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-      response.end(page(path));
-    } else {
-      response.writeHead(404).end();
-    }
-  });
-  await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
-  siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
-  system = await startInProcessSystem('llm_postings', {
-    more: (producer, prefix) => ({
-      deps: {
-        extraction: { version: '1.0.0', maxAttempts: 2, retryBaseMs: 0 },
-        llm: createLlmDeps(
-          {
-            ...fragmentDefaults(extractionFragment),
-            EXTRACTION_ENABLED: true,
-            EXTRACTION_RATE_LIMIT_RPM: 0,
-            EXTRACTION_RATE_LIMIT_TPM: 0,
-            QUEUE_PREFIX: prefix,
-            GROQ_API_KEY: 'test-key',
-            GROQ_BASE_URL: llm.baseURL,
-          },
-          producer,
-        ),
-      },
-      queues: ['llm-extract'],
-      concurrency: { 'llm-extract': 2 },
-    }),
-  });
+  site = await startPlainPagesSite(PAGES);
+  system = await startInProcessSystem('llm_postings', { more: llmStage(llm) });
 });
 
 afterAll(async () => {
   await system?.close();
   await llm?.close();
-  await new Promise((resolve) => site?.close(resolve));
+  await site?.close();
 });
 
 describe('career pages without structured data, through the LLM stage', () => {
@@ -152,7 +107,7 @@ describe('career pages without structured data, through the LLM stage', () => {
     const row = await insertSite(system.handle.db, {
       siteName: 'plain-pages',
       kind: 'career-site',
-      config: { url: siteUrl, listingUrl: `${siteUrl}/jobs` },
+      config: { url: site.url, listingUrl: `${site.url}/jobs` },
       minPauseSeconds: 0,
       maxPauseSeconds: 0,
       llmExtraction: true,
@@ -173,7 +128,7 @@ describe('career pages without structured data, through the LLM stage', () => {
     for (const [path, posting] of byPath) {
       expect(posting.status).toBe('ready');
       // No value absent from the page's visible text is stored.
-      const visible = (htmlToText(page(path)) ?? '').toLowerCase();
+      const visible = (htmlToText(site.page(path)) ?? '').toLowerCase();
       for (const key of ['title', 'company', 'location', 'descriptionText'] as const) {
         const value = posting[key];
         if (value !== null) expect(visible).toContain(value.toLowerCase());

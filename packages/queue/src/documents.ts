@@ -13,7 +13,12 @@ import { enqueueBulk, type Queues } from './queues.js';
 export async function enqueueDocuments(
   queues: Queues,
   work: readonly DocumentWork[],
-  options: { maxRetries: number; now?: number },
+  options: {
+    maxRetries: number;
+    now?: number;
+    /** A delay of each job's own (a dead-letter replay spreading its jobs out). */
+    delayMs?: (item: DocumentWork) => number;
+  },
 ): Promise<number> {
   const now = options.now ?? Date.now();
   const byId = new Map(work.map((item) => [item.id, item]));
@@ -27,7 +32,10 @@ export async function enqueueDocuments(
     })),
     (payload) => {
       const item = byId.get(payload.documentId)!;
-      const delay = item.nextRetryAt ? Math.max(0, item.nextRetryAt.getTime() - now) : 0;
+      const delay = Math.max(
+        item.nextRetryAt ? item.nextRetryAt.getTime() - now : 0,
+        options.delayMs?.(item) ?? 0,
+      );
       return {
         attempts: options.maxRetries + 1,
         priority: bullmqDocumentPriority(item.priority),

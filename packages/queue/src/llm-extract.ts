@@ -56,7 +56,11 @@ export async function requestLlmExtractions(
   db: Database,
   queues: Queues,
   requests: readonly Omit<LlmExtractionRequest, 'version'>[],
-  settings: LlmQueueSettings & { requeue?: readonly LlmExtractionStatus[] },
+  settings: LlmQueueSettings & {
+    requeue?: readonly LlmExtractionStatus[];
+    /** Added delayed by this much (a dead-letter replay spreading its jobs out). */
+    delayMs?: number;
+  },
 ): Promise<LlmExtractionWork[]> {
   const work = await queueLlmExtractions(
     db,

@@ -16,6 +16,7 @@ import type { ApiDeps } from './deps.js';
 import { accessPlugin, createKeyLookup } from './plugins/access.js';
 import { bullBoardPlugin } from './plugins/bull-board.js';
 import { ProblemError, problemPlugin, replyWithProblem } from './plugins/problem.js';
+import { adminDeadLetterRoutes } from './routes/admin-dead-letters.js';
 import { adminDocumentRoutes } from './routes/admin-documents.js';
 import { adminExtractionRoutes } from './routes/admin-extraction.js';
 import { adminKeyRoutes } from './routes/admin-keys.js';
@@ -144,6 +145,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(adminDocumentRoutes, { deps });
   await app.register(adminExtractionRoutes, { deps });
   await app.register(adminKeyRoutes, { deps, keys });
+  await app.register(adminDeadLetterRoutes, { deps });
   await app.register(bullBoardPlugin, { deps });
   return app as unknown as FastifyInstance;
 }

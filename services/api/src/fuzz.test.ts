@@ -10,8 +10,8 @@ import { createApiTestStack, type ApiTestStack } from './test-stack.test-support
  * The API must never answer 5xx, and every 4xx is an RFC 9457 problem whose validation errors
  * name the field.
  *
- * The admin area (Bull Board) is fuzzed as anyone can reach it: without credentials, so every
- * request must meet the 401 problem. Behind them, its API speaks its own UI's error format.
+ * Every route is fuzzed with an admin key, Bull Board's API included: its own error answers are
+ * turned into problems too.
  *
  * Deterministic: the seed draws the same requests on every run. `FUZZ_SEED=<n>` draws others,
  * and a failure prints its seed and request index.

@@ -155,7 +155,10 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLoo
         summary: 'What operators did (key changes, dead-letter requeues and purges), newest first',
         querystring: z
           .object({
-            action: z.string().max(100).optional().describe('Only this action, e.g. keys.revoke'),
+            action: storableText()
+              .max(100)
+              .optional()
+              .describe('Only this action, e.g. keys.revoke'),
             limit: z.coerce.number().int().min(1).max(1000).default(100),
           })
           .strict(),
