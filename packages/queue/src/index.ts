@@ -17,3 +17,4 @@ export * from './scheduler-status.js';
 export * from './jobs/llm-extract.js';
 export * from './llm-extract.js';
 export * from './event-stream.js';
+export * from './run-log.js';
