@@ -60,6 +60,11 @@ describe("a run's log", () => {
       expect(line.site).toBe('logged-careers');
       expect([first.runId, second.runId]).toContain(line.run);
     }
+    // The line that says how a run ended names it too.
+    expect(stdout.filter((line) => line.msg === 'run finalized').map((line) => line.run)).toEqual([
+      first.runId,
+      second.runId,
+    ]);
     // stdout stays at info: the per-posting debug lines went to the run's log only.
     expect(stdout.some((line) => line.msg === 'page fetched')).toBe(false);
 
