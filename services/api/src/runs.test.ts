@@ -1,7 +1,9 @@
 import type { AddressInfo } from 'node:net';
+import { PassThrough } from 'node:stream';
 import {
   completeListing,
   createRun,
+  deleteSite,
   finalizeRun,
   insertSite,
   settlePostings,
@@ -9,6 +11,7 @@ import {
   upsertListedPostings,
   type RunRow,
 } from '@gleaner/db';
+import { createLogger } from '@gleaner/logger';
 import {
   createRedisConnection,
   createRunLogWriter,
@@ -313,7 +316,7 @@ describe('run feeds', () => {
       db: stack.handle.db,
       redis,
       prefix,
-      logger: app.log as never,
+      logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
       pollMs: 50,
     });
     const seen: string[] = [];
@@ -336,6 +339,17 @@ describe('run feeds', () => {
     expect(feeds.stats()).toEqual({ runs: 1, streams: 1, clients: 1 });
     stopB();
     expect(feeds.stats()).toEqual({ runs: 0, streams: 0, clients: 0 });
+
+    // A run deleted with its site ends its clients' feeds.
+    const doomed = await runningRun(1);
+    const stopD = feeds.follow(doomed.run, client('d'), { lastEventId: undefined });
+    await deleteSite(stack.handle.db, doomed.site.id);
+    await waitFor(() => seen.find((entry) => entry.startsWith('d:failed')), {
+      timeoutMs: 10_000,
+      what: 'the deleted run to end its feed',
+    });
+    expect(feeds.stats().runs).toBe(0);
+    stopD();
     await feeds.close();
     expect(() => feeds.follow(run, client('c'), { lastEventId: undefined })).toThrow(/closed/);
     expect(seen.filter((entry) => entry.endsWith(':hello'))).toHaveLength(2);

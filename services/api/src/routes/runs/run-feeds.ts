@@ -121,42 +121,44 @@ export function createRunFeeds(options: RunFeedsOptions): RunFeeds {
 
   // --- progress: one poller per run --------------------------------------------------------
 
+  /** The run's progress now; undefined once the run is gone (its site was deleted). */
+  async function readProgress(
+    id: string,
+    sites: Map<string, SiteRow | undefined>,
+  ): Promise<RunProgress | undefined> {
+    const run = await getRun(db, id);
+    if (!run) return undefined;
+    if (!sites.has(run.siteScheduleId))
+      sites.set(run.siteScheduleId, await getSiteById(db, run.siteScheduleId));
+    const [withCounts] = await withProgress(db, [run]);
+    return presentRunProgress(withCounts!, sites.get(run.siteScheduleId));
+  }
+
   async function pollRun(id: string, entry: PolledRun): Promise<void> {
     const sites = new Map<string, SiteRow | undefined>();
-    let failures = 0;
+    const finish = (tell: (client: RunFeedClient) => void) => {
+      for (const client of entry.clients) tell(client);
+      entry.stop.abort();
+      if (polled.get(id) === entry) polled.delete(id);
+    };
+    let failing = false;
     while (!entry.stop.signal.aborted) {
       try {
-        const run = await getRun(db, id);
-        if (!run) throw new Error(`run ${id} no longer exists`);
-        if (!sites.has(run.siteScheduleId))
-          sites.set(run.siteScheduleId, await getSiteById(db, run.siteScheduleId));
-        const [withCounts] = await withProgress(db, [run]);
-        const progress = presentRunProgress(withCounts!, sites.get(run.siteScheduleId));
-        failures = 0;
+        const progress = await readProgress(id, sites);
+        failing = false;
+        if (entry.stop.signal.aborted) return;
+        if (!progress) return finish((client) => client.failed(new Error('the run is gone')));
         const json = JSON.stringify(progress);
         if (json !== entry.json) {
           entry.latest = progress;
           entry.json = json;
           for (const client of entry.clients) client.progress(progress);
         }
-        if (progress.ended) {
-          for (const client of entry.clients) client.ended(progress);
-          entry.stop.abort();
-          if (polled.get(id) === entry) polled.delete(id);
-          return;
-        }
+        if (progress.ended) return finish((client) => client.ended(progress));
       } catch (error) {
-        if (entry.stop.signal.aborted) return;
-        failures += 1;
-        const gone = error instanceof Error && error.message.endsWith('no longer exists');
-        // Postgres away: keep trying (each client still gets its heartbeats); a deleted run ends.
-        if (gone) {
-          for (const client of entry.clients) client.failed(error);
-          entry.stop.abort();
-          if (polled.get(id) === entry) polled.delete(id);
-          return;
-        }
-        if (failures === 1) logger.warn({ err: error, runId: id }, 'run page: progress not read');
+        // Postgres away: keep trying; each client keeps its stream (and its heartbeats).
+        if (!failing) logger.warn({ err: error, runId: id }, 'run page: progress not read');
+        failing = true;
       }
       await sleep(pollMs, undefined, { signal: entry.stop.signal }).catch(() => undefined);
     }
@@ -202,7 +204,7 @@ export function createRunFeeds(options: RunFeedsOptions): RunFeeds {
       }
       try {
         await waitForRedis(connection, 5000);
-        const reply = (await connection.xread(
+        const reply = await connection.xread(
           'COUNT',
           500,
           'BLOCK',
@@ -210,7 +212,7 @@ export function createRunFeeds(options: RunFeedsOptions): RunFeeds {
           'STREAMS',
           ...ready.map(([key]) => key),
           ...ready.map(([, stream]) => stream.cursor!),
-        ));
+        );
         failing = false;
         for (const [key, raw] of reply ?? []) {
           const stream = streams.get(key);
