@@ -1,6 +1,13 @@
 import { getLlmExtraction, insertSite, type PostingRow } from '@gleaner/db';
 import { htmlToText } from '@gleaner/extraction';
-import { reply, startLlmServer, type FixtureLlmServer, type LlmRequest } from '@gleaner/testing';
+import { createRedisConnection, readRunLogTail, runLogKey, waitForRedis } from '@gleaner/queue';
+import {
+  reply,
+  startLlmServer,
+  waitFor,
+  type FixtureLlmServer,
+  type LlmRequest,
+} from '@gleaner/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 import { llmStage, startPlainPagesSite, type PlainPagesSite } from './support/llm-postings.js';
@@ -170,5 +177,27 @@ describe('career pages without structured data, through the LLM stage', () => {
     });
     for (const request of llm.requests)
       expect(request.responseFormat).toEqual({ type: 'json_object' });
+
+    // The LLM stage's lines are in the run's log, badged LLM, though its jobs name only a posting.
+    const redis = createRedisConnection(system.namespace.url, 'producer');
+    try {
+      await waitForRedis(redis);
+      // Logged just after the settle that may end the run: sent within 100 ms of it.
+      const completed = await waitFor(
+        async () => {
+          const log = await readRunLogTail(
+            redis,
+            runLogKey(system.namespace.prefix, run.runId),
+            500,
+          );
+          const lines = log.filter((entry) => entry.line.msg === 'extraction completed');
+          return lines.length === 3 ? lines : undefined;
+        },
+        { timeoutMs: 10_000, what: "the LLM stage's lines in the run's log" },
+      );
+      expect(completed.map((entry) => entry.line.stage)).toEqual(['LLM', 'LLM', 'LLM']);
+    } finally {
+      redis.disconnect();
+    }
   });
 });

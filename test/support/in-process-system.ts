@@ -12,7 +12,9 @@ import {
   closeQueues,
   createQueues,
   createRedisConnection,
+  createRunLogWriter,
   startScrapeRun,
+  type RunLogWriter,
   type Queues,
   type WorkQueueName,
 } from '@gleaner/queue';
@@ -92,24 +94,30 @@ export async function startInProcessSystem(
     ...fetcherOverrides,
   });
   const connections: Redis[] = [];
+  const runLogs: RunLogWriter[] = [];
   const started = Array.from({ length: replicas }, () => {
     const producer = createRedisConnection(namespace.url, 'producer');
     const worker = createRedisConnection(namespace.url, 'worker');
     connections.push(producer, worker);
     const queues = createQueues(producer, namespace.prefix);
     const extra = more?.(producer, namespace.prefix);
+    const deps = testWorkerDeps({
+      db: handle.db,
+      queues,
+      fetcher,
+      producer,
+      prefix: namespace.prefix,
+      logDestination,
+    });
+    // Each run's log, as main.ts writes it at the default RUN_LOG_LEVEL.
+    const runLog = createRunLogWriter({
+      redis: producer,
+      prefix: namespace.prefix,
+      onError: (err) => deps.logger.warn({ err }, 'run log lines lost'),
+    });
+    runLogs.push(runLog);
     const runtime = startWorkers(
-      {
-        ...testWorkerDeps({
-          db: handle.db,
-          queues,
-          fetcher,
-          producer,
-          prefix: namespace.prefix,
-          logDestination,
-        }),
-        ...extra?.deps,
-      },
+      { ...deps, runLog: { writer: runLog, level: 'debug' }, ...extra?.deps },
       {
         connection: worker,
         prefix: namespace.prefix,
@@ -149,6 +157,7 @@ export async function startInProcessSystem(
     },
     async close() {
       await Promise.all(started.map(({ runtime }) => runtime.close(5000)));
+      await Promise.all(runLogs.map((runLog) => runLog.close()));
       await Promise.all(started.map(({ queues: q }) => closeQueues(q)));
       for (const connection of connections) connection.disconnect();
       await fetcher.close();

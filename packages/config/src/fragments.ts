@@ -135,6 +135,12 @@ export const workerFragment = {
    * restart, an out-of-memory kill that hits the replica taking it over) is still retried.
    */
   WORKER_MAX_STALLED_COUNT: integerFromEnv(2, { min: 0, max: 100 }),
+  /**
+   * The lowest level of the job lines copied to their run's log in Redis (the run page), apart
+   * from LOG_LEVEL: per-posting lines are debug, so the page shows each posting's fate while
+   * stdout stays at info. `silent` copies nothing.
+   */
+  RUN_LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug', 'silent']).default('debug'),
 };
 
 export const fetchFragment = {

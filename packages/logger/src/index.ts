@@ -1,6 +1,7 @@
-import { pino, type Logger, type LoggerOptions } from 'pino';
+import { format } from 'node:util';
+import { pino, type Bindings, type Level, type LogFn, type Logger, type LoggerOptions } from 'pino';
 
-export type { Logger } from 'pino';
+export type { Level, Logger } from 'pino';
 
 export interface CreateLoggerOptions {
   /** Service name stamped on every line (`api`, `worker`, `scheduler`). */
@@ -37,6 +38,7 @@ export function createLogger(options: CreateLoggerOptions): Logger {
     redact: { paths: redactPaths, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
     serializers: { err: pino.stdSerializers.err },
+    hooks: { logMethod: teeingLogMethod },
   };
   if (options.destination) return pino(base, options.destination);
   if (pretty) {
@@ -66,6 +68,102 @@ export function jobLogger(
     if (typeof data[key] === 'string') bindings[key] = data[key];
   }
   return logger.child(bindings);
+}
+
+/** One line as a tee receives it: what was logged, flattened for a person to read. */
+export interface TeeLine {
+  level: Level;
+  /** Epoch milliseconds. */
+  time: number;
+  msg: string;
+  /** The message of the error the line carries, when it is not the message itself. */
+  err?: string;
+  /** The line's own fields that hold a plain value (`listed: 20`); secrets left out. */
+  fields?: Record<string, string | number | boolean>;
+}
+
+/** Where a teed logger's lines go as well as to its stream. */
+export interface LogTee {
+  /** The lowest level handed to `write`; it may be below the logger's own level. */
+  level: Level;
+  /** Called synchronously inside the log call: buffer, never block or throw. */
+  write(line: TeeLine): void;
+}
+
+const teeSym = Symbol('gleaner.logger.tee');
+const printFromSym = Symbol('gleaner.logger.printFrom');
+
+interface TeedLogger {
+  [teeSym]?: { from: number; write: LogTee['write'] };
+  /** The level value from which lines still reach the stream (the parent's level). */
+  [printFromSym]?: number;
+}
+
+/**
+ * A child logger whose lines, its children's included, also go to `tee` from `tee.level` up,
+ * while its stream keeps to the parent's level: a run's log takes its jobs' debug lines and
+ * stdout stays at LOG_LEVEL. Only loggers made by `createLogger` hand lines to a tee (its
+ * `logMethod` hook does).
+ */
+export function teeLogger(logger: Logger, bindings: Bindings, tee: LogTee): Logger {
+  const values = logger.levels.values;
+  const from = values[tee.level]!;
+  const printFrom = logger.levelVal;
+  const child = logger.child(bindings, {
+    level: from < printFrom ? tee.level : logger.level,
+  }) as Logger & TeedLogger;
+  child[teeSym] = { from, write: (line) => tee.write(line) };
+  child[printFromSym] = printFrom;
+  return child;
+}
+
+/** Field names never handed to a tee (the last segments of `redactPaths`). */
+const secretFields = new Set(redactPaths.map((path) => path.split('.').at(-1)!));
+const MAX_TEE_FIELDS = 12;
+const MAX_TEE_FIELD_CHARS = 200;
+
+function teeLineOf(args: unknown[], level: number, labels: Record<number, string>): TeeLine {
+  const [first, ...rest] = args;
+  const merge = typeof first === 'object' && first !== null ? first : undefined;
+  const messageArgs = merge ? rest : args;
+  const error =
+    merge instanceof Error
+      ? merge
+      : (merge as { err?: unknown } | undefined)?.err instanceof Error
+        ? (merge as { err: Error }).err
+        : undefined;
+  const msg = messageArgs.length > 0 ? format(...messageArgs) : (error?.message ?? '');
+  const line: TeeLine = { level: labels[level] as Level, time: Date.now(), msg };
+  if (error && error.message !== msg) line.err = error.message;
+  if (merge && !(merge instanceof Error)) {
+    const fields: Record<string, string | number | boolean> = {};
+    let count = 0;
+    for (const [key, value] of Object.entries(merge)) {
+      if (count >= MAX_TEE_FIELDS) break;
+      if (key === 'err' || secretFields.has(key)) continue;
+      if (typeof value === 'string') fields[key] = value.slice(0, MAX_TEE_FIELD_CHARS);
+      else if (typeof value === 'number' || typeof value === 'boolean') fields[key] = value;
+      else continue;
+      count += 1;
+    }
+    if (count > 0) line.fields = fields;
+  }
+  return line;
+}
+
+/** pino's hook on every enabled log call: hands a teed logger's lines to its tee. */
+function teeingLogMethod(
+  this: Logger & TeedLogger,
+  args: Parameters<LogFn>,
+  method: LogFn,
+  level: number,
+): void {
+  const tee = this[teeSym];
+  if (tee !== undefined) {
+    if (level >= tee.from) tee.write(teeLineOf(args, level, this.levels.labels));
+    if (level < (this[printFromSym] ?? 0)) return;
+  }
+  method.apply(this, args);
 }
 
 /** Parses the `LOG_PRETTY` setting. */

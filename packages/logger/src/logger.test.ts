@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger, jobLogger } from './index.js';
+import { createLogger, jobLogger, teeLogger, type TeeLine } from './index.js';
 
 function capture() {
   const stream = new PassThrough();
@@ -33,5 +33,62 @@ describe('logger', () => {
       msg: 'fetched',
     });
     expect(JSON.stringify(lines[0])).not.toContain('secret');
+  });
+});
+
+describe('teeLogger', () => {
+  it('hands lines from the tee level up to the tee while the stream keeps its own level', async () => {
+    const { stream, lines } = capture();
+    const logger = createLogger({ service: 'worker', level: 'info', destination: stream });
+    const teed: TeeLine[] = [];
+    const log = teeLogger(
+      logger,
+      { run: 'manual_abc' },
+      {
+        level: 'debug',
+        write: (line) => teed.push(line),
+      },
+    );
+    log.debug({ url: 'https://acme.example/jobs/1' }, 'posting %s fetched', 'job-1');
+    log.info({ listed: 20, complete: true, nested: { a: 1 }, password: 'hunter2' }, 'listing done');
+    log
+      .child({ step: 'inner' })
+      .warn({ err: new Error('socket hang up') }, 'job failed; will retry');
+    log.error(new Error('boom'));
+    log.trace('below both levels');
+    await new Promise((resolve) => setImmediate(resolve));
+
+    expect(teed.map(({ time: _time, ...line }) => line)).toEqual([
+      {
+        level: 'debug',
+        msg: 'posting job-1 fetched',
+        fields: { url: 'https://acme.example/jobs/1' },
+      },
+      { level: 'info', msg: 'listing done', fields: { listed: 20, complete: true } },
+      { level: 'warn', msg: 'job failed; will retry', err: 'socket hang up' },
+      { level: 'error', msg: 'boom' },
+    ]);
+    expect(teed.every((line) => Math.abs(line.time - Date.now()) < 60_000)).toBe(true);
+    // The stream got the info lines and up, with the child's bindings, and no debug line.
+    expect(lines.map((line) => [line.msg, line.run])).toEqual([
+      ['listing done', 'manual_abc'],
+      ['job failed; will retry', 'manual_abc'],
+      ['boom', 'manual_abc'],
+    ]);
+    expect(lines[1]).toMatchObject({ step: 'inner' });
+  });
+
+  it('still tees from a silent logger, and leaves the parent untouched', async () => {
+    const { stream, lines } = capture();
+    const logger = createLogger({ service: 'worker', level: 'silent', destination: stream });
+    const teed: TeeLine[] = [];
+    const log = teeLogger(logger, {}, { level: 'info', write: (line) => teed.push(line) });
+    log.debug('too low for the tee');
+    log.info('kept');
+    logger.info('the parent is not teed');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(teed.map((line) => line.msg)).toEqual(['kept']);
+    expect(lines).toEqual([]);
+    expect(logger.level).toBe('silent');
   });
 });

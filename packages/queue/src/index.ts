@@ -18,3 +18,4 @@ export * from './jobs/llm-extract.js';
 export * from './llm-extract.js';
 export * from './event-stream.js';
 export * from './dead-letters.js';
+export * from './run-log.js';

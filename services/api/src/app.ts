@@ -26,6 +26,7 @@ import { queueRoutes } from './routes/jobs/queue.js';
 import { scrapeRoutes } from './routes/jobs/scrape.js';
 import { jobSiteRoutes } from './routes/jobs/sites.js';
 import { postingRoutes } from './routes/postings.js';
+import { runRoutes } from './routes/runs/runs.js';
 import { schedulerRoutes } from './routes/scheduler.js';
 import { siteRoutes } from './routes/sites.js';
 
@@ -139,6 +140,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(siteRoutes, { deps });
   await app.register(postingRoutes, { deps });
   await app.register(scrapeRoutes, { deps });
+  await app.register(runRoutes, { deps });
   await app.register(queueRoutes, { deps });
   await app.register(schedulerRoutes, { deps });
   await app.register(documentRoutes, { deps });

@@ -7,6 +7,7 @@ import type { JobPayload, LlmQueueSettings, Queues, WorkQueueName } from '@glean
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { DocumentWorker } from './documents/document-worker.js';
+import type { RunLogDeps } from './job-loggers.js';
 import type { ProviderGate } from './llm/provider-gate.js';
 import type { TenantTokenBudget } from './llm/tenant-budget.js';
 import type { PageAnalyser } from './page-analysis/page-analyser.js';
@@ -21,6 +22,11 @@ export interface WorkerDeps {
   gate: SiteGate;
   robots: RobotsCache;
   logger: Logger;
+  /**
+   * Where job lines about runs are copied (the run page's log), from which level; unset
+   * (RUN_LOG_LEVEL=silent) copies none. Built and closed by main.ts.
+   */
+  runLog?: RunLogDeps;
   /** Required by a worker that serves `documents`, built in main.ts only for one that does. */
   documents?: DocumentDeps;
   /**

@@ -6,9 +6,9 @@ import {
 } from '@gleaner/config';
 import { startHealthServer, startService } from '@gleaner/config/service';
 import { createDocumentParserPool } from '@gleaner/extraction/documents';
-import { llmRetryDelayMs } from '@gleaner/queue';
+import { createRunLogWriter, llmRetryDelayMs } from '@gleaner/queue';
 import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
-import type { DocumentDeps } from './context.js';
+import type { DocumentDeps, WorkerDeps } from './context.js';
 import { startWorkers } from './index.js';
 import { createLlmDeps } from './llm/llm-deps.js';
 
@@ -95,8 +95,31 @@ const started = await startService({
         heartbeatIntervalMs: config.DOCUMENT_HEARTBEAT_INTERVAL_MS,
       };
     }
+    // Job lines about runs, copied to each run's log for the run page. Closed after the workers
+    // stop (shutdown steps run last-registered first), so their last lines are sent.
+    let runLog: WorkerDeps['runLog'];
+    if (config.RUN_LOG_LEVEL !== 'silent') {
+      const writer = createRunLogWriter({
+        redis,
+        prefix: config.QUEUE_PREFIX,
+        onError: (err) => logger.warn({ err }, 'run log lines lost'),
+      });
+      onShutdown('run log', () => writer.close());
+      runLog = { writer, level: config.RUN_LOG_LEVEL };
+    }
     const runtime = startWorkers(
-      { db: database.db, queues, fetcher, gate, robots, logger, documents, extraction, llm },
+      {
+        db: database.db,
+        queues,
+        fetcher,
+        gate,
+        robots,
+        logger,
+        runLog,
+        documents,
+        extraction,
+        llm,
+      },
       {
         connection: workerConnection(),
         prefix: config.QUEUE_PREFIX,

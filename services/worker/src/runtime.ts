@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
 import { getRun } from '@gleaner/db';
 import { isClassifiedError } from '@gleaner/errors';
-import { jobLogger } from '@gleaner/logger';
 import {
   enqueue,
   jobs,
@@ -21,6 +20,7 @@ import type { Redis } from 'ioredis';
 import type { HandlerContext, JobHandler, WorkerDeps } from './context.js';
 import { createDocumentWorker, type DocumentWorker } from './documents/document-worker.js';
 import { handlers } from './handlers.js';
+import { createJobLoggers, type JobLoggers } from './job-loggers.js';
 import { createInFlightJobs, type InFlightJobs } from './job-signal.js';
 import { createPageAnalyser, type PageAnalyser } from './page-analysis/page-analyser.js';
 import { isLastAttempt, isPermanent } from './retry-decision.js';
@@ -68,18 +68,18 @@ interface ProcessorParts {
   analyser: PageAnalyser;
   inFlight: InFlightJobs;
   documentWorker: DocumentWorker | undefined;
+  loggers: JobLoggers;
 }
 
 function createProcessor<Q extends WorkQueueName>(
   queue: Q,
   deps: WorkerDeps,
-  { settlement, analyser, inFlight, documentWorker }: ProcessorParts,
+  { settlement, analyser, inFlight, documentWorker, loggers }: ProcessorParts,
   timeoutMs: number | undefined,
 ) {
   const handler = handlers[queue] as JobHandler<Q>;
   const definition = jobs[queue];
   return async (job: Job, token?: string, signal?: AbortSignal): Promise<unknown> => {
-    const log = jobLogger(deps.logger, job);
     const parsed = definition.payload.safeParse(job.data);
     if (!parsed.success) {
       // Re-validated on dequeue: a malformed payload can never succeed, so it fails for good.
@@ -88,6 +88,7 @@ function createProcessor<Q extends WorkQueueName>(
       );
     }
     const payload = parsed.data as JobPayload<Q>;
+    const log = await loggers.forJob(queue, job, payload);
     const jobSignal = inFlight.start({
       queue,
       runId: runIdOf(payload),
@@ -193,14 +194,14 @@ async function settleFailedStall(
   queue: WorkQueueName,
   jobId: string,
   deps: WorkerDeps,
-  { settlement, analyser, documentWorker }: ProcessorParts,
+  { settlement, analyser, documentWorker, loggers }: ProcessorParts,
 ): Promise<void> {
   const job = await Job.fromId(deps.queues[queue], jobId);
   if (!job || (await job.getState()) !== 'failed') return;
   const error = new Error(job.failedReason || 'job stalled more than allowable limit');
-  const log = jobLogger(deps.logger, job);
   const parsed = jobs[queue].payload.safeParse(job.data);
   if (parsed.success) {
+    const log = await loggers.forJob(queue, job, parsed.data);
     log.warn({ err: error }, 'job failed for good after stalling; giving up on it');
     const handler = handlers[queue] as JobHandler<typeof queue>;
     await handler.giveUp(parsed.data, error, {
@@ -251,7 +252,8 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     });
     void documentWorker.beat();
   }
-  const parts: ProcessorParts = { settlement, analyser, inFlight, documentWorker };
+  const loggers = createJobLoggers({ db: deps.db, logger: deps.logger, runLog: deps.runLog });
+  const parts: ProcessorParts = { settlement, analyser, inFlight, documentWorker, loggers };
   const cancellations = subscribeToRunCancellations({
     subscriber: options.connection.duplicate(),
     prefix: options.prefix,

@@ -55,6 +55,40 @@ export async function getRunByPublicId(db: Database, runId: string): Promise<Run
   return db.query.scrapeRuns.findFirst({ where: eq(scrapeRuns.runId, runId) });
 }
 
+/** How people know a run: its public id and its site's name (log lines, the run page). */
+export interface RunLabel {
+  /** `scrape_runs.id`. */
+  id: string;
+  /** The public id, `manual_…` or `sched_…`. */
+  runId: string;
+  siteName: string;
+}
+
+/** The label of a run, by its id or by a posting it lists (the posting's current run). */
+export async function getRunLabel(
+  db: Database,
+  by: { id: string } | { postingId: string },
+): Promise<RunLabel | undefined> {
+  const { rows } = await db.$client.query<{ id: string; run_id: string; site_name: string }>(
+    'id' in by
+      ? {
+          name: 'gleaner-run-label',
+          text: `SELECT r.id, r.run_id, s.site_name FROM scrape_runs r
+                 JOIN site_schedules s ON s.id = r.site_schedule_id WHERE r.id = $1`,
+          values: [by.id],
+        }
+      : {
+          name: 'gleaner-posting-run-label',
+          text: `SELECT r.id, r.run_id, s.site_name FROM postings p
+                 JOIN scrape_runs r ON r.id = p.run_id
+                 JOIN site_schedules s ON s.id = r.site_schedule_id WHERE p.id = $1`,
+          values: [by.postingId],
+        },
+  );
+  const row = rows[0];
+  return row && { id: row.id, runId: row.run_id, siteName: row.site_name };
+}
+
 export async function getActiveRunForSite(
   db: Database,
   siteId: string,

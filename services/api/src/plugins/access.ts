@@ -137,7 +137,11 @@ export function createKeyLookup(db: Database, now: () => number = Date.now): Key
   };
 }
 
-const CHALLENGE = 'Bearer realm="gleaner", Basic realm="gleaner", charset="UTF-8"';
+/**
+ * Basic alone: browsers take only the first challenge of a header, and a Bearer client needs
+ * none (its key goes in `Authorization: Bearer …` all the same).
+ */
+const CHALLENGE = 'Basic realm="gleaner", charset="UTF-8"';
 
 /**
  * Guards every route with the key its access level asks for: 401 (with a challenge a browser

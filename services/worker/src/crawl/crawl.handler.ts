@@ -31,6 +31,10 @@ export const crawlHandler: JobHandler<'crawl'> = {
             contentType: LISTING_CONTENT_TYPE,
           }
         : await fetchPolitely(posting.url, posting.site, payload.siteId, context);
+    log.debug(
+      { url: posting.url, bytes: response.body.byteLength },
+      posting.listingPayload !== null ? 'posting taken from the listing' : 'page fetched',
+    );
     const analysis = await analyser.analyse(
       {
         body: response.body,
@@ -47,6 +51,7 @@ export const crawlHandler: JobHandler<'crawl'> = {
     const { sha256, textSha256: pageText } = analysis;
     if (analysis.unchanged) {
       await settlement.settle({ status: 'skipped', postingId: posting.id, runId: payload.runId });
+      log.debug({ url: posting.url }, 'unchanged since it was last extracted; skipped');
       return { unchanged: true };
     }
     if (analysis.fields && !needsLlm(context, posting.site, analysis.fields)) {
@@ -60,6 +65,8 @@ export const crawlHandler: JobHandler<'crawl'> = {
         textSha256: pageText,
         fields: analysis.fields,
       });
+      // Extracted here, from the bytes in hand: the run log badges it as the extract stage's.
+      if (settled) log.debug({ stage: 'EXT', title: analysis.fields.title }, 'posting extracted');
       return settled ? { title: analysis.fields.title } : { skipped: true };
     }
 

@@ -49,6 +49,7 @@ export const extractHandler: JobHandler<'extract'> = {
       textSha256: posting.textSha256,
       fields,
     });
+    log.debug({ title: fields.title }, 'posting extracted from its stored page');
     return { title: fields.title };
   },
 

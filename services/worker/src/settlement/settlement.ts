@@ -101,6 +101,7 @@ export function createSettlement(
       logger.info(
         {
           runId,
+          run: closed.runId,
           status: closed.status,
           ready: closed.readyCount,
           skipped: closed.skippedCount,
