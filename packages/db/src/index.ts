@@ -21,3 +21,4 @@ export * from './repositories/documents.js';
 export * from './repositories/document-workers.js';
 export * from './repositories/llm-extractions.js';
 export * from './repositories/api-keys.js';
+export * from './repositories/metrics.js';

@@ -16,6 +16,7 @@ import { adminDocumentRoutes } from './routes/admin-documents.js';
 import { adminExtractionRoutes } from './routes/admin-extraction.js';
 import { documentRoutes } from './routes/documents.js';
 import { healthRoutes } from './routes/health.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { queueRoutes } from './routes/jobs/queue.js';
 import { scrapeRoutes } from './routes/jobs/scrape.js';
 import { jobSiteRoutes } from './routes/jobs/sites.js';
@@ -89,6 +90,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(documentRoutes, { deps });
   await app.register(adminDocumentRoutes, { deps });
   await app.register(adminExtractionRoutes, { deps });
+  await app.register(metricsRoutes, { deps });
   await app.register(bullBoardPlugin, { deps });
   return app as unknown as FastifyInstance;
 }

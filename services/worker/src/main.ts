@@ -6,7 +6,7 @@ import {
 } from '@gleaner/config';
 import { startHealthServer, startService } from '@gleaner/config/service';
 import { createDocumentParserPool } from '@gleaner/extraction/documents';
-import { llmRetryDelayMs } from '@gleaner/queue';
+import { createCounters, llmRetryDelayMs } from '@gleaner/queue';
 import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
 import type { DocumentDeps } from './context.js';
 import { startWorkers } from './index.js';
@@ -95,8 +95,25 @@ const started = await startService({
         heartbeatIntervalMs: config.DOCUMENT_HEARTBEAT_INTERVAL_MS,
       };
     }
+    // Counted for `GET /metrics` on the producer connection: while Redis is away, counts are lost.
+    const counters = createCounters({
+      redis,
+      prefix: config.QUEUE_PREFIX,
+      onError: (error) => logger.warn({ err: error }, 'could not count in Redis for the metrics'),
+    });
     const runtime = startWorkers(
-      { db: database.db, queues, fetcher, gate, robots, logger, documents, extraction, llm },
+      {
+        db: database.db,
+        queues,
+        fetcher,
+        gate,
+        robots,
+        logger,
+        counters,
+        documents,
+        extraction,
+        llm,
+      },
       {
         connection: workerConnection(),
         prefix: config.QUEUE_PREFIX,
