@@ -4,6 +4,7 @@ import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { getLlmExtraction, insertSite, type PostingRow } from '@gleaner/db';
 import { htmlToText } from '@gleaner/extraction';
 import { reply, startLlmServer, type FixtureLlmServer, type LlmRequest } from '@gleaner/testing';
+import { createRedisConnection, readLlmCounts, waitForRedis } from '@gleaner/queue';
 import { createLlmDeps } from '@gleaner/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
@@ -215,5 +216,23 @@ describe('career pages without structured data, through the LLM stage', () => {
     });
     for (const request of llm.requests)
       expect(request.responseFormat).toEqual({ type: 'json_object' });
+    // The workers counted the same calls for `GET /metrics`, and the fallbacks that answered.
+    const redis = createRedisConnection(system.namespace.url, 'producer');
+    try {
+      await waitForRedis(redis);
+      await expect
+        .poll(() => readLlmCounts(redis, system.namespace.prefix))
+        .toMatchObject({
+          requests: expect.arrayContaining([
+            { model: 'llama-3.1-8b-instant', outcome: 'ok', count: 3 },
+            { model: 'llama-3.3-70b-versatile', outcome: 'ok', count: 2 },
+          ]),
+          fallbacks: [{ reason: 'missing_fields', count: 2 }],
+        });
+      const { tokens } = await readLlmCounts(redis, system.namespace.prefix);
+      expect(tokens.find((entry) => entry.kind === 'prompt')?.count).toBeGreaterThan(0);
+    } finally {
+      redis.disconnect();
+    }
   });
 });
