@@ -1,6 +1,12 @@
 import { getLlmExtraction, insertSite, type PostingRow } from '@gleaner/db';
 import { htmlToText } from '@gleaner/extraction';
-import { createRedisConnection, readRunLogTail, runLogKey, waitForRedis } from '@gleaner/queue';
+import {
+  createRedisConnection,
+  readLlmCounts,
+  readRunLogTail,
+  runLogKey,
+  waitForRedis,
+} from '@gleaner/queue';
 import {
   reply,
   startLlmServer,
@@ -196,6 +202,19 @@ describe('career pages without structured data, through the LLM stage', () => {
         { timeoutMs: 10_000, what: "the LLM stage's lines in the run's log" },
       );
       expect(completed.map((entry) => entry.line.stage)).toEqual(['LLM', 'LLM', 'LLM']);
+
+      // The workers counted the same calls for `GET /metrics`, and the fallbacks that answered.
+      await expect
+        .poll(() => readLlmCounts(redis, system.namespace.prefix))
+        .toMatchObject({
+          requests: expect.arrayContaining([
+            { model: 'llama-3.1-8b-instant', outcome: 'ok', count: 3 },
+            { model: 'llama-3.3-70b-versatile', outcome: 'ok', count: 2 },
+          ]),
+          fallbacks: [{ reason: 'missing_fields', count: 2 }],
+        });
+      const { tokens } = await readLlmCounts(redis, system.namespace.prefix);
+      expect(tokens.find((entry) => entry.kind === 'prompt')?.count).toBeGreaterThan(0);
     } finally {
       redis.disconnect();
     }

@@ -10,6 +10,7 @@ import {
 import { createLogger } from '@gleaner/logger';
 import {
   closeQueues,
+  createCounters,
   createQueues,
   createRedisConnection,
   createRunLogWriter,
@@ -187,6 +188,7 @@ export function testWorkerDeps(parts: {
     fetcher,
     gate: createSiteGate({ redis: producer, prefix }),
     robots: createRobotsCache({ fetcher, redis: producer, prefix, userAgent: 'GleanerTest' }),
+    counters: createCounters({ redis: producer, prefix }),
     logger: createLogger({
       service: 'worker',
       level: logDestination ? 'info' : 'silent',

@@ -22,3 +22,4 @@ export * from './repositories/document-workers.js';
 export * from './repositories/llm-extractions.js';
 export * from './repositories/api-keys.js';
 export * from './repositories/dead-letters.js';
+export * from './repositories/metrics.js';

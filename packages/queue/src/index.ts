@@ -1,5 +1,6 @@
 export * from './catalogue.js';
 export * from './connection.js';
+export * from './counters.js';
 export * from './define-job.js';
 export * from './errors.js';
 export * from './queues.js';

@@ -93,6 +93,14 @@ export function extractionEventsKey(prefix: string): string {
 }
 
 /**
+ * A tenant's LLM tokens spent on one UTC day (the worker's tenant budget adds to it, the metrics
+ * read it): `<prefix>:llm:tokens:<tenant>:<YYYY-MM-DD>`.
+ */
+export function tenantTokensKey(prefix: string, tenant: string, now = Date.now()): string {
+  return `${prefix}:llm:tokens:${tenant}:${new Date(now).toISOString().slice(0, 10)}`;
+}
+
+/**
  * Published when a subject's extraction ends `ready` (seed 002's re-embed trigger): a search index
  * or embedding service re-reads the subject. `versionChanged` tells a consumer that the subject's
  * fields come from another prompt version than before.

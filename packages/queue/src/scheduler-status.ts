@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { countSchedulerPass } from './counters.js';
 
 /**
  * How scheduler replicas tell the rest of Gleaner what they do: each replica writes its status to
@@ -112,12 +113,20 @@ export const schedulerLockKey = (prefix: string, siteId: string) =>
 /** Replicas silent for this long are dropped from the status (they were killed or scaled down). */
 const FORGET_AFTER_MS = 60 * 60 * 1000;
 
+/**
+ * Publishes a replica's status after a pass, and adds that pass (`status.lastPass`) to the
+ * scheduler's counters (`counters.ts`) in the same transaction: the loop calls this once per pass.
+ */
 export async function writeSchedulerReplica(
   redis: Redis,
   prefix: string,
   status: SchedulerReplicaStatus,
 ): Promise<void> {
-  await redis.hset(replicasKey(prefix), status.replica, JSON.stringify(status));
+  const multi = redis.multi().hset(replicasKey(prefix), status.replica, JSON.stringify(status));
+  if (status.lastPass) countSchedulerPass(multi, prefix, status.lastPass);
+  const results = await multi.exec();
+  const error = results?.find(([commandError]) => commandError)?.[0];
+  if (error) throw error;
 }
 
 /**

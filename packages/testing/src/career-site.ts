@@ -38,6 +38,11 @@ export interface FixtureSiteOptions {
    * a slow site, or with a delay longer than any timeout, one that never answers. Default 0.
    */
   responseDelayMs?: number | ((target: string) => number);
+  /**
+   * Requests answered `429 Too Many Requests` with `Retry-After: 1` instead of their page: called
+   * with each request's target and how many requests for it arrived so far (1 for the first).
+   */
+  tooManyRequests?: (target: string, nth: number) => boolean;
 }
 
 /** The record an extractor should produce for a posting page (same shape as ExtractedPosting). */
@@ -108,8 +113,14 @@ export async function createFixtureCareerSite(
   const catalog = createCatalog(origin, settings);
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const target = request.url ?? '/';
-    requestCounts.set(target, (requestCounts.get(target) ?? 0) + 1);
+    const nth = (requestCounts.get(target) ?? 0) + 1;
+    requestCounts.set(target, nth);
     lastRequests.set(target, Date.now());
+    if (options.tooManyRequests?.(target, nth)) {
+      response.writeHead(429, { 'retry-after': '1', 'content-type': 'text/plain' });
+      response.end('slow down');
+      return;
+    }
     const delayMs =
       typeof options.responseDelayMs === 'function'
         ? options.responseDelayMs(target)

@@ -22,6 +22,7 @@ import { adminExtractionRoutes } from './routes/admin-extraction.js';
 import { adminKeyRoutes } from './routes/admin-keys.js';
 import { documentRoutes } from './routes/documents.js';
 import { healthRoutes } from './routes/health.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { queueRoutes } from './routes/jobs/queue.js';
 import { scrapeRoutes } from './routes/jobs/scrape.js';
 import { jobSiteRoutes } from './routes/jobs/sites.js';
@@ -148,6 +149,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(adminExtractionRoutes, { deps });
   await app.register(adminKeyRoutes, { deps, keys });
   await app.register(adminDeadLetterRoutes, { deps });
+  await app.register(metricsRoutes, { deps });
   await app.register(bullBoardPlugin, { deps });
   return app as unknown as FastifyInstance;
 }

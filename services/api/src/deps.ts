@@ -14,6 +14,7 @@ export type ApiExtractionSetting =
   | 'EXTRACTION_MAX_ATTEMPTS'
   | 'EXTRACTION_RETRY_BASE_SECONDS'
   | 'EXTRACTION_TENANT_MAX_PENDING'
+  | 'EXTRACTION_TENANT_DAILY_TOKENS'
   | 'EXTRACTION_SYNC_TIMEOUT_MS';
 
 /** Everything the API needs, built once in main.ts (or by a test) and passed in. */

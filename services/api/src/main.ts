@@ -17,6 +17,7 @@ const started = await startService({
     EXTRACTION_MAX_ATTEMPTS: extractionFragment.EXTRACTION_MAX_ATTEMPTS,
     EXTRACTION_RETRY_BASE_SECONDS: extractionFragment.EXTRACTION_RETRY_BASE_SECONDS,
     EXTRACTION_TENANT_MAX_PENDING: extractionFragment.EXTRACTION_TENANT_MAX_PENDING,
+    EXTRACTION_TENANT_DAILY_TOKENS: extractionFragment.EXTRACTION_TENANT_DAILY_TOKENS,
     EXTRACTION_SYNC_TIMEOUT_MS: extractionFragment.EXTRACTION_SYNC_TIMEOUT_MS,
   },
   async start({ config, logger, database, redis, queues, onShutdown }) {

@@ -3,7 +3,7 @@ import type { DocumentLimits, DocumentParserPool } from '@gleaner/extraction/doc
 import type { Fetcher, RobotsCache, SiteGate } from '@gleaner/http';
 import type { Logger } from '@gleaner/logger';
 import type { ExtractionSettings, LlmClient } from '@gleaner/llm';
-import type { JobPayload, LlmQueueSettings, Queues, WorkQueueName } from '@gleaner/queue';
+import type { Counters, JobPayload, LlmQueueSettings, Queues, WorkQueueName } from '@gleaner/queue';
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { DocumentWorker } from './documents/document-worker.js';
@@ -27,6 +27,8 @@ export interface WorkerDeps {
    * (RUN_LOG_LEVEL=silent) copies none. Built and closed by main.ts.
    */
   runLog?: RunLogDeps;
+  /** Jobs, site requests and LLM calls, counted in Redis for `GET /metrics`. */
+  counters: Counters;
   /** Required by a worker that serves `documents`, built in main.ts only for one that does. */
   documents?: DocumentDeps;
   /**

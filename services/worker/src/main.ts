@@ -6,7 +6,7 @@ import {
 } from '@gleaner/config';
 import { startHealthServer, startService } from '@gleaner/config/service';
 import { createDocumentParserPool } from '@gleaner/extraction/documents';
-import { createRunLogWriter, llmRetryDelayMs } from '@gleaner/queue';
+import { createCounters, createRunLogWriter, llmRetryDelayMs } from '@gleaner/queue';
 import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
 import type { DocumentDeps, WorkerDeps } from './context.js';
 import { startWorkers } from './index.js';
@@ -107,6 +107,12 @@ const started = await startService({
       onShutdown('run log', () => writer.close());
       runLog = { writer, level: config.RUN_LOG_LEVEL };
     }
+    // Counted for `GET /metrics` on the producer connection: while Redis is away, counts are lost.
+    const counters = createCounters({
+      redis,
+      prefix: config.QUEUE_PREFIX,
+      onError: (error) => logger.warn({ err: error }, 'could not count in Redis for the metrics'),
+    });
     const runtime = startWorkers(
       {
         db: database.db,
@@ -116,6 +122,7 @@ const started = await startService({
         robots,
         logger,
         runLog,
+        counters,
         documents,
         extraction,
         llm,

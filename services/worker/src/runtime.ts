@@ -5,6 +5,7 @@ import {
   enqueue,
   jobs,
   subscribeToRunCancellations,
+  type JobFailure,
   type JobPayload,
   type WorkQueueName,
 } from '@gleaner/queue';
@@ -158,6 +159,15 @@ async function abortEndedRuns(deps: WorkerDeps, inFlight: InFlightJobs): Promise
   }
 }
 
+/** A failed attempt as the job counters record it: as the dead letters do, retry class and code. */
+function failureOf(error: Error): JobFailure {
+  const permanent = error instanceof UnrecoverableError || error.name === 'UnrecoverableError';
+  const code = isClassifiedError(error)
+    ? error.code
+    : /^([A-Z][A-Z0-9_]{0,63}):/.exec(error.message)?.[1];
+  return { errorClass: permanent ? 'permanent' : 'transient', code: code ?? 'UNCLASSIFIED' };
+}
+
 /** Parks a job that will not run again in the dead-letter queue, with what is needed to requeue it. */
 async function parkDeadLetter(
   deps: WorkerDeps,
@@ -215,6 +225,7 @@ async function settleFailedStall(
       documentWorker,
     });
   }
+  deps.counters.jobFailed(queue, { errorClass: 'transient', code: 'JOB_STALLED' });
   await parkDeadLetter(deps, job, error, true);
 }
 
@@ -294,8 +305,10 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
         );
       });
     });
+    worker.on('completed', () => deps.counters.jobCompleted(queue));
     worker.on('failed', (job, error) => {
       if (!job) return;
+      deps.counters.jobFailed(queue, failureOf(error));
       parkDeadLetter(deps, job, error).catch((parkError: unknown) => {
         deps.logger.error(
           { err: parkError, queue, jobId: job.id },

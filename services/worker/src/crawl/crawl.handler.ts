@@ -3,6 +3,7 @@ import { enqueue } from '@gleaner/queue';
 import type { JobHandler } from '../context.js';
 import { handPostingToLlm, needsLlm } from '../llm/handoff.js';
 import { LISTING_CONTENT_TYPE } from '../page-analysis/page-fields.js';
+import { countSiteRequests } from '../site-requests.js';
 import { fetchPolitely } from './polite-fetch.js';
 
 /**
@@ -30,7 +31,10 @@ export const crawlHandler: JobHandler<'crawl'> = {
             body: Buffer.from(JSON.stringify(posting.listingPayload)),
             contentType: LISTING_CONTENT_TYPE,
           }
-        : await fetchPolitely(posting.url, posting.site, payload.siteId, context);
+        : await fetchPolitely(posting.url, posting.site, payload.siteId, {
+            ...context,
+            fetcher: countSiteRequests(context.fetcher, context.counters, payload.siteId),
+          });
     log.debug(
       { url: posting.url, bytes: response.body.byteLength },
       posting.listingPayload !== null ? 'posting taken from the listing' : 'page fetched',

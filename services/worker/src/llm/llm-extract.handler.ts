@@ -7,6 +7,7 @@ import {
   skipLlmExtraction,
   type LlmSubject,
 } from '@gleaner/db';
+import { isClassifiedError } from '@gleaner/errors';
 import {
   extractFields,
   isExtractableText,
@@ -68,9 +69,16 @@ async function callModel(
         });
         reservation = { id, gate };
       },
-      async afterCall({ usage, rateLimit, error }) {
+      async afterCall({ model, usage, rateLimit, error }) {
         const held = reservation!;
         reservation = undefined;
+        context.counters.llmCall({
+          model,
+          outcome:
+            error === undefined ? 'ok' : isClassifiedError(error) ? error.code : 'UNCLASSIFIED',
+          promptTokens: usage?.promptTokens,
+          completionTokens: usage?.completionTokens,
+        });
         // A 429 stops every replica until its retry-after has passed, not only this one.
         const retryAfterMs =
           error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED'
@@ -149,6 +157,7 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
         );
       throw error;
     }
+    if (result.fallbackUsed) context.counters.llmFallback(result.fallbackReason ?? 'unknown');
 
     const { completed, versionChanged } = await completeLlmExtraction(
       db,

@@ -1,3 +1,4 @@
+import { tenantTokensKey } from '@gleaner/queue';
 import type { Cluster, Redis } from 'ioredis';
 
 /**
@@ -31,7 +32,7 @@ export function createTenantTokenBudget(options: TenantTokenBudgetOptions): Tena
 
   const keyOf = (tenant: string, now: number): string => {
     if (tenant === '') throw new RangeError('tenant budget needs a tenant id');
-    return `${prefix}:llm:tokens:${tenant}:${new Date(now).toISOString().slice(0, 10)}`;
+    return tenantTokensKey(prefix, tenant, now);
   };
   const left = (used: number): number =>
     dailyTokens === 0 ? Number.POSITIVE_INFINITY : Math.max(0, dailyTokens - used);

@@ -11,6 +11,7 @@ import { crawlJob, enqueueBulk } from '@gleaner/queue';
 import { getAdapter, SourceError } from '@gleaner/sources';
 import type { JobHandler } from '../context.js';
 import { bookCrawlStarts } from '../crawl/polite-fetch.js';
+import { countSiteRequests } from '../site-requests.js';
 
 /** Postings upserted and enqueued per statement and bulk add. */
 const ENQUEUE_SLICE = 200;
@@ -46,7 +47,7 @@ export const scrapeHandler: JobHandler<'scrape'> = {
 
     const listing = await adapter.list(
       config.data,
-      { fetcher },
+      { fetcher: countSiteRequests(fetcher, context.counters, site.id) },
       { limit: run.resultsWanted, signal },
     );
     // An abort (the job's timeout, the run's cancellation) after the adapter's last request

@@ -1,0 +1,211 @@
+import type { ChainableCommander, Redis } from 'ioredis';
+import type { QueueName } from './catalogue.js';
+import type { PassReport, RepairCounts } from './scheduler-status.js';
+
+/**
+ * Cumulative counts that workers and schedulers add to as things happen and `GET /metrics` reads
+ * at scrape time. They live in Redis, one hash per family under the queue prefix
+ * (`<prefix>:metrics:jobs|sites|llm|scheduler`), because every replica is its own process: all of
+ * them add to the same fields, a replica that restarts loses nothing it counted, and any API
+ * replica reports the same totals. Only losing Redis's data resets them (Prometheus reads a lower
+ * value as a counter reset). An increment is sent as the event happens and never awaited: while
+ * Redis is unreachable increments are dropped, and the first failure of each outage is reported.
+ *
+ * Label values stay bounded: queues come from the catalogue, error codes are the packages'
+ * constants, models come from the settings, and sites are the operator's.
+ */
+export const counterKeys = (prefix: string) => ({
+  jobs: `${prefix}:metrics:jobs`,
+  sites: `${prefix}:metrics:sites`,
+  llm: `${prefix}:metrics:llm`,
+  scheduler: `${prefix}:metrics:scheduler`,
+});
+
+/** Hash fields join their label values with this; no queue, code, model or uuid contains it. */
+const SEPARATOR = '|';
+const field = (...parts: (string | number)[]) => parts.join(SEPARATOR);
+
+/** A job attempt's failure: the retry class and the error's stable code. */
+export interface JobFailure {
+  errorClass: 'permanent' | 'transient';
+  /** The error's code (`HTTP_FETCH_TIMEOUT`, `JOB_TIMEOUT`), or `UNCLASSIFIED`. */
+  code: string;
+}
+
+/** What a site did with one request: its status, or no answer at all (`failed`). */
+export interface SiteAnswer {
+  status?: number;
+  failed?: boolean;
+}
+
+/** One call to the LLM provider. */
+export interface LlmCall {
+  model: string;
+  /** `ok`, or the call's error code (`LLM_RATE_LIMITED`, `LLM_TIMEOUT`, …). */
+  outcome: string;
+  promptTokens?: number;
+  completionTokens?: number;
+}
+
+export interface Counters {
+  jobCompleted(queue: QueueName): void;
+  /** A failed attempt, whether or not the job is retried. */
+  jobFailed(queue: QueueName, failure: JobFailure): void;
+  /**
+   * A request to a site's server. Only answers and failures of the site's own server count (what
+   * the gate's outcome records); a request we refused or never sent is not counted.
+   */
+  siteRequest(siteId: string, answer: SiteAnswer): void;
+  llmCall(call: LlmCall): void;
+  /** An extraction the fallback model answered, by why the primary's answer was not kept. */
+  llmFallback(reason: string): void;
+}
+
+export interface CountersOptions {
+  redis: Redis;
+  prefix: string;
+  /** Told the first failure of each outage (the first increment that fails after one that did not). */
+  onError?: (error: unknown) => void;
+}
+
+export function createCounters({ redis, prefix, onError }: CountersOptions): Counters {
+  const keys = counterKeys(prefix);
+  let failing = false;
+  const send = (build: (multi: ChainableCommander) => ChainableCommander) => {
+    build(redis.pipeline())
+      .exec()
+      .then((results) => {
+        const error = results?.find(([commandError]) => commandError)?.[0];
+        if (error) throw error;
+        failing = false;
+      })
+      .catch((error: unknown) => {
+        if (!failing) onError?.(error);
+        failing = true;
+      });
+  };
+  return {
+    jobCompleted(queue) {
+      send((multi) => multi.hincrby(keys.jobs, field('completed', queue), 1));
+    },
+    jobFailed(queue, { errorClass, code }) {
+      send((multi) => multi.hincrby(keys.jobs, field('failed', queue, errorClass, code), 1));
+    },
+    siteRequest(siteId, { status, failed }) {
+      if (status === undefined && !failed) return;
+      send((multi) => {
+        multi.hincrby(keys.sites, field(siteId, 'requests'), 1);
+        if (status === 429) multi.hincrby(keys.sites, field(siteId, 'rate-limited'), 1);
+        return multi;
+      });
+    },
+    llmCall({ model, outcome, promptTokens, completionTokens }) {
+      send((multi) => {
+        multi.hincrby(keys.llm, field('requests', model, outcome), 1);
+        if (promptTokens) multi.hincrby(keys.llm, field('tokens', model, 'prompt'), promptTokens);
+        if (completionTokens)
+          multi.hincrby(keys.llm, field('tokens', model, 'completion'), completionTokens);
+        return multi;
+      });
+    },
+    llmFallback(reason) {
+      send((multi) => multi.hincrby(keys.llm, field('fallbacks', reason), 1));
+    },
+  };
+}
+
+/**
+ * Adds one scheduling pass to the scheduler's counters, in the transaction that publishes the
+ * replica's status after it (`writeSchedulerReplica`).
+ */
+export function countSchedulerPass(
+  multi: ChainableCommander,
+  prefix: string,
+  pass: PassReport,
+): ChainableCommander {
+  const key = counterKeys(prefix).scheduler;
+  const outcome = pass.errors.length === 0 ? 'complete' : 'incomplete';
+  multi.hincrby(key, field('passes', pass.trigger, outcome), 1);
+  if (pass.startedCount > 0) multi.hincrby(key, 'runs-started', pass.startedCount);
+  for (const [repair, count] of Object.entries(pass.repairs) as [string, number][])
+    if (count > 0) multi.hincrby(key, field('repairs', repair), count);
+  return multi;
+}
+
+/** A hash's fields split into their label values, with the count each holds. */
+async function readFamily(
+  redis: Redis,
+  key: string,
+): Promise<{ parts: string[]; value: number }[]> {
+  const entries = await redis.hgetall(key);
+  return Object.entries(entries).map(([name, value]) => ({
+    parts: name.split(SEPARATOR),
+    value: Number(value),
+  }));
+}
+
+export interface JobCounts {
+  completed: { queue: string; count: number }[];
+  failed: { queue: string; errorClass: string; code: string; count: number }[];
+}
+
+export async function readJobCounts(redis: Redis, prefix: string): Promise<JobCounts> {
+  const counts: JobCounts = { completed: [], failed: [] };
+  for (const { parts, value } of await readFamily(redis, counterKeys(prefix).jobs)) {
+    const [kind, queue = '', errorClass = '', code = ''] = parts;
+    if (kind === 'completed') counts.completed.push({ queue, count: value });
+    else if (kind === 'failed') counts.failed.push({ queue, errorClass, code, count: value });
+  }
+  return counts;
+}
+
+/** Per site id: requests its server answered or failed, and how many of them were 429s. */
+export async function readSiteCounts(
+  redis: Redis,
+  prefix: string,
+): Promise<Map<string, { requests: number; rateLimited: number }>> {
+  const sites = new Map<string, { requests: number; rateLimited: number }>();
+  for (const { parts, value } of await readFamily(redis, counterKeys(prefix).sites)) {
+    const [siteId = '', kind] = parts;
+    const site = sites.get(siteId) ?? { requests: 0, rateLimited: 0 };
+    if (kind === 'requests') site.requests = value;
+    else if (kind === 'rate-limited') site.rateLimited = value;
+    sites.set(siteId, site);
+  }
+  return sites;
+}
+
+export interface LlmCounts {
+  requests: { model: string; outcome: string; count: number }[];
+  tokens: { model: string; kind: string; count: number }[];
+  fallbacks: { reason: string; count: number }[];
+}
+
+export async function readLlmCounts(redis: Redis, prefix: string): Promise<LlmCounts> {
+  const counts: LlmCounts = { requests: [], tokens: [], fallbacks: [] };
+  for (const { parts, value } of await readFamily(redis, counterKeys(prefix).llm)) {
+    const [kind, first = '', second = ''] = parts;
+    if (kind === 'requests') counts.requests.push({ model: first, outcome: second, count: value });
+    else if (kind === 'tokens') counts.tokens.push({ model: first, kind: second, count: value });
+    else if (kind === 'fallbacks') counts.fallbacks.push({ reason: first, count: value });
+  }
+  return counts;
+}
+
+export interface SchedulerCounts {
+  passes: { trigger: string; outcome: string; count: number }[];
+  repairs: { repair: keyof RepairCounts; count: number }[];
+  runsStarted: number;
+}
+
+export async function readSchedulerCounts(redis: Redis, prefix: string): Promise<SchedulerCounts> {
+  const counts: SchedulerCounts = { passes: [], repairs: [], runsStarted: 0 };
+  for (const { parts, value } of await readFamily(redis, counterKeys(prefix).scheduler)) {
+    const [kind, first = '', second = ''] = parts;
+    if (kind === 'passes') counts.passes.push({ trigger: first, outcome: second, count: value });
+    else if (kind === 'repairs')
+      counts.repairs.push({ repair: first as keyof RepairCounts, count: value });
+    else if (kind === 'runs-started') counts.runsStarted = value;
+  }
+  return counts;
+}
