@@ -3,6 +3,7 @@ import { enqueueDocuments } from '@gleaner/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
+import { problemResponses } from '../openapi/problem.js';
 import { requireAdmin } from '../plugins/admin-auth.js';
 
 const pauseState = z.object({ paused: z.boolean() });
@@ -25,7 +26,7 @@ export const adminDocumentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = asy
       schema: {
         tags: ['documents'],
         summary: 'Pause document extraction on every worker (jobs in flight finish)',
-        response: { 200: pauseState },
+        response: { 200: pauseState, ...problemResponses() },
       },
     },
     async (request) => {
@@ -41,7 +42,7 @@ export const adminDocumentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = asy
       schema: {
         tags: ['documents'],
         summary: 'Resume document extraction',
-        response: { 200: pauseState },
+        response: { 200: pauseState, ...problemResponses() },
       },
     },
     async (request) => {
@@ -64,7 +65,10 @@ export const adminDocumentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = asy
           .strict()
           // No body at all means every failed document.
           .nullish(),
-        response: { 200: z.object({ retried: z.int(), ids: z.array(z.uuid()) }) },
+        response: {
+          200: z.object({ retried: z.int(), ids: z.array(z.uuid()) }),
+          ...problemResponses(400),
+        },
       },
     },
     async (request) => {

@@ -23,6 +23,7 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
+import { problemResponses } from '../openapi/problem.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableText } from '../storable.js';
 
@@ -379,7 +380,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         description:
           'multipart/form-data: `file` (PDF, DOCX, HTML or text; at most DOCUMENT_MAX_BYTES) with `tenant_id`, `kind` (resume, posting, other) and optional `external_id` and `priority` (-1000 to 1000, higher first). Or JSON: `{"tenant_id","kind","external_id"?,"priority"?}` with `text` or `html`. The same bytes for the same tenant are one document: a second upload answers with the first, `duplicate: true`. With LLM extraction enabled, a resume is extracted once its text is ready; a tenant with EXTRACTION_TENANT_MAX_PENDING resumes waiting is answered 429 with Retry-After, and in EXTRACTION_MODE=sync the request waits (up to EXTRACTION_SYNC_TIMEOUT_MS) and answers 200 with the extraction, or 202 when it is not done in time.',
         consumes: ['multipart/form-data', 'application/json'],
-        response: { 200: extracted, 202: accepted },
+        response: { 200: extracted, 202: accepted, ...problemResponses(400, 413, 429) },
       },
     },
     async (request, reply) => {
@@ -412,6 +413,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
             created: z.int(),
             duplicates: z.int(),
           }),
+          ...problemResponses(400, 413, 429),
         },
       },
     },
@@ -447,6 +449,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
             data: z.array(summary),
             next_cursor: z.string().nullable(),
           }),
+          ...problemResponses(400),
         },
       },
     },
@@ -497,6 +500,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
               }),
             ),
           }),
+          ...problemResponses(400),
         },
       },
     },
@@ -555,6 +559,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
               }),
             ),
           }),
+          ...problemResponses(),
         },
       },
     },
@@ -609,7 +614,10 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         tags: ['documents'],
         summary: `A document's status, errors, timings, the first ${PREVIEW_CHARS} characters of its text and its LLM extraction`,
         params: z.object({ id: z.uuid() }),
-        response: { 200: z.object({ status: z.literal('success'), data: detail }) },
+        response: {
+          200: z.object({ status: z.literal('success'), data: detail }),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request) => {
@@ -631,6 +639,13 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         description: '409 while the document has no text yet (not complete).',
         params: z.object({ id: z.uuid() }),
         produces: ['text/plain'],
+        response: {
+          200: {
+            description: 'The text',
+            content: { 'text/plain': { schema: z.string() } },
+          },
+          ...problemResponses(400, 404, 409),
+        },
       },
     },
     async (request, reply) => {

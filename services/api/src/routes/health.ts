@@ -2,6 +2,8 @@ import { pingDb } from '@gleaner/db';
 import { queueCounts } from '@gleaner/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ApiDeps } from '../deps.js';
+import { problemResponses } from '../openapi/problem.js';
+import { health, jobsHealth } from '../openapi/views.js';
 
 async function probe(
   check: () => Promise<unknown>,
@@ -36,7 +38,13 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
     '/health',
     {
       logLevel: 'warn',
-      schema: { tags: ['health'], summary: 'Overall health: Redis and Postgres reachable' },
+      schema: {
+        tags: ['health'],
+        summary: 'Overall health: Redis and Postgres reachable',
+        // Open to anyone: load balancers and compose probe it without a key.
+        security: [],
+        response: { 200: health, 503: health },
+      },
     },
     async (_request, reply) => {
       const result = await checks();
@@ -54,6 +62,7 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       schema: {
         tags: ['health'],
         summary: 'Scraping health: Redis, Postgres, queues and their workers',
+        response: { ...problemResponses(), 200: jobsHealth, 503: jobsHealth },
       },
     },
     async (_request, reply) => {

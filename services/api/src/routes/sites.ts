@@ -16,6 +16,8 @@ import { getAdapter, siteKinds } from '@gleaner/sources';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
+import { problemResponses } from '../openapi/problem.js';
+import { page, runView, siteView, success } from '../openapi/views.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableJsonObject, storableText } from '../storable.js';
 import { presentRun, presentSite } from './jobs/presenters.js';
@@ -152,10 +154,20 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
     return site;
   }
 
-  app.get('/sites', { schema: { tags: ['sites'], summary: 'Registered sites' } }, async () => {
-    const sites = await listSites(db);
-    return { status: 'success', data: sites.map(presentSite) };
-  });
+  app.get(
+    '/sites',
+    {
+      schema: {
+        tags: ['sites'],
+        summary: 'Registered sites',
+        response: { 200: success(z.array(siteView)), ...problemResponses() },
+      },
+    },
+    async () => {
+      const sites = await listSites(db);
+      return { status: 'success' as const, data: sites.map(presentSite) };
+    },
+  );
 
   app.post(
     '/sites',
@@ -164,6 +176,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         tags: ['sites'],
         summary: 'Register a site; its config is validated by its kind',
         body: createSiteBody,
+        response: { 201: success(siteView), ...problemResponses(400, 409) },
       },
     },
     async (request, reply) => {
@@ -187,9 +200,16 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
 
   app.get(
     '/sites/:site',
-    { schema: { tags: ['sites'], summary: 'One site, by id or name', params: siteParams } },
+    {
+      schema: {
+        tags: ['sites'],
+        summary: 'One site, by id or name',
+        params: siteParams,
+        response: { 200: success(siteView), ...problemResponses(400, 404) },
+      },
+    },
     async (request) => ({
-      status: 'success',
+      status: 'success' as const,
       data: presentSite(await findSite(request.params.site)),
     }),
   );
@@ -210,6 +230,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
               .describe('next_cursor from the previous page'),
           })
           .strict(),
+        response: { 200: page(runView), ...problemResponses(400, 404) },
       },
     },
     async (request) => {
@@ -217,7 +238,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
       // A cursor this API did not issue throws DB_CURSOR_INVALID, which the problem handler answers.
       const page = await listSiteRuns(db, site.id, request.query);
       return {
-        status: 'success',
+        status: 'success' as const,
         data: (await withProgress(db, page.runs)).map((run) => presentRun(run, site)),
         next_cursor: page.nextCursor,
       };
@@ -233,6 +254,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
           'Change a site: schedule, politeness, config (re-validated by its kind), or `enabled: false` to disable it',
         params: siteParams,
         body: updateSiteBody,
+        response: { 200: success(siteView), ...problemResponses(400, 404) },
       },
     },
     async (request) => {
@@ -261,7 +283,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         );
       }
       const updated = await updateSite(db, site.id, changes);
-      return { status: 'success', data: presentSite(updated ?? site) };
+      return { status: 'success' as const, data: presentSite(updated ?? site) };
     },
   );
 
@@ -276,6 +298,10 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
           '/jobs/scrape/{runId}/cancel does: its work stops on every worker, then the site, its ' +
           'runs and its postings are deleted.',
         params: siteParams,
+        response: {
+          204: z.undefined().describe('Deleted'),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request, reply) => {
