@@ -49,6 +49,7 @@ export default tseslint.config(
     files: [
       'services/*/src/main.ts',
       'services/*/src/migrate.ts',
+      'packages/cli/src/main.ts',
       '**/*.test.ts',
       'packages/testing/src/**',
       'scripts/**',

@@ -46,7 +46,7 @@ describe('the OpenAPI document', () => {
       expect(successes.length, route).toBeGreaterThan(0);
       for (const [status, response] of successes) {
         if (status === '204') continue;
-        const [media] = Object.values(response.content ?? {}) as { schema?: unknown }[];
+        const [media] = Object.values<{ schema?: unknown }>(response.content ?? {});
         expect(media?.schema, `${route} ${status}`).toBeDefined();
       }
     }

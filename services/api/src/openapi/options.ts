@@ -59,7 +59,7 @@ export const openApiOptions: SwaggerOptions = {
   },
   transform: jsonSchemaTransform,
   transformObject: (document) =>
-    withoutUnusedInputs(jsonSchemaTransformObject(document) as Document) as ReturnType<
+    withoutUnusedInputs(jsonSchemaTransformObject(document)) as ReturnType<
       typeof jsonSchemaTransformObject
     >,
 };
