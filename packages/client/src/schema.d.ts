@@ -18,7 +18,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Redis and Postgres answer */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -42,7 +42,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Redis or Postgres does not answer */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -93,7 +93,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Redis, Postgres and the queues answer */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -165,7 +165,7 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
-                /** @description Default Response */
+                /** @description Redis, Postgres or the queues do not answer */
                 503: {
                     headers: {
                         [name: string]: unknown;
@@ -228,7 +228,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The kinds and the sites */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -321,7 +321,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Every site */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -422,7 +422,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Registered */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -526,7 +526,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The site */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -729,7 +729,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description The site as changed */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -833,7 +833,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description A page of runs */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -950,7 +950,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description A page of postings */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -1057,7 +1057,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The posting */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -1380,7 +1380,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The run, its counters and postings */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -1519,7 +1519,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The run, cancelled */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -1629,7 +1629,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Counts by queue */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -1719,7 +1719,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The scheduler now */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2103,7 +2103,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description A page of documents */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2221,7 +2221,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Stored and extracted (EXTRACTION_MODE=sync) */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2250,7 +2250,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Stored and queued */
                 202: {
                     headers: {
                         [name: string]: unknown;
@@ -2376,7 +2376,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Stored and queued */
                 202: {
                     headers: {
                         [name: string]: unknown;
@@ -2492,7 +2492,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The hits, best first */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2596,7 +2596,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The documents queue now */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2708,7 +2708,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The document */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2974,7 +2974,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Paused */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -3057,7 +3057,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Resumed */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -3149,7 +3149,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description The documents retried */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -3245,7 +3245,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description The tenant's extraction status */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -3379,7 +3379,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description What was (or, in a dry run, would be) requeued */
                 200: {
                     headers: {
                         [name: string]: unknown;

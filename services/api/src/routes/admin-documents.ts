@@ -26,7 +26,7 @@ export const adminDocumentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = asy
       schema: {
         tags: ['documents'],
         summary: 'Pause document extraction on every worker (jobs in flight finish)',
-        response: { 200: pauseState, ...problemResponses() },
+        response: { 200: pauseState.describe('Paused'), ...problemResponses() },
       },
     },
     async (request) => {
@@ -42,7 +42,7 @@ export const adminDocumentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = asy
       schema: {
         tags: ['documents'],
         summary: 'Resume document extraction',
-        response: { 200: pauseState, ...problemResponses() },
+        response: { 200: pauseState.describe('Resumed'), ...problemResponses() },
       },
     },
     async (request) => {
@@ -66,7 +66,9 @@ export const adminDocumentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = asy
           // No body at all means every failed document.
           .nullish(),
         response: {
-          200: z.object({ retried: z.int(), ids: z.array(z.uuid()) }),
+          200: z
+            .object({ retried: z.int(), ids: z.array(z.uuid()) })
+            .describe('The documents retried'),
           ...problemResponses(400),
         },
       },

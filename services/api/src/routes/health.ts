@@ -43,7 +43,10 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         summary: 'Overall health: Redis and Postgres reachable',
         // Open to anyone: load balancers and compose probe it without a key.
         security: [],
-        response: { 200: health, 503: health },
+        response: {
+          200: health.describe('Redis and Postgres answer'),
+          503: health.describe('Redis or Postgres does not answer'),
+        },
       },
     },
     async (_request, reply) => {
@@ -62,7 +65,11 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       schema: {
         tags: ['health'],
         summary: 'Scraping health: Redis, Postgres, queues and their workers',
-        response: { ...problemResponses(), 200: jobsHealth, 503: jobsHealth },
+        response: {
+          ...problemResponses(),
+          200: jobsHealth.describe('Redis, Postgres and the queues answer'),
+          503: jobsHealth.describe('Redis, Postgres or the queues do not answer'),
+        },
       },
     },
     async (_request, reply) => {

@@ -39,7 +39,10 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
         tags: ['postings'],
         summary: 'Postings, most recently updated first, filtered, with cursor paging',
         querystring: postingsQuery,
-        response: { 200: page(postingView), ...problemResponses(400, 404) },
+        response: {
+          200: page(postingView).describe('A page of postings'),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request) => {
@@ -84,7 +87,10 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
         tags: ['postings'],
         summary: 'One posting',
         params: z.object({ id: z.uuid() }),
-        response: { 200: success(postingView), ...problemResponses(400, 404) },
+        response: {
+          200: success(postingView).describe('The posting'),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request) => {

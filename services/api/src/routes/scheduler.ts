@@ -93,7 +93,7 @@ export const schedulerRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
       schema: {
         tags: ['scheduler'],
         summary: 'Scheduler replicas, their last passes and repairs, due and upcoming sites',
-        response: { 200: schedulerStatus, ...problemResponses() },
+        response: { 200: schedulerStatus.describe('The scheduler now'), ...problemResponses() },
       },
     },
     async () => {

@@ -160,7 +160,10 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
       schema: {
         tags: ['sites'],
         summary: 'Registered sites',
-        response: { 200: success(z.array(siteView)), ...problemResponses() },
+        response: {
+          200: success(z.array(siteView)).describe('Every site'),
+          ...problemResponses(),
+        },
       },
     },
     async () => {
@@ -176,7 +179,10 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         tags: ['sites'],
         summary: 'Register a site; its config is validated by its kind',
         body: createSiteBody,
-        response: { 201: success(siteView), ...problemResponses(400, 409) },
+        response: {
+          201: success(siteView).describe('Registered'),
+          ...problemResponses(400, 409),
+        },
       },
     },
     async (request, reply) => {
@@ -205,7 +211,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         tags: ['sites'],
         summary: 'One site, by id or name',
         params: siteParams,
-        response: { 200: success(siteView), ...problemResponses(400, 404) },
+        response: { 200: success(siteView).describe('The site'), ...problemResponses(400, 404) },
       },
     },
     async (request) => ({
@@ -230,7 +236,10 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
               .describe('next_cursor from the previous page'),
           })
           .strict(),
-        response: { 200: page(runView), ...problemResponses(400, 404) },
+        response: {
+          200: page(runView).describe('A page of runs'),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request) => {
@@ -254,7 +263,10 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
           'Change a site: schedule, politeness, config (re-validated by its kind), or `enabled: false` to disable it',
         params: siteParams,
         body: updateSiteBody,
-        response: { 200: success(siteView), ...problemResponses(400, 404) },
+        response: {
+          200: success(siteView).describe('The site as changed'),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request) => {

@@ -11,7 +11,7 @@ export const queueRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app,
       schema: {
         tags: ['jobs'],
         summary: 'Job counts and worker counts per queue',
-        response: { 200: queueStatus, ...problemResponses() },
+        response: { 200: queueStatus.describe('Counts by queue'), ...problemResponses() },
       },
     },
     async () => {

@@ -225,7 +225,10 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         querystring: z
           .object({ limit: z.coerce.number().int().min(0).max(1000).default(100) })
           .strict(),
-        response: { 200: success(runWithPostings), ...problemResponses(400, 404) },
+        response: {
+          200: success(runWithPostings).describe('The run, its counters and postings'),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request) => {
@@ -259,7 +262,10 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
           '409 when the run has already ended, with its `run_status`. Not idempotent: a second ' +
           'cancel of the same run is a 409 whose `run_status` is `cancelled`.',
         params: runParams,
-        response: { 200: success(runView), ...problemResponses(400, 404, 409) },
+        response: {
+          200: success(runView).describe('The run, cancelled'),
+          ...problemResponses(400, 404, 409),
+        },
       },
     },
     async (request) => {

@@ -13,7 +13,7 @@ export const jobSiteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
       schema: {
         tags: ['jobs'],
         summary: 'Supported site kinds (with their config JSON Schema) and registered sites',
-        response: { 200: siteKinds, ...problemResponses() },
+        response: { 200: siteKinds.describe('The kinds and the sites'), ...problemResponses() },
       },
     },
     async () => {
