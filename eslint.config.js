@@ -50,6 +50,7 @@ export default tseslint.config(
       'services/*/src/main.ts',
       'services/*/src/migrate.ts',
       'services/api/src/create-key.ts',
+      'packages/cli/src/main.ts',
       '**/*.test.ts',
       'packages/testing/src/**',
       'scripts/**',

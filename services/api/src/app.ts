@@ -7,13 +7,13 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import {
-  jsonSchemaTransform,
   serializerCompiler,
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import type { ApiDeps } from './deps.js';
 import { accessPlugin, createKeyLookup } from './plugins/access.js';
+import { openApiOptions } from './openapi/options.js';
 import { bullBoardPlugin } from './plugins/bull-board.js';
 import { ProblemError, problemPlugin, replyWithProblem } from './plugins/problem.js';
 import { adminDeadLetterRoutes } from './routes/admin-dead-letters.js';
@@ -114,16 +114,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
         { headers: { 'retry-after': String(Math.ceil(context.ttl / 1000)) } },
       ),
   });
-  await app.register(swagger, {
-    openapi: {
-      info: {
-        title: 'Gleaner API',
-        description: 'Job postings and documents, kept fresh and structured.',
-        version: '0.1.0',
-      },
-    },
-    transform: jsonSchemaTransform,
-  });
+  await app.register(swagger, openApiOptions);
   await app.register(swaggerUi, { routePrefix: '/docs' });
   // Document uploads (POST /documents): one file of at most DOCUMENT_MAX_BYTES, a few short fields.
   await app.register(multipart, {

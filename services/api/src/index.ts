@@ -1,2 +1,3 @@
 export { buildApp } from './app.js';
 export type { ApiDeps } from './deps.js';
+export { buildOpenApiDocument } from './openapi/document.js';

@@ -3,6 +3,7 @@ import { enqueueDocuments } from '@gleaner/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
+import { problemResponses } from '../openapi/problem.js';
 
 const pauseState = z.object({ paused: z.boolean() });
 
@@ -23,7 +24,7 @@ export const adminDocumentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = asy
       schema: {
         tags: ['documents'],
         summary: 'Pause document extraction on every worker (jobs in flight finish)',
-        response: { 200: pauseState },
+        response: { 200: pauseState.describe('Paused'), ...problemResponses() },
       },
     },
     async (request) => {
@@ -39,7 +40,7 @@ export const adminDocumentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = asy
       schema: {
         tags: ['documents'],
         summary: 'Resume document extraction',
-        response: { 200: pauseState },
+        response: { 200: pauseState.describe('Resumed'), ...problemResponses() },
       },
     },
     async (request) => {
@@ -62,7 +63,12 @@ export const adminDocumentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = asy
           .strict()
           // No body at all means every failed document.
           .nullish(),
-        response: { 200: z.object({ retried: z.int(), ids: z.array(z.uuid()) }) },
+        response: {
+          200: z
+            .object({ retried: z.int(), ids: z.array(z.uuid()) })
+            .describe('The documents retried'),
+          ...problemResponses(400),
+        },
       },
     },
     async (request) => {

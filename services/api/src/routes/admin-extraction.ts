@@ -4,6 +4,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { assertTenant } from '../plugins/access.js';
+import { problemResponses } from '../openapi/problem.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableText } from '../storable.js';
 
@@ -84,7 +85,10 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
         description:
           "`status_counts` counts the tenant's extractions by status, with `none` for complete resumes never queued; `queue` gives the llm-extract queue's waiting (`queue`), running (`active`) and delayed (`retry`) jobs and its dead letters (`dlq`), across tenants; `fallback_rate` is the share of the tenant's ready extractions answered by the fallback model.",
         querystring: z.object({ tenant_id: tenantId }),
-        response: { 200: statusAnswer },
+        response: {
+          200: statusAnswer.describe("The tenant's extraction status"),
+          ...problemResponses(400),
+        },
       },
     },
     async (request) => {
@@ -121,7 +125,10 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
         description:
           'Either `status` (failed, ready, skipped… of any version) or `only_null_status` (complete resumes never extracted), at most `limit`, oldest first, queued under the current EXTRACTION_VERSION. `dry_run` reports the selection and changes nothing. 409 while extraction is disabled.',
         body: requeueBody,
-        response: { 200: requeueAnswer },
+        response: {
+          200: requeueAnswer.describe('What was (or, in a dry run, would be) requeued'),
+          ...problemResponses(400, 409),
+        },
       },
     },
     async (request) => {

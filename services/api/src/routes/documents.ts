@@ -24,6 +24,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { assertTenant, canSeeTenant } from '../plugins/access.js';
+import { problemResponses } from '../openapi/problem.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableText } from '../storable.js';
 
@@ -380,7 +381,11 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         description:
           'multipart/form-data: `file` (PDF, DOCX, HTML or text; at most DOCUMENT_MAX_BYTES) with `tenant_id`, `kind` (resume, posting, other) and optional `external_id` and `priority` (-1000 to 1000, higher first). Or JSON: `{"tenant_id","kind","external_id"?,"priority"?}` with `text` or `html`. The same bytes for the same tenant are one document: a second upload answers with the first, `duplicate: true`. With LLM extraction enabled, a resume is extracted once its text is ready; a tenant with EXTRACTION_TENANT_MAX_PENDING resumes waiting is answered 429 with Retry-After, and in EXTRACTION_MODE=sync the request waits (up to EXTRACTION_SYNC_TIMEOUT_MS) and answers 200 with the extraction, or 202 when it is not done in time.',
         consumes: ['multipart/form-data', 'application/json'],
-        response: { 200: extracted, 202: accepted },
+        response: {
+          200: extracted.describe('Stored and extracted (EXTRACTION_MODE=sync)'),
+          202: accepted.describe('Stored and queued'),
+          ...problemResponses(400, 413, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -409,11 +414,14 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         description: `Every document is validated before any is stored; at most ${BATCH_MAX}.`,
         body: z.array(documentJson).min(1).max(BATCH_MAX),
         response: {
-          202: z.object({
-            documents: z.array(accepted),
-            created: z.int(),
-            duplicates: z.int(),
-          }),
+          202: z
+            .object({
+              documents: z.array(accepted),
+              created: z.int(),
+              duplicates: z.int(),
+            })
+            .describe('Stored and queued'),
+          ...problemResponses(400, 413, 429),
         },
       },
     },
@@ -447,11 +455,14 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
           })
           .strict(),
         response: {
-          200: z.object({
-            status: z.literal('success'),
-            data: z.array(summary),
-            next_cursor: z.string().nullable(),
-          }),
+          200: z
+            .object({
+              status: z.literal('success'),
+              data: z.array(summary),
+              next_cursor: z.string().nullable(),
+            })
+            .describe('A page of documents'),
+          ...problemResponses(400),
         },
       },
     },
@@ -489,20 +500,23 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
           })
           .strict(),
         response: {
-          200: z.object({
-            status: z.literal('success'),
-            data: z.array(
-              z.object({
-                id: z.uuid(),
-                kind: z.enum(documentKinds),
-                external_id: z.string().nullable(),
-                filename: z.string().nullable(),
-                title: z.string().nullable(),
-                rank: z.number(),
-                snippet: z.string(),
-              }),
-            ),
-          }),
+          200: z
+            .object({
+              status: z.literal('success'),
+              data: z.array(
+                z.object({
+                  id: z.uuid(),
+                  kind: z.enum(documentKinds),
+                  external_id: z.string().nullable(),
+                  filename: z.string().nullable(),
+                  title: z.string().nullable(),
+                  rank: z.number(),
+                  snippet: z.string(),
+                }),
+              ),
+            })
+            .describe('The hits, best first'),
+          ...problemResponses(400),
         },
       },
     },
@@ -535,33 +549,36 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         tags: ['documents'],
         summary: "Seed 001's get_status: documents by status, throughput, pause, workers",
         response: {
-          200: z.object({
-            pending: z.int(),
-            processing: z.int(),
-            retry_pending: z.int(),
-            failed: z.int(),
-            complete: z.int(),
-            completed_24h: z.int(),
-            throughput_per_second: z.number(),
-            avg_extraction_time_ms: z.int().nullable(),
-            queue_depth: z.int().nullable().describe('Jobs waiting in Redis (null: Redis away)'),
-            paused: z.boolean().nullable(),
-            redis: z.enum(['ok', 'unavailable']),
-            active_workers: z.int(),
-            workers: z.array(
-              z.object({
-                worker_id: z.string(),
-                hostname: z.string(),
-                pid: z.int(),
-                status: z.enum(['idle', 'processing', 'paused', 'stopping', 'stopped', 'dead']),
-                jobs_completed: z.int(),
-                jobs_failed: z.int(),
-                current_document_id: z.uuid().nullable(),
-                started_at: isoDate,
-                last_heartbeat: isoDate,
-              }),
-            ),
-          }),
+          200: z
+            .object({
+              pending: z.int(),
+              processing: z.int(),
+              retry_pending: z.int(),
+              failed: z.int(),
+              complete: z.int(),
+              completed_24h: z.int(),
+              throughput_per_second: z.number(),
+              avg_extraction_time_ms: z.int().nullable(),
+              queue_depth: z.int().nullable().describe('Jobs waiting in Redis (null: Redis away)'),
+              paused: z.boolean().nullable(),
+              redis: z.enum(['ok', 'unavailable']),
+              active_workers: z.int(),
+              workers: z.array(
+                z.object({
+                  worker_id: z.string(),
+                  hostname: z.string(),
+                  pid: z.int(),
+                  status: z.enum(['idle', 'processing', 'paused', 'stopping', 'stopped', 'dead']),
+                  jobs_completed: z.int(),
+                  jobs_failed: z.int(),
+                  current_document_id: z.uuid().nullable(),
+                  started_at: isoDate,
+                  last_heartbeat: isoDate,
+                }),
+              ),
+            })
+            .describe('The documents queue now'),
+          ...problemResponses(),
         },
       },
     },
@@ -616,7 +633,10 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         tags: ['documents'],
         summary: `A document's status, errors, timings, the first ${PREVIEW_CHARS} characters of its text and its LLM extraction`,
         params: z.object({ id: z.uuid() }),
-        response: { 200: z.object({ status: z.literal('success'), data: detail }) },
+        response: {
+          200: z.object({ status: z.literal('success'), data: detail }).describe('The document'),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request) => {
@@ -639,6 +659,13 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         description: '409 while the document has no text yet (not complete).',
         params: z.object({ id: z.uuid() }),
         produces: ['text/plain'],
+        response: {
+          200: {
+            description: 'The text',
+            content: { 'text/plain': { schema: z.string() } },
+          },
+          ...problemResponses(400, 404, 409),
+        },
       },
     },
     async (request, reply) => {

@@ -2,6 +2,8 @@ import { pingDb } from '@gleaner/db';
 import { queueCounts } from '@gleaner/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ApiDeps } from '../deps.js';
+import { problemResponses } from '../openapi/problem.js';
+import { health, jobsHealth } from '../openapi/views.js';
 
 async function probe(
   check: () => Promise<unknown>,
@@ -36,7 +38,16 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
     '/health',
     {
       logLevel: 'warn',
-      schema: { tags: ['health'], summary: 'Overall health: Redis and Postgres reachable' },
+      schema: {
+        tags: ['health'],
+        summary: 'Overall health: Redis and Postgres reachable',
+        // Open to anyone: load balancers and compose probe it without a key.
+        security: [],
+        response: {
+          200: health.describe('Redis and Postgres answer'),
+          503: health.describe('Redis or Postgres does not answer'),
+        },
+      },
     },
     async (_request, reply) => {
       const result = await checks();
@@ -54,6 +65,11 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       schema: {
         tags: ['health'],
         summary: 'Scraping health: Redis, Postgres, queues and their workers',
+        response: {
+          ...problemResponses(),
+          200: jobsHealth.describe('Redis, Postgres and the queues answer'),
+          503: jobsHealth.describe('Redis, Postgres or the queues do not answer'),
+        },
       },
     },
     async (_request, reply) => {

@@ -2,6 +2,8 @@ import { getPosting, getSiteByName, postingStatuses, searchPostings } from '@gle
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
+import { problemResponses } from '../openapi/problem.js';
+import { page, postingView, success } from '../openapi/views.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableDateTime, storableText } from '../storable.js';
 import { presentPosting } from './jobs/presenters.js';
@@ -37,6 +39,10 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
         tags: ['postings'],
         summary: 'Postings, most recently updated first, filtered, with cursor paging',
         querystring: postingsQuery,
+        response: {
+          200: page(postingView).describe('A page of postings'),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request) => {
@@ -67,7 +73,7 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
         cursor: query.cursor,
       });
       return {
-        status: 'success',
+        status: 'success' as const,
         data: page.postings.map(presentPosting),
         next_cursor: page.nextCursor,
       };
@@ -76,7 +82,17 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
 
   app.get(
     '/postings/:id',
-    { schema: { tags: ['postings'], summary: 'One posting', params: z.object({ id: z.uuid() }) } },
+    {
+      schema: {
+        tags: ['postings'],
+        summary: 'One posting',
+        params: z.object({ id: z.uuid() }),
+        response: {
+          200: success(postingView).describe('The posting'),
+          ...problemResponses(400, 404),
+        },
+      },
+    },
     async (request) => {
       const posting = await getPosting(db, request.params.id);
       if (!posting) {
@@ -84,7 +100,7 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
           errors: [{ field: 'params.id', message: 'no such posting' }],
         });
       }
-      return { status: 'success', data: presentPosting(posting) };
+      return { status: 'success' as const, data: presentPosting(posting) };
     },
   );
 };

@@ -18,6 +18,8 @@ import { Job } from 'bullmq';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
+import { problemResponses } from '../openapi/problem.js';
+import { schedulerPass, schedulerPassQueued, schedulerStatus } from '../openapi/views.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableText } from '../storable.js';
 
@@ -91,6 +93,7 @@ export const schedulerRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
       schema: {
         tags: ['scheduler'],
         summary: 'Scheduler replicas, their last passes and repairs, due and upcoming sites',
+        response: { 200: schedulerStatus.describe('The scheduler now'), ...problemResponses() },
       },
     },
     async () => {
@@ -141,6 +144,13 @@ export const schedulerRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
         description:
           'A scheduler replica runs the pass (after one of its own under way) and the answer is its report (200). When no report comes within 10 s, or no scheduler replica is running, the answer is 202: the pass stays queued for the first replica that takes it.',
         body: runBody,
+        response: {
+          200: schedulerPass.describe('The pass report'),
+          202: schedulerPassQueued.describe(
+            'The pass is queued; its report will show in the status',
+          ),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request, reply) => {

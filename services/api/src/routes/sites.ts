@@ -17,6 +17,8 @@ import { getAdapter, siteKinds } from '@gleaner/sources';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
+import { problemResponses } from '../openapi/problem.js';
+import { page, runView, siteView, success } from '../openapi/views.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableJsonObject, storableText } from '../storable.js';
 import { presentRun, presentSite } from './jobs/presenters.js';
@@ -160,10 +162,23 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
     return site;
   }
 
-  app.get('/sites', { schema: { tags: ['sites'], summary: 'Registered sites' } }, async () => {
-    const sites = await listSites(db);
-    return { status: 'success', data: sites.map(presentSite) };
-  });
+  app.get(
+    '/sites',
+    {
+      schema: {
+        tags: ['sites'],
+        summary: 'Registered sites',
+        response: {
+          200: success(z.array(siteView)).describe('Every site'),
+          ...problemResponses(),
+        },
+      },
+    },
+    async () => {
+      const sites = await listSites(db);
+      return { status: 'success' as const, data: sites.map(presentSite) };
+    },
+  );
 
   app.post(
     '/sites',
@@ -172,6 +187,10 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         tags: ['sites'],
         summary: 'Register a site; its config is validated by its kind',
         body: createSiteBody,
+        response: {
+          201: success(siteView).describe('Registered'),
+          ...problemResponses(400, 409),
+        },
       },
     },
     async (request, reply) => {
@@ -195,9 +214,16 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
 
   app.get(
     '/sites/:site',
-    { schema: { tags: ['sites'], summary: 'One site, by id or name', params: siteParams } },
+    {
+      schema: {
+        tags: ['sites'],
+        summary: 'One site, by id or name',
+        params: siteParams,
+        response: { 200: success(siteView).describe('The site'), ...problemResponses(400, 404) },
+      },
+    },
     async (request) => ({
-      status: 'success',
+      status: 'success' as const,
       data: presentSite(await findSite(request.params.site)),
     }),
   );
@@ -218,6 +244,10 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
               .describe('next_cursor from the previous page'),
           })
           .strict(),
+        response: {
+          200: page(runView).describe('A page of runs'),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request) => {
@@ -225,7 +255,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
       // A cursor this API did not issue throws DB_CURSOR_INVALID, which the problem handler answers.
       const page = await listSiteRuns(db, site.id, request.query);
       return {
-        status: 'success',
+        status: 'success' as const,
         data: (await withProgress(db, page.runs)).map((run) => presentRun(run, site)),
         next_cursor: page.nextCursor,
       };
@@ -241,6 +271,10 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
           'Change a site: schedule, politeness, config (re-validated by its kind), or `enabled: false` to disable it',
         params: siteParams,
         body: updateSiteBody,
+        response: {
+          200: success(siteView).describe('The site as changed'),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request) => {
@@ -269,7 +303,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         );
       }
       const updated = await updateSite(db, site.id, changes);
-      return { status: 'success', data: presentSite(updated ?? site) };
+      return { status: 'success' as const, data: presentSite(updated ?? site) };
     },
   );
 
@@ -284,6 +318,10 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
           '/jobs/scrape/{runId}/cancel does: its work stops on every worker, then the site, its ' +
           'runs and its postings are deleted.',
         params: siteParams,
+        response: {
+          204: z.undefined().describe('Deleted'),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request, reply) => {

@@ -15,6 +15,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps.js';
 import { canSeeTenant } from '../../plugins/access.js';
+import { problemResponses } from '../../openapi/problem.js';
+import { runQueued, runSynced, runView, runWithPostings, success } from '../../openapi/views.js';
 import { ProblemError } from '../../plugins/problem.js';
 import { storableText } from '../../storable.js';
 import { presentPosting, presentRun } from './presenters.js';
@@ -97,6 +99,13 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
           'Start a scrape of a registered site (async by default; ?mode=sync for small diagnostic runs)',
         body: scrapeBody,
         querystring: scrapeQuery,
+        response: {
+          200: success(runSynced).describe('sync: the run ended in time; its postings'),
+          202: success(z.discriminatedUnion('execution_mode', [runQueued, runSynced])).describe(
+            'async: the run is queued; sync: it had not ended in time (`timed_out`)',
+          ),
+          ...problemResponses(400, 404, 409),
+        },
       },
     },
     async (request, reply) => {
@@ -217,6 +226,10 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         querystring: z
           .object({ limit: z.coerce.number().int().min(0).max(1000).default(100) })
           .strict(),
+        response: {
+          200: success(runWithPostings).describe('The run, its counters and postings'),
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request) => {
@@ -232,7 +245,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       // A tenant key sees the runs of its tenant's sites only; others do not exist for it.
       if (!canSeeTenant(request, site?.tenantId ?? null)) throw unknownRun(request.params.runId);
       return {
-        status: 'success',
+        status: 'success' as const,
         data: { ...presentRun(progress!, site), postings: postings.map(presentPosting) },
       };
     },
@@ -252,6 +265,10 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
           '409 when the run has already ended, with its `run_status`. Not idempotent: a second ' +
           'cancel of the same run is a 409 whose `run_status` is `cancelled`.',
         params: runParams,
+        response: {
+          200: success(runView).describe('The run, cancelled'),
+          ...problemResponses(400, 404, 409),
+        },
       },
     },
     async (request) => {
@@ -268,7 +285,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         );
       }
       const site = await getSiteById(db, cancelled.siteScheduleId);
-      return { status: 'success', data: presentRun(cancelled, site) };
+      return { status: 'success' as const, data: presentRun(cancelled, site) };
     },
   );
 };

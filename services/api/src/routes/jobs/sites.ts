@@ -2,6 +2,8 @@ import { listSites } from '@gleaner/db';
 import { describeAdapters } from '@gleaner/sources';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ApiDeps } from '../../deps.js';
+import { problemResponses } from '../../openapi/problem.js';
+import { siteKinds } from '../../openapi/views.js';
 import { presentSite } from './presenters.js';
 
 export const jobSiteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
@@ -11,12 +13,13 @@ export const jobSiteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
       schema: {
         tags: ['jobs'],
         summary: 'Supported site kinds (with their config JSON Schema) and registered sites',
+        response: { 200: siteKinds.describe('The kinds and the sites'), ...problemResponses() },
       },
     },
     async () => {
       const sites = await listSites(deps.db);
       return {
-        status: 'success',
+        status: 'success' as const,
         data: { kinds: describeAdapters(), sites: sites.map(presentSite) },
       };
     },

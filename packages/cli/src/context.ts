@@ -1,0 +1,63 @@
+import {
+  callUntyped,
+  createGleanerClient,
+  type GleanerClient,
+  type GleanerClientOptions,
+  type UntypedResult,
+} from '@gleaner/client';
+import type { Command } from 'commander';
+import { Output, type OutputStream } from './output.js';
+import { resolveSettings, type Settings } from './settings.js';
+
+/** What the process gives the CLI; a test gives its own. */
+export interface CliIo {
+  argv: string[];
+  env: Record<string, string | undefined>;
+  cwd: string;
+  stdout: OutputStream;
+  stderr: OutputStream;
+  /** Where to look for `.gleaner/admin-key` after `cwd`. */
+  repoRoot?: string;
+  /** How long the watch waits between polls; a test may shorten it. */
+  pollIntervalMs?: number;
+}
+
+interface GlobalOptions {
+  url?: string;
+  key?: string;
+  json?: boolean;
+}
+
+/** What a command needs: the typed client, the settings it was made with, and the output. */
+export interface CliContext {
+  api: GleanerClient;
+  settings: Settings;
+  output: Output;
+  pollIntervalMs: number;
+  /**
+   * Routes newer than the client's OpenAPI document (dead letters, API keys): same URL and key,
+   * the answer's type named by the caller. Typed calls replace these once `pnpm openapi` has
+   * picked the routes up.
+   */
+  untyped<T>(
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+    path: string,
+    init?: { query?: Record<string, string | number | boolean | undefined>; body?: unknown },
+  ): Promise<UntypedResult<T>>;
+}
+
+export function contextFor(io: CliIo, command: Command): CliContext {
+  const options = command.optsWithGlobals<GlobalOptions>();
+  const settings = resolveSettings(options, io.env, { cwd: io.cwd, repoRoot: io.repoRoot });
+  const clientOptions: GleanerClientOptions = {
+    baseUrl: settings.baseUrl,
+    ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
+  };
+  return {
+    api: createGleanerClient(clientOptions),
+    settings,
+    output: new Output(io.stdout, io.stderr, options.json === true),
+    pollIntervalMs: io.pollIntervalMs ?? 500,
+    untyped: (method, path, init) => callUntyped(clientOptions, method, path, init),
+  };
+}

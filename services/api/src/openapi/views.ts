@@ -1,0 +1,259 @@
+import {
+  postingFields,
+  postingStatuses,
+  runStatuses,
+  runTriggers,
+  snakeCase,
+  type PostingFieldKey,
+} from '@gleaner/db';
+import { noRepairs, type RepairCounts } from '@gleaner/queue';
+import { z } from 'zod';
+
+/**
+ * The response schemas of the scraping routes: what `routes/jobs/presenters.ts` and the route
+ * handlers send, field for field. The serializer validates every answer against them; the views
+ * are strict, so a field added to a presenter without its line here fails the route's tests
+ * (a 500) instead of vanishing from the answer.
+ */
+
+/**
+ * A date-time as the views write it (`toISOString()`). Documented by its format alone: the pattern
+ * `z.iso.datetime()` adds would repeat a 400-character regular expression at every date.
+ */
+export const isoDateTime = z.string().meta({ format: 'date-time' });
+
+export const siteView = z
+  .strictObject({
+    id: z.uuid(),
+    site_name: z.string(),
+    kind: z.string().describe('The adapter: career-site, greenhouse, lever, …'),
+    config: z.record(z.string(), z.unknown()).describe("The adapter's config"),
+    enabled: z.boolean(),
+    interval_minutes: z.int(),
+    last_run_at: isoDateTime.nullable(),
+    next_run_at: isoDateTime.nullable(),
+    min_pause_seconds: z.int(),
+    max_pause_seconds: z.int(),
+    max_retries: z.int(),
+    rate_limit_rps: z.number().nullable(),
+    max_concurrency: z.int(),
+    llm_extraction: z.boolean(),
+    created_at: isoDateTime,
+    updated_at: isoDateTime,
+  })
+  .meta({ id: 'Site', description: 'A registered site and its schedule' });
+
+export const runView = z
+  .strictObject({
+    run_id: z.string().describe('Public id: `manual_…` or `sched_…`'),
+    task_id: z.string().nullable(),
+    site_name: z.string().nullable(),
+    trigger: z.enum(runTriggers),
+    status: z.enum(runStatuses),
+    started_at: isoDateTime.nullable(),
+    finished_at: isoDateTime.nullable(),
+    requested_pages: z.int().describe('Postings listed so far (all of them once listed)'),
+    completed_pages: z.int().describe('Postings ready or skipped'),
+    errors_count: z.int(),
+    ready_count: z.int(),
+    skipped_count: z.int(),
+    expired_count: z.int(),
+    pending_count: z.int().optional().describe('Postings still pending'),
+    results_wanted: z.int().nullable(),
+    listing_complete: z.boolean().describe('The listing covered the whole site'),
+    message: z.string().nullable(),
+    scheduled_for: isoDateTime.nullable(),
+    created_at: isoDateTime,
+  })
+  .meta({
+    id: 'Run',
+    description: 'One scrape of one site; counters are live while it is queued or running',
+  });
+
+const fieldSchemas = {
+  text: z.string(),
+  'long-text': z.string(),
+  number: z.number(),
+  boolean: z.boolean(),
+} as const;
+
+/** The posting fields under their snake_case names, from the one field list. */
+const postingFieldViews = Object.fromEntries(
+  (Object.entries(postingFields) as [PostingFieldKey, keyof typeof fieldSchemas][]).map(
+    ([key, kind]) => [snakeCase(key), fieldSchemas[kind].nullable()],
+  ),
+) as {
+  [K in PostingFieldKey as ReturnType<typeof snakeCase<K>>]: z.ZodNullable<
+    (typeof fieldSchemas)[(typeof postingFields)[K]]
+  >;
+};
+
+export const postingView = z
+  .strictObject({
+    id: z.uuid(),
+    external_id: z.string(),
+    url: z.string(),
+    status: z.enum(postingStatuses),
+    ...postingFieldViews,
+    provenance: z
+      .record(z.string(), z.string().optional())
+      .nullable()
+      .describe('Where each field came from: ats, json-ld, microdata, rdfa, dom or llm'),
+    error: z.string().nullable(),
+    first_seen_at: isoDateTime,
+    last_seen_at: isoDateTime,
+    extracted_at: isoDateTime.nullable(),
+  })
+  .meta({ id: 'Posting', description: 'A job posting and its extracted fields' });
+
+/** A run with its postings (`GET /jobs/scrape/:runId`, a finished `?mode=sync` start). */
+export const runWithPostings = runView.extend({ postings: z.array(postingView) });
+
+/** `POST /jobs/scrape` in the default async mode: the run is queued. */
+export const runQueued = z.strictObject({
+  task_id: z.string().nullable(),
+  run_id: z.string(),
+  status: z.literal('queued'),
+  execution_mode: z.literal('async'),
+  status_url: z.string().describe('Where to follow the run: `GET /jobs/scrape/{runId}`'),
+});
+
+/** `POST /jobs/scrape?mode=sync`: the run as it ended, or as it was when the wait timed out. */
+export const runSynced = runWithPostings.extend({
+  execution_mode: z.literal('sync'),
+  timed_out: z.boolean(),
+  status_url: z.string(),
+});
+
+/** The `{status: "success", data}` envelope of the scraping routes (seed 003). */
+export const success = <T extends z.ZodType>(data: T) =>
+  z.object({ status: z.literal('success'), data });
+
+/** A page of a cursor-paged list. */
+export const page = <T extends z.ZodType>(item: T) =>
+  z.object({
+    status: z.literal('success'),
+    data: z.array(item),
+    next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null: last'),
+  });
+
+const probe = z.object({ ok: z.boolean(), error: z.string().optional() });
+const countsDescription =
+  'By queue: its waiting, active, delayed, completed, failed, prioritized and waiting-children jobs, and its connected workers';
+const queueCounts = z.record(z.string(), z.record(z.string(), z.int())).describe(countsDescription);
+
+export const health = z.object({
+  status: z.enum(['healthy', 'unhealthy']),
+  service: z.literal('api'),
+  checks: z.object({ redis: probe, postgres: probe }),
+});
+
+export const jobsHealth = z.object({
+  status: z.enum(['healthy', 'unhealthy']),
+  service: z.literal('jobs'),
+  checks: z.object({
+    redis: probe,
+    postgres: probe,
+    queues: z.union([
+      z.object({
+        ok: z.literal(true),
+        counts: z.record(z.string(), z.unknown()).describe(countsDescription),
+      }),
+      z.object({ ok: z.literal(false), error: z.string() }),
+    ]),
+  }),
+});
+
+export const queueStatus = success(queueCounts);
+
+export const siteKinds = success(
+  z.object({
+    kinds: z.array(
+      z.object({
+        kind: z.string(),
+        description: z.string(),
+        configSchema: z.unknown().describe("The kind's config, as JSON Schema"),
+      }),
+    ),
+    sites: z.array(siteView),
+  }),
+);
+
+/**
+ * What a reconciler repaired, by kind (`RepairCounts`); every kind optional, so that the status an
+ * older replica wrote before a kind existed still reads.
+ */
+const repairCounts = z
+  .object(
+    Object.fromEntries(Object.keys(noRepairs()).map((key) => [key, z.int()])) as Record<
+      keyof RepairCounts,
+      z.ZodInt
+    >,
+  )
+  .partial();
+
+const passReport = z.object({
+  replica: z.string(),
+  trigger: z.enum(['interval', 'request']),
+  site: z.string().nullable(),
+  started_at: isoDateTime,
+  duration_ms: z.number(),
+  due: z.int(),
+  started_count: z.int(),
+  started: z.array(z.object({ site: z.string(), run_id: z.string() })),
+  skipped: z
+    .record(z.string(), z.int())
+    .describe('Due sites given no run, by reason: active-run, locked, taken, disabled'),
+  repairs: repairCounts.describe("What the pass's reconciler repaired"),
+  redis: z.enum(['ok', 'unavailable']),
+  postgres: z.enum(['ok', 'unavailable']),
+  errors: z.array(z.string()),
+});
+
+const scheduledSite = z.object({
+  site_id: z.uuid(),
+  site_name: z.string(),
+  interval_minutes: z.int(),
+  next_run_at: isoDateTime,
+  lock_holder: z
+    .string()
+    .nullable()
+    .optional()
+    .describe('The replica holding the lock (due sites)'),
+});
+
+export const schedulerStatus = z.object({
+  redis: z.enum(['ok', 'unavailable']),
+  replicas: z
+    .array(
+      z.object({
+        replica: z.string(),
+        host: z.string(),
+        pid: z.int(),
+        alive: z.boolean(),
+        started_at: isoDateTime,
+        seen_at: isoDateTime,
+        interval_ms: z.number(),
+        passes: z.int(),
+        repairs_total: repairCounts.describe('Repairs since the replica started'),
+        last_pass: passReport.nullable(),
+      }),
+    )
+    .nullable()
+    .describe('null while Redis is unavailable'),
+  alive_replicas: z.int().nullable(),
+  last_pass: passReport.nullable(),
+  due: z.int(),
+  due_sites: z.array(scheduledSite),
+  upcoming_sites: z.array(scheduledSite),
+  locks_held: z.int(),
+});
+
+export const schedulerPass = passReport;
+
+export const schedulerPassQueued = z.object({
+  request_id: z.uuid(),
+  status: z.literal('queued'),
+  status_url: z.string(),
+  message: z.string(),
+});

@@ -1,0 +1,164 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '@gleaner/db';
+import { createFixtureCareerSite, repoRoot, type FixtureCareerSite } from '@gleaner/testing';
+import { startApiServer, type ApiServer } from './support/api-server.js';
+import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
+
+/**
+ * The built `gleaner` CLI as a child process against the API and workers: it registers sites,
+ * starts a run with --watch, draws its progress and exits 0 when the run succeeds, 4 when it
+ * fails; an API problem is printed with its title and detail.
+ */
+const cli = path.join(repoRoot, 'packages', 'cli', 'dist', 'main.js');
+const POSTINGS = 30;
+
+let system: InProcessSystem;
+let api: ApiServer;
+let fixture: FixtureCareerSite;
+let broken: Server;
+let brokenOrigin: string;
+let apiKey: string;
+let cwd: string;
+
+interface Finished {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `gleaner <args>` to its end (at most `timeoutMs`), with the API's URL and key. */
+function gleaner(args: string[], timeoutMs = 60_000): Promise<Finished> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [cli, ...args], {
+      // A directory of its own: no .gleaner/admin-key of the checkout is read.
+      cwd,
+      env: { PATH: process.env.PATH ?? '', GLEANER_URL: api.url, GLEANER_API_KEY: apiKey },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(
+        new Error(`gleaner ${args.join(' ')} ran past ${timeoutMs} ms:\n${stdout}\n${stderr}`),
+      );
+    }, timeoutMs);
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+beforeAll(async () => {
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`pnpm build\` first`);
+  fixture = await createFixtureCareerSite({ postings: POSTINGS, seed: 16 });
+  // A career site whose posting pages are all gone: every posting errors, and the run fails.
+  broken = createServer((request, response) => {
+    if (request.url === '/sitemap.xml') {
+      const urls = ['/jobs/a', '/jobs/b', '/jobs/c'].map(
+        (p) => `<url><loc>${brokenOrigin}${p}</loc></url>`,
+      );
+      response
+        .writeHead(200, { 'content-type': 'application/xml' })
+        .end(
+          `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${urls.join('')}</urlset>`,
+        );
+      return;
+    }
+    response.writeHead(404).end('not found');
+  });
+  await new Promise<void>((resolve) => broken.listen(0, '127.0.0.1', resolve));
+  brokenOrigin = `http://127.0.0.1:${(broken.address() as AddressInfo).port}`;
+  system = await startInProcessSystem('cli');
+  api = await startApiServer(system);
+  ({ key: apiKey } = await createApiKey(system.handle.db, {
+    name: 'cli-test',
+    scope: { role: 'admin', tenantId: null },
+  }));
+  cwd = await mkdtemp(path.join(tmpdir(), 'gleaner-cli-'));
+  for (const [name, origin] of [
+    ['fixture-careers', fixture.url],
+    ['gone-careers', brokenOrigin],
+  ] as const) {
+    // The kind defaults to career-site; no pauses between requests to a fixture.
+    const added = await gleaner([
+      'sites',
+      'add',
+      name,
+      '--set',
+      `url=${origin}`,
+      '--set',
+      `sitemapUrl=${origin}/sitemap.xml`,
+      '--pause',
+      '0',
+    ]);
+    expect(added, added.stderr).toMatchObject({ code: 0 });
+    expect(added.stdout).toMatch(new RegExp(`^site ${name} registered \\(career-site`));
+  }
+});
+
+afterAll(async () => {
+  await api?.close();
+  await system?.close();
+  await fixture?.close();
+  await new Promise((resolve) => broken?.close(resolve));
+  if (cwd) await rm(cwd, { recursive: true, force: true });
+});
+
+describe('gleaner against a running system', () => {
+  it('lists the sites it registered', async () => {
+    const listed = await gleaner(['--json', 'sites', 'list']);
+    expect(listed.code).toBe(0);
+    const names = (JSON.parse(listed.stdout) as { data: { site_name: string }[] }).data.map(
+      (site) => site.site_name,
+    );
+    expect(names.sort()).toEqual(['fixture-careers', 'gone-careers']);
+    const table = await gleaner(['sites', 'list']);
+    expect(table.stdout.split('\n')[0]).toMatch(/^NAME\s+KIND\s+ENABLED\s+EVERY/);
+    expect(table.stdout).toMatch(/^fixture-careers\s+career-site\s+yes\s+60 min/m);
+  });
+
+  it('watches a run that succeeds to its end, with progress, and exits 0', async () => {
+    const run = await gleaner(['runs', 'start', '--site', 'fixture-careers', '--watch']);
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+    // Not a terminal: one progress line per change, on stderr, the last with every posting in.
+    const progress = run.stderr.split('\n').filter((line) => /^manual_\S+ \w+: scrape/.test(line));
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.at(-1)).toMatch(
+      new RegExp(
+        `succeeded: scrape ${POSTINGS} listed, crawl ${POSTINGS}/${POSTINGS}, extract ${POSTINGS}/${POSTINGS}, 0 errors$`,
+      ),
+    );
+    expect(run.stdout).toMatch(
+      new RegExp(`^run manual_\\S+ succeeded in [\\d.]+ s: ${POSTINGS} ready, 0 skipped, 0 errors`),
+    );
+  });
+
+  it('exits non-zero for a run that fails, and says how it ended', async () => {
+    const run = await gleaner(['runs', 'start', '--site', 'gone-careers', '--watch']);
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(4);
+    expect(run.stdout).toMatch(/^run manual_\S+ failed in [\d.]+ s: 0 ready, 0 skipped, 3 errors/);
+  });
+
+  it('prints an API problem with its title and detail, and exits 1', async () => {
+    const missing = await gleaner(['runs', 'watch', 'manual_nothing_here']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain(
+      'gleaner: Unknown Run (404): no run has id manual_nothing_here',
+    );
+    const json = await gleaner(['--json', 'runs', 'cancel', 'manual_nothing_here']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 404, title: 'Unknown Run' });
+  });
+});
