@@ -38,6 +38,7 @@ export const siteView = z
     rate_limit_rps: z.number().nullable(),
     max_concurrency: z.int(),
     llm_extraction: z.boolean(),
+    tenant_id: z.string().nullable(),
     created_at: isoDateTime,
     updated_at: isoDateTime,
   })

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableDateTime, storableText } from '../storable.js';
+import { problemResponses } from '../openapi/problem.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -237,6 +238,7 @@ export const adminDeadLetterRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
             data: z.array(deadLetterView),
             next_cursor: z.string().nullable(),
           }),
+          ...problemResponses(400, 404),
         },
       },
     },
@@ -264,7 +266,7 @@ export const adminDeadLetterRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
         description:
           "The selector of `GET /admin/dead-letters`, at most `limit` entries, newest first. Each job's row goes back to a state a worker takes: a failed scrape starts a new run of its site; postings whose crawl, extract or LLM extraction failed move to a replay run of their site as `pending`; failed documents and extractions are queued again. Crawl jobs of one site are spaced by its politeness, other jobs 50 ms apart per queue (`delay_ms`). Entries whose row has moved on (a later run, a retry) are skipped with the reason. Requeued entries leave the dead letters. Recorded in the audit log, dry runs included.",
         body: requeueBody,
-        response: { 200: requeueAnswer },
+        response: { 200: requeueAnswer, ...problemResponses(400, 404) },
       },
     },
     async (request) => {
@@ -316,7 +318,7 @@ export const adminDeadLetterRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
         description:
           'The selector of `GET /admin/dead-letters` in the query, at most `limit` entries; with no selector, `all=true` is required. `dry_run=true` lists what would be purged. Recorded in the audit log, dry runs included.',
         querystring: purgeQuery,
-        response: { 200: purgeAnswer },
+        response: { 200: purgeAnswer, ...problemResponses(400, 404) },
       },
     },
     async (request) => {

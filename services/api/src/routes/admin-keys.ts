@@ -15,6 +15,7 @@ import type { ApiDeps } from '../deps.js';
 import type { KeyLookup } from '../plugins/access.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableText } from '../storable.js';
+import { problemResponses } from '../openapi/problem.js';
 
 const keySummary = z.object({
   id: z.uuid(),
@@ -80,7 +81,7 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLoo
       schema: {
         tags: ['keys'],
         summary: 'API keys (never their secrets)',
-        response: { 200: z.object({ items: z.array(keySummary) }) },
+        response: { 200: z.object({ items: z.array(keySummary) }), ...problemResponses() },
       },
     },
     async () => ({ items: (await listApiKeys(deps.db)).map(presentKey) }),
@@ -93,7 +94,7 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLoo
         tags: ['keys'],
         summary: 'Create an API key; the answer is the only place its secret appears',
         body: createBody,
-        response: { 201: keySummary.extend({ key: z.string() }) },
+        response: { 201: keySummary.extend({ key: z.string() }), ...problemResponses(400) },
       },
     },
     async (request, reply) => {
@@ -124,7 +125,7 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLoo
               message: 'is not a key id or prefix',
             }),
         }),
-        response: { 200: keySummary },
+        response: { 200: keySummary, ...problemResponses(400, 404) },
       },
     },
     async (request) => {
@@ -162,7 +163,7 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLoo
             limit: z.coerce.number().int().min(1).max(1000).default(100),
           })
           .strict(),
-        response: { 200: z.object({ items: z.array(auditEntry) }) },
+        response: { 200: z.object({ items: z.array(auditEntry) }), ...problemResponses(400) },
       },
     },
     async (request) => ({

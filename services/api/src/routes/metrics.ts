@@ -1,6 +1,8 @@
+import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ApiDeps } from '../deps.js';
 import { createSystemMetrics } from '../metrics/system-metrics.js';
+import { problemResponses } from '../openapi/problem.js';
 
 /**
  * `GET /metrics`: the whole system in the Prometheus text format (README, "Metrics"), for viewer
@@ -29,6 +31,13 @@ export const metricsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
         summary: 'Queues, sites, work, LLM and scheduler metrics in the Prometheus text format',
         description:
           'Read at scrape time from Redis and Postgres, so every API replica answers the same: point Prometheus at one. Families whose source did not answer are left out and `gleaner_metrics_collector_success` says which.',
+        response: {
+          200: {
+            description: 'The Prometheus text exposition format, version 0.0.4',
+            content: { 'text/plain': { schema: z.string() } },
+          },
+          ...problemResponses(),
+        },
       },
     },
     async (_request, reply) => {

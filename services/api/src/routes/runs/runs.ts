@@ -5,6 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../../deps.js';
+import { problemResponses } from '../../openapi/problem.js';
 import { canSeeTenant, tenantOf } from '../../plugins/access.js';
 import { ProblemError } from '../../plugins/problem.js';
 import { createRunFeeds, isStreamId, type RunLogEntry } from './run-feeds.js';
@@ -77,6 +78,10 @@ export const runRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, {
         tags: ['runs'],
         summary: "A run's page: its stages and live log (HTML)",
         params: runParams,
+        response: {
+          200: { description: 'The page', content: { 'text/html': { schema: z.string() } } },
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request, reply) => {
@@ -106,6 +111,13 @@ export const runRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, {
           "id is the last line's, so `Last-Event-ID` resumes after it), and `end` once the run " +
           'is over, after which the stream closes.',
         params: runParams,
+        response: {
+          200: {
+            description: 'The event stream',
+            content: { 'text/event-stream': { schema: z.string() } },
+          },
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request, reply) => {
