@@ -5,7 +5,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { buildApp } from '@gleaner/api';
 import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
-import { getRunByPublicId, insertSite, type SiteRow } from '@gleaner/db';
+import { createApiKey, getRunByPublicId, insertSite, type SiteRow } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
 import { createRedisConnection } from '@gleaner/queue';
 import { createFixtureCareerSite, waitFor, type FixtureCareerSite } from '@gleaner/testing';
@@ -102,18 +102,50 @@ async function startRun(site: SiteRow): Promise<string> {
   return response.json<{ data: { run_id: string } }>().data.run_id;
 }
 
+describe('Bull Board in a browser', () => {
+  it('renders its queues, not raw translation keys, for a viewer who may look but not act', async () => {
+    const { key } = await createApiKey(system.handle.db, {
+      name: 'viewer',
+      scope: { role: 'viewer', tenantId: null },
+    });
+    // Bull Board asks for web fonts from the internet: blocked here, and it renders without them.
+    const offsite: string[] = [];
+    const { context, page } = await openPage(key, offsite);
+    await page.goto(`${origin}/admin/queues`);
+    await expect
+      .poll(() => page.locator('body').innerText(), { timeout: 30_000, interval: 200 })
+      .toMatch(/\bcrawl\b[\s\S]*\bscrape\b/);
+    const text = await page.locator('body').innerText();
+    // An untranslated label reads like `DASHBOARD.TITLE` or `QUEUE.STATUS.ACTIVE`.
+    expect(text).not.toMatch(/\b[A-Z]{3,}(?:_[A-Z]+)*\.[A-Z][A-Z_.]+\b/);
+    // Its own requests carry the key the browser was given: a viewer's actions are refused.
+    const pause = await page.evaluate(async () => {
+      const response = await fetch('/admin/queues/api/queues/scrape/pause', { method: 'PUT' });
+      return response.status;
+    });
+    expect(pause).toBe(403);
+    expect(await system.queues.scrape.isPaused()).toBe(false);
+    await mkdir(path.dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT.replace('run-page', 'bull-board'), fullPage: true });
+    await context.close();
+  });
+});
+
 /** A page that may reach loopback only; whatever else it asks for is blocked and counted. */
-async function openPage(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+async function openPage(
+  key: string = adminKey,
+  blockedHere: string[] = blocked,
+): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
   // As a person signs in: the page answers 401 with a Basic challenge, the browser answers it
   // with the key as the password, and sends it again with the page's own requests (its events).
   const context = await browser.newContext({
     viewport: { width: 1200, height: 900 },
-    httpCredentials: { username: 'operator', password: adminKey },
+    httpCredentials: { username: 'operator', password: key },
   });
   await context.route('**/*', async (route) => {
     const { hostname } = new URL(route.request().url());
     if (hostname === '127.0.0.1' || hostname === 'localhost') return route.continue();
-    blocked.push(route.request().url());
+    blockedHere.push(route.request().url());
     return route.abort('blockedbyclient');
   });
   const page = await context.newPage();
