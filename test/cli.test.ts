@@ -7,14 +7,21 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '@gleaner/db';
-import { createFixtureCareerSite, repoRoot, type FixtureCareerSite } from '@gleaner/testing';
+import {
+  createFixtureCareerSite,
+  repoRoot,
+  waitFor,
+  type FixtureCareerSite,
+} from '@gleaner/testing';
 import { startApiServer, type ApiServer } from './support/api-server.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 
 /**
  * The built `gleaner` CLI as a child process against the API and workers: it registers sites,
  * starts a run with --watch, draws its progress and exits 0 when the run succeeds, 4 when it
- * fails; an API problem is printed with its title and detail.
+ * fails; an API problem is printed with its title and detail. The failed run's pages land in the
+ * dead letters, which it lists and requeues as a dry run; a key it creates works until it revokes
+ * it.
  */
 const cli = path.join(repoRoot, 'packages', 'cli', 'dist', 'main.js');
 const POSTINGS = 30;
@@ -33,13 +40,16 @@ interface Finished {
   stderr: string;
 }
 
-/** Runs `gleaner <args>` to its end (at most `timeoutMs`), with the API's URL and key. */
-function gleaner(args: string[], timeoutMs = 60_000): Promise<Finished> {
+/** Runs `gleaner <args>` to its end (at most `timeoutMs`), with the API's URL and a key. */
+function gleaner(
+  args: string[],
+  { key = apiKey, timeoutMs = 60_000 }: { key?: string; timeoutMs?: number } = {},
+): Promise<Finished> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cli, ...args], {
       // A directory of its own: no .gleaner/admin-key of the checkout is read.
       cwd,
-      env: { PATH: process.env.PATH ?? '', GLEANER_URL: api.url, GLEANER_API_KEY: apiKey },
+      env: { PATH: process.env.PATH ?? '', GLEANER_URL: api.url, GLEANER_API_KEY: key },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -151,6 +161,57 @@ describe('gleaner against a running system', () => {
     expect(run.stdout).toMatch(/^run manual_\S+ failed in [\d.]+ s: 0 ready, 0 skipped, 3 errors/);
   });
 
+  it('lists the failed run’s pages in the dead letters, and requeues them only as a dry run', async () => {
+    // The run above: each of its 3 pages answered 404, a permanent error, so each crawl job was
+    // parked at once (right after it failed, which may be just after the run ended).
+    const listJson = async () => {
+      const listed = await gleaner(['--json', 'dead-letters', 'list', '--site', 'gone-careers']);
+      expect(listed.code, listed.stderr).toBe(0);
+      return (JSON.parse(listed.stdout) as { data: { run_id: string }[] }).data;
+    };
+    const letters = await waitFor(
+      async () => {
+        const data = await listJson();
+        return data.length === 3 ? data : undefined;
+      },
+      { timeoutMs: 30_000, what: 'three dead letters of gone-careers' },
+    );
+    const runId = letters[0]!.run_id;
+    expect(runId).toMatch(/^manual_/);
+
+    const table = await gleaner(['dead-letters', 'list', '--site', 'gone-careers']);
+    expect(table.code).toBe(0);
+    const rows = table.stdout.trimEnd().split('\n');
+    expect(rows[0]).toMatch(
+      /^FAILED_AT\s+QUEUE\s+SITE\s+RUN\s+TENANT\s+ERROR_CLASS\s+ATTEMPTS\s+MESSAGE$/,
+    );
+    expect(rows.slice(1)).toEqual(
+      Array(3).fill(
+        expect.stringMatching(
+          new RegExp(
+            `^\\S+Z\\s+crawl\\s+gone-careers\\s+${runId}\\s+-\\s+HTTP_STATUS_404\\s+1\\s+.*404`,
+          ),
+        ),
+      ),
+    );
+
+    const dry = await gleaner(['dead-letters', 'requeue', '--site', 'gone-careers']);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain(
+      'dry run: 3 of 3 matching dead letters would be requeued, 0 skipped; nothing changed (add --yes to requeue them)\n',
+    );
+    expect(
+      dry.stdout.match(/^crawl\s+gone-careers\s+\S+\s+HTTP_STATUS_404\s+would_requeue\s/gm),
+    ).toHaveLength(3);
+    // Nothing changed: the dead letters are all still there, and the dry run is in the audit log.
+    expect(await listJson()).toHaveLength(3);
+    const audit = await gleaner(['audit', 'list', '--action', 'dead_letters.requeue']);
+    expect(audit.code).toBe(0);
+    expect(audit.stdout).toMatch(
+      /^\S+Z\s+\w{8} \(cli-test\)\s+dead_letters\.requeue\s+yes\s+3\s+\{.*"site":"gone-careers"/m,
+    );
+  });
+
   it('prints an API problem with its title and detail, and exits 1', async () => {
     const missing = await gleaner(['runs', 'watch', 'manual_nothing_here']);
     expect(missing.code).toBe(1);
@@ -160,5 +221,37 @@ describe('gleaner against a running system', () => {
     const json = await gleaner(['--json', 'runs', 'cancel', 'manual_nothing_here']);
     expect(json.code).toBe(1);
     expect(JSON.parse(json.stdout)).toMatchObject({ status: 404, title: 'Unknown Run' });
+  });
+
+  it('creates a viewer key that works, and revokes it by its prefix', async () => {
+    const created = await gleaner(['keys', 'create', '--name', 'cli-viewer', '--scope', 'viewer']);
+    expect(created.code, created.stderr).toBe(0);
+    // The key alone on stdout; its prefix is the 8 hex digits after `glk_`.
+    const [, prefix] = /^glk_([0-9a-f]{8})_\S+\n$/.exec(created.stdout) ?? [];
+    expect(prefix).toBeDefined();
+    const viewerKey = created.stdout.trim();
+
+    const read = await gleaner(['sites', 'list'], { key: viewerKey });
+    expect(read.code, read.stderr).toBe(0);
+    expect(read.stdout).toMatch(/^gone-careers\s+career-site/m);
+    const write = await gleaner(['keys', 'list'], { key: viewerKey });
+    expect(write.code).toBe(1);
+    expect(write.stderr).toContain(
+      'gleaner: Forbidden (403): a key of scope viewer may not GET /admin/keys',
+    );
+
+    const listed = await gleaner(['keys', 'list']);
+    expect(listed.stdout).toMatch(new RegExp(`^${prefix}\\s+cli-viewer\\s+viewer\\s`, 'm'));
+    const revoked = await gleaner(['keys', 'revoke', prefix!]);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stdout).toBe(`key ${prefix} (cli-viewer, viewer) revoked\n`);
+
+    const refused = await gleaner(['sites', 'list'], { key: viewerKey });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe('gleaner: Unauthorized (401): the API key is unknown or revoked\n');
+    const audit = await gleaner(['--json', 'audit', 'list', '--action', 'keys.revoke']);
+    expect(JSON.parse(audit.stdout)).toMatchObject({
+      items: [{ action: 'keys.revoke', selector: { prefix }, affected: 1 }],
+    });
   });
 });

@@ -1,11 +1,9 @@
 import { PassThrough } from 'node:stream';
 import { buildApp } from '@gleaner/api';
-import { extractionFragment, fragmentDefaults } from '@gleaner/config';
+import { testApiConfig, type ApiConfig } from '@gleaner/api/testing';
 import { createLogger } from '@gleaner/logger';
 import { createRedisConnection } from '@gleaner/queue';
 import type { InProcessSystem } from './in-process-system.js';
-
-type AppConfig = Parameters<typeof buildApp>[0]['config'];
 
 export interface ApiServer {
   app: Awaited<ReturnType<typeof buildApp>>;
@@ -21,22 +19,15 @@ export interface ApiServer {
  */
 export async function startApiServer(
   system: InProcessSystem,
-  config: Partial<AppConfig> = {},
+  config: Partial<ApiConfig> = {},
 ): Promise<ApiServer> {
   const producer = createRedisConnection(system.namespace.url, 'producer');
   const app = await buildApp({
-    config: {
+    config: testApiConfig({
       API_BODY_LIMIT_BYTES: 64 * 1024,
-      API_PUBLIC_URL: undefined,
-      ADMIN_USERNAME: 'admin',
-      ADMIN_PASSWORD: undefined,
-      SYNC_SCRAPE_TIMEOUT_MS: 1000,
       HTTP_ALLOW_PRIVATE_NETWORKS: true,
-      DOCUMENT_MAX_BYTES: 1024 * 1024,
-      DOCUMENT_MAX_RETRIES: 3,
-      ...fragmentDefaults(extractionFragment),
       ...config,
-    },
+    }),
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: system.handle.db,
     pool: system.handle.pool,

@@ -1,10 +1,4 @@
-import {
-  callUntyped,
-  createGleanerClient,
-  type GleanerClient,
-  type GleanerClientOptions,
-  type UntypedResult,
-} from '@gleaner/client';
+import { createGleanerClient, type GleanerClient } from '@gleaner/client';
 import type { Command } from 'commander';
 import { Output, type OutputStream } from './output.js';
 import { resolveSettings, type Settings } from './settings.js';
@@ -34,30 +28,18 @@ export interface CliContext {
   settings: Settings;
   output: Output;
   pollIntervalMs: number;
-  /**
-   * Routes newer than the client's OpenAPI document (dead letters, API keys): same URL and key,
-   * the answer's type named by the caller. Typed calls replace these once `pnpm openapi` has
-   * picked the routes up.
-   */
-  untyped<T>(
-    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
-    path: string,
-    init?: { query?: Record<string, string | number | boolean | undefined>; body?: unknown },
-  ): Promise<UntypedResult<T>>;
 }
 
 export function contextFor(io: CliIo, command: Command): CliContext {
   const options = command.optsWithGlobals<GlobalOptions>();
   const settings = resolveSettings(options, io.env, { cwd: io.cwd, repoRoot: io.repoRoot });
-  const clientOptions: GleanerClientOptions = {
-    baseUrl: settings.baseUrl,
-    ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
-  };
   return {
-    api: createGleanerClient(clientOptions),
+    api: createGleanerClient({
+      baseUrl: settings.baseUrl,
+      ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
+    }),
     settings,
     output: new Output(io.stdout, io.stderr, options.json === true),
     pollIntervalMs: io.pollIntervalMs ?? 500,
-    untyped: (method, path, init) => callUntyped(clientOptions, method, path, init),
   };
 }

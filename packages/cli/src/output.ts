@@ -59,8 +59,8 @@ export function apiError(error: unknown, response: Response): CliError {
 }
 
 /**
- * The answer of a typed or untyped call: its data, or a CliError with the API's problem. A
- * `{data: T}` result whose `error` is absent is a success, whatever T is (a 204 has none).
+ * The answer of a call of the typed client: its data, or a CliError with the API's problem. A
+ * success is any 2xx, whatever its data (a 204 has none).
  */
 export function unwrap<T>(result: { data?: T; error?: unknown; response: Response }): T {
   if (result.response.ok) return result.data as T;

@@ -48,6 +48,8 @@ describe('the command line', () => {
       ['keys', 'create', '--name', 'ops', '--scope', 'root'],
       ['sites', 'add', 'acme', '--pause', '9-2'],
       ['dead-letters', 'list', '--limit', '0'],
+      ['dead-letters', 'list', '--queue', 'dead-letter'],
+      ['dead-letters', 'purge'],
       ['extraction', 'requeue', '--tenant', 't1'],
       ['nonsense'],
     ]) {
@@ -170,62 +172,28 @@ describe('runs', () => {
 });
 
 describe('dead letters', () => {
-  it('requeue is a dry run unless --yes, with the selector as the API names it', async () => {
-    answer = (request) => {
-      const body = JSON.parse(request.body) as { dry_run: boolean };
-      return {
-        status: 200,
-        body: { dry_run: body.dry_run, matched: 3, requeued: body.dry_run ? 0 : 3 },
-      };
-    };
-    const dry = await gleaner([
-      'dead-letters',
-      'requeue',
-      '--queue',
-      'crawl',
-      '--error-class',
-      'transient',
-    ]);
-    expect(dry.stdout).toBe(
-      '3 dead letters match; nothing requeued (dry run: add --yes to requeue them)\n',
-    );
-    const real = await gleaner([
-      'dead-letters',
-      'requeue',
-      '--site',
-      'acme',
-      '--limit',
-      '10',
-      '--yes',
-    ]);
-    expect(real.stdout).toBe('requeued 3 of 3 matching dead letters\n');
-    expect(
-      api.requests.map((request) => [request.method, request.path, JSON.parse(request.body)]),
-    ).toEqual([
-      [
-        'POST',
-        '/admin/dead-letters/requeue',
-        { queue: 'crawl', error_class: 'transient', dry_run: true },
-      ],
-      ['POST', '/admin/dead-letters/requeue', { site: 'acme', limit: 10, dry_run: false }],
-    ]);
-  });
+  const letter = {
+    id: 'dead-crawl-c1',
+    queue: 'crawl',
+    job_id: 'c1',
+    name: 'crawl.fetch-page',
+    subject_type: 'posting',
+    subject_id: 'p1',
+    site_id: 's1',
+    site_name: 'acme',
+    run_id: 'manual_abc',
+    tenant_id: null,
+    error_class: 'HTTP_STATUS_404',
+    retry_class: 'permanent',
+    message: 'GET https://acme.example/jobs/a answered 404',
+    attempts_made: 1,
+    failed_at: '2026-01-01T00:00:00.000Z',
+  };
 
-  it('list passes the filters and shows the items’ plain fields', async () => {
+  it('list passes the filters and shows each dead letter', async () => {
     answer = () => ({
       status: 200,
-      body: {
-        items: [
-          {
-            id: 'dl-1',
-            queue: 'crawl',
-            error_class: 'permanent',
-            error_code: 'HTTP_STATUS_404',
-            payload: { runId: 'r' },
-          },
-        ],
-        next_cursor: 'c2',
-      },
+      body: { status: 'success', data: [letter], next_cursor: 'c2' },
     });
     const result = await gleaner([
       'dead-letters',
@@ -235,28 +203,121 @@ describe('dead letters', () => {
       '--since',
       '2026-01-01T00:00:00Z',
     ]);
+    expect(result.code).toBe(0);
     expect(api.requests[0]!.query).toEqual({ queue: 'crawl', since: '2026-01-01T00:00:00.000Z' });
     expect(result.stdout.split('\n')).toEqual([
-      'ID    QUEUE  ERROR_CLASS  ERROR_CODE',
-      'dl-1  crawl  permanent    HTTP_STATUS_404',
-      'more: gleaner dead-letters list --cursor c2',
+      'FAILED_AT                 QUEUE  SITE  RUN         TENANT  ERROR_CLASS      ATTEMPTS  MESSAGE',
+      '2026-01-01T00:00:00.000Z  crawl  acme  manual_abc  -       HTTP_STATUS_404  1         GET https://acme.example/jobs/a answered 404',
+      'more: the same command with --cursor c2',
       '',
+    ]);
+  });
+
+  it('requeue is a dry run unless --yes, with the selector in the body as the API names it', async () => {
+    answer = (request) => {
+      const body = JSON.parse(request.body) as { dry_run: boolean };
+      return {
+        status: 200,
+        body: {
+          dry_run: body.dry_run,
+          matched: 1,
+          requeued: 1,
+          skipped: 0,
+          more: false,
+          entries: [
+            {
+              ...letter,
+              outcome: body.dry_run ? 'would_requeue' : 'requeued',
+              reason: null,
+              delay_ms: 0,
+              replay_run_id: body.dry_run ? null : 'manual_replay',
+            },
+          ],
+        },
+      };
+    };
+    const dry = await gleaner([
+      'dead-letters',
+      'requeue',
+      '--queue',
+      'crawl',
+      '--error-class',
+      'HTTP_STATUS_404',
+    ]);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout.split('\n').slice(1)).toEqual([
+      expect.stringMatching(
+        /^crawl\s+acme\s+manual_abc\s+HTTP_STATUS_404\s+would_requeue\s+-\s+-$/,
+      ),
+      'dry run: 1 of 1 matching dead letters would be requeued, 0 skipped; nothing changed (add --yes to requeue them)',
+      '',
+    ]);
+    const real = await gleaner([
+      'dead-letters',
+      'requeue',
+      '--site',
+      'acme',
+      '--limit',
+      '10',
+      '--yes',
+    ]);
+    expect(real.stdout).toMatch(/requeued\s+manual_replay/);
+    expect(real.stdout).toContain('requeued 1 of 1 matching dead letters, 0 skipped\n');
+    expect(
+      api.requests.map((request) => [request.method, request.path, JSON.parse(request.body)]),
+    ).toEqual([
+      [
+        'POST',
+        '/admin/dead-letters/requeue',
+        { queue: 'crawl', error_class: 'HTTP_STATUS_404', dry_run: true },
+      ],
+      ['POST', '/admin/dead-letters/requeue', { site: 'acme', limit: 10, dry_run: false }],
+    ]);
+  });
+
+  it('purge is a dry run unless --yes, and needs a selector or --all', async () => {
+    answer = (request) => ({
+      status: 200,
+      body: {
+        dry_run: request.query.dry_run === 'true',
+        matched: 1,
+        purged: 1,
+        more: false,
+        entries: [letter],
+      },
+    });
+    const refused = await gleaner(['dead-letters', 'purge', '--yes']);
+    expect(refused.code).toBe(exitCodes.usage);
+    expect(refused.stderr).toContain('or --all to purge every dead letter');
+    expect(api.requests).toEqual([]);
+
+    const dry = await gleaner(['dead-letters', 'purge', '--site', 'acme']);
+    expect(dry.stdout).toContain(
+      'dry run: 1 of 1 matching dead letters would be purged; nothing changed (add --yes to purge them)\n',
+    );
+    const all = await gleaner(['dead-letters', 'purge', '--all', '--yes']);
+    expect(all.stdout).toContain('purged 1 of 1 matching dead letters\n');
+    expect(api.requests.map((request) => [request.method, request.path, request.query])).toEqual([
+      ['DELETE', '/admin/dead-letters', { site: 'acme', dry_run: 'true' }],
+      ['DELETE', '/admin/dead-letters', { all: 'true', dry_run: 'false' }],
     ]);
   });
 });
 
 describe('keys', () => {
+  const id = '3f0e4f4e-8f5c-4a43-9d6e-2a1b3c4d5e6f';
+  const summary = {
+    id,
+    name: 'ops',
+    prefix: 'abcd1234',
+    scope: 'tenant:acme',
+    created_at: '2026-01-01T00:00:00.000Z',
+    last_used_at: null,
+    revoked_at: null,
+  };
+
   it('create prints the key alone on stdout', async () => {
-    answer = () => ({
-      status: 201,
-      body: {
-        id: 'k1',
-        key: 'glk_abcd1234_secret',
-        name: 'ops',
-        scope: 'tenant:acme',
-        prefix: 'abcd1234',
-      },
-    });
+    answer = () => ({ status: 201, body: { ...summary, key: 'glk_abcd1234_secret' } });
     const result = await gleaner(['keys', 'create', '--name', 'ops', '--scope', 'tenant:acme']);
     expect(result.code).toBe(0);
     expect(result.stdout).toBe('glk_abcd1234_secret\n');
@@ -264,30 +325,60 @@ describe('keys', () => {
     expect(JSON.parse(api.requests[0]!.body)).toEqual({ name: 'ops', scope: 'tenant:acme' });
   });
 
-  it('revoke finds a key by the start of its prefix, and refuses an ambiguous one', async () => {
-    const id = '3f0e4f4e-8f5c-4a43-9d6e-2a1b3c4d5e6f';
+  it('revoke sends an id or prefix as it is, and finds a live key by the start of its prefix', async () => {
     answer = (request) =>
       request.method === 'GET'
         ? {
             status: 200,
             body: {
               items: [
-                { id, name: 'ops', prefix: 'abcd1234' },
-                { id: 'other', name: 'ci', prefix: 'abff0000' },
+                summary,
+                { ...summary, id: 'other', name: 'ci', prefix: 'abff0000' },
+                { ...summary, id: 'gone', prefix: 'abcd9999', revoked_at: '2026-01-02T00:00:00Z' },
               ],
             },
           }
-        : { status: 204 };
-    const revoked = await gleaner(['keys', 'revoke', 'abcd']);
-    expect(revoked.code).toBe(0);
-    expect(revoked.stdout).toBe(`key ${id} revoked\n`);
+        : { status: 200, body: { ...summary, revoked_at: '2026-01-03T00:00:00.000Z' } };
+    const byPrefix = await gleaner(['keys', 'revoke', 'abcd1234']);
+    expect(byPrefix.stdout).toBe('key abcd1234 (ops, tenant:acme) revoked\n');
+    const byStart = await gleaner(['keys', 'revoke', 'abcd']);
+    expect(byStart.code).toBe(0);
     const ambiguous = await gleaner(['keys', 'revoke', 'ab']);
     expect(ambiguous.code).toBe(exitCodes.usage);
     expect(api.requests.map((request) => `${request.method} ${request.path}`)).toEqual([
+      'DELETE /admin/keys/abcd1234',
       'GET /admin/keys',
       `DELETE /admin/keys/${id}`,
       'GET /admin/keys',
     ]);
+  });
+});
+
+describe('audit', () => {
+  it('list filters by action and shows each entry', async () => {
+    answer = () => ({
+      status: 200,
+      body: {
+        items: [
+          {
+            id: 7,
+            at: '2026-01-01T00:00:00.000Z',
+            actor: 'abcd1234 (ops)',
+            api_key_id: null,
+            action: 'keys.revoke',
+            selector: { prefix: 'ef012345' },
+            dry_run: false,
+            affected: 1,
+            details: {},
+          },
+        ],
+      },
+    });
+    const result = await gleaner(['audit', 'list', '--action', 'keys.revoke']);
+    expect(api.requests[0]!.query).toEqual({ action: 'keys.revoke' });
+    expect(result.stdout.split('\n')[1]).toBe(
+      '2026-01-01T00:00:00.000Z  abcd1234 (ops)  keys.revoke  no       1         {"prefix":"ef012345"}',
+    );
   });
 });
 

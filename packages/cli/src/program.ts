@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { auditCommand } from './commands/audit.js';
 import { deadLettersCommand } from './commands/dead-letters.js';
 import { documentsCommand } from './commands/documents.js';
 import { extractionCommand } from './commands/extraction.js';
@@ -44,7 +45,9 @@ export function createProgram(io: CliIo, state: { exitCode: number }): Command {
     };
 
   const program = new Command('gleaner')
-    .description("Gleaner's command line: sites, runs, dead letters, documents, extraction, keys")
+    .description(
+      "Gleaner's command line: sites, runs, dead letters, documents, extraction, keys, audit",
+    )
     .option('--url <url>', `the API (GLEANER_URL; default ${DEFAULT_URL})`)
     .option('--key <key>', 'an API key (GLEANER_API_KEY, else .gleaner/admin-key)')
     .option('--json', "print the API's JSON answers, for scripts")
@@ -62,6 +65,7 @@ export function createProgram(io: CliIo, state: { exitCode: number }): Command {
     documentsCommand(act),
     extractionCommand(act),
     keysCommand(act),
+    auditCommand(act),
   ]) {
     program.addCommand(command);
   }

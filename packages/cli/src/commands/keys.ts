@@ -1,58 +1,33 @@
+import type { paths } from '@gleaner/client';
 import { Command } from 'commander';
 import { keyScope } from '../arguments.js';
 import type { CliContext } from '../context.js';
 import { CliError, exitCodes, unwrap } from '../output.js';
 import type { Act } from '../program.js';
 
-/**
- * `POST /admin/keys`, `GET /admin/keys` and `DELETE /admin/keys/:id` are newer than the client's
- * OpenAPI document: they are called untyped, with the shapes below, until `pnpm openapi` picks
- * them up.
- */
-interface CreatedKey {
-  id: string;
-  key: string;
-  name: string;
-  scope: string;
-  prefix: string;
-}
+type KeySummary =
+  paths['/admin/keys']['get']['responses'][200]['content']['application/json']['items'][number];
 
-interface KeyEntry {
-  id: string;
-  name?: string;
-  prefix?: string;
-  scope?: string;
-  [field: string]: unknown;
-}
+/** What `DELETE /admin/keys/:id` takes: a key's id, or its whole prefix (8 hex digits). */
+const ID_OR_PREFIX = /^([0-9a-f]{8}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** The keys of a `GET /admin/keys` answer: an array, or one under `items` or `data`. */
-export function keyEntries(answer: unknown): KeyEntry[] {
-  if (Array.isArray(answer)) return answer as KeyEntry[];
-  const page = answer as { items?: unknown; data?: unknown } | null;
-  if (Array.isArray(page?.items)) return page.items as KeyEntry[];
-  if (Array.isArray(page?.data)) return page.data as KeyEntry[];
-  return [];
-}
-
-/** The one key a `revoke` argument names: its id, or the start of its prefix. */
-export function findKey(entries: KeyEntry[], idOrPrefix: string): KeyEntry {
-  const byId = entries.find((entry) => entry.id === idOrPrefix);
-  if (byId) return byId;
-  const matches = entries.filter((entry) => entry.prefix?.startsWith(idOrPrefix));
+/** The one live key whose prefix starts with `start` (shorter than a whole prefix). */
+export function keyByPrefixStart(keys: KeySummary[], start: string): KeySummary {
+  const matches = keys.filter((key) => key.revoked_at === null && key.prefix.startsWith(start));
   if (matches.length === 1) return matches[0]!;
   throw new CliError(
     matches.length === 0
-      ? `no key has the id or prefix ${idOrPrefix}`
-      : `${matches.length} keys start with ${idOrPrefix}: give more of the prefix, or the id`,
+      ? `no live key has a prefix starting with ${start}`
+      : `${matches.length} keys have a prefix starting with ${start}: give more of it, or the id`,
     exitCodes.usage,
   );
 }
 
-async function listKeys(context: CliContext): Promise<unknown> {
-  return unwrap(await context.untyped<unknown>('GET', '/admin/keys'));
+async function listKeys(context: CliContext) {
+  return unwrap(await context.api.GET('/admin/keys'));
 }
+
+const when = (at: string | null) => at?.slice(0, 19).replace('T', ' ') ?? null;
 
 export function keysCommand(act: Act): Command {
   const keys = new Command('keys').description('API keys: create, list, revoke');
@@ -65,14 +40,14 @@ export function keysCommand(act: Act): Command {
     .action(
       act(async (context, options: { name: string; scope: string }) => {
         const created = unwrap(
-          await context.untyped<CreatedKey>('POST', '/admin/keys', {
+          await context.api.POST('/admin/keys', {
             body: { name: options.name, scope: options.scope },
           }),
         );
         context.output.result(created, () => {
           context.output.line(created.key);
           context.output.note(
-            `key ${created.name} (${created.scope}, id ${created.id}, prefix ${created.prefix}) created: store it now, it is not shown again`,
+            `key ${created.prefix} (${created.name}, ${created.scope}, id ${created.id}) created: store it now, it is not shown again`,
           );
         });
       }),
@@ -85,7 +60,15 @@ export function keysCommand(act: Act): Command {
       act(async (context) => {
         const answer = await listKeys(context);
         context.output.result(answer, () =>
-          context.output.table(keyEntries(answer), ['id', 'name', 'scope', 'prefix']),
+          context.output.table(
+            answer.items.map((key) => ({
+              ...key,
+              created: when(key.created_at),
+              last_used: when(key.last_used_at),
+              revoked: when(key.revoked_at),
+            })),
+            ['prefix', 'name', 'scope', 'created', 'last_used', 'revoked', 'id'],
+          ),
         );
       }),
     );
@@ -93,17 +76,18 @@ export function keysCommand(act: Act): Command {
   keys
     .command('revoke')
     .description('revoke an API key: it stops working at once')
-    .argument('<id-or-prefix>', "the key's id, or the start of its prefix")
+    .argument('<id-or-prefix>', "the key's id, its prefix, or the start of its prefix")
     .action(
       act(async (context, idOrPrefix: string) => {
-        const id = UUID.test(idOrPrefix)
-          ? idOrPrefix
-          : findKey(keyEntries(await listKeys(context)), idOrPrefix).id;
-        const answer = unwrap(
-          await context.untyped<unknown>('DELETE', `/admin/keys/${encodeURIComponent(id)}`),
+        const wanted = idOrPrefix.toLowerCase();
+        const id = ID_OR_PREFIX.test(wanted)
+          ? wanted
+          : keyByPrefixStart((await listKeys(context)).items, wanted).id;
+        const revoked = unwrap(
+          await context.api.DELETE('/admin/keys/{id}', { params: { path: { id } } }),
         );
-        context.output.result(answer ?? { id, revoked: true }, () =>
-          context.output.line(`key ${id} revoked`),
+        context.output.result(revoked, () =>
+          context.output.line(`key ${revoked.prefix} (${revoked.name}, ${revoked.scope}) revoked`),
         );
       }),
     );
