@@ -97,6 +97,8 @@ describe('npm start', () => {
     // once its jobs have.
     expect(steps.worker).toEqual([
       'workers',
+      // The run page's log lines still buffered, sent once the jobs are done.
+      'run log',
       'document parsers',
       'fetcher',
       'queues',
