@@ -1,9 +1,21 @@
-import { Queue, type JobsOptions } from 'bullmq';
+import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
+import { BullMQOtel } from 'bullmq-otel';
 import type { Redis } from 'ioredis';
 import { jobs, queueNames, type JobPayload, type QueueName } from './catalogue.js';
 import { assertValidJobId } from './define-job.js';
 
 export type Queues = { readonly [Q in QueueName]: Queue };
+
+/**
+ * BullMQ's OpenTelemetry hooks, for every Queue and Worker: a job added while a span is active
+ * carries its `traceparent` in its options, and the worker processes it in a span that is a child
+ * of it, so a trace runs from the API request through scrape, crawl, extract and llm-extract.
+ * It uses the process's global OpenTelemetry API: until a service registers a tracer provider,
+ * its spans are no-ops.
+ */
+export function createQueueTelemetry(): Telemetry {
+  return new BullMQOtel({ tracerName: 'gleaner-queue' });
+}
 
 /**
  * One Queue per catalogue entry, sharing one producer connection. A queue re-emits its
@@ -12,8 +24,9 @@ export type Queues = { readonly [Q in QueueName]: Queue };
  * connection's own `error` event (`startService` logs them), so the queues' copies are dropped.
  */
 export function createQueues(connection: Redis, prefix: string): Queues {
+  const telemetry = createQueueTelemetry();
   const entries = queueNames.map((name) => {
-    const queue = new Queue(name, { connection, prefix });
+    const queue = new Queue(name, { connection, prefix, telemetry });
     queue.on('error', () => undefined);
     return [name, queue] as const;
   });
