@@ -1,5 +1,6 @@
+import { trace, type Context } from '@opentelemetry/api';
 import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
-import { BullMQOtel } from 'bullmq-otel';
+import { BullMQOtel, BullMQOTelSpan } from 'bullmq-otel';
 import type { Redis } from 'ioredis';
 import { jobs, queueNames, type JobPayload, type QueueName } from './catalogue.js';
 import { assertValidJobId } from './define-job.js';
@@ -12,9 +13,21 @@ export type Queues = { readonly [Q in QueueName]: Queue };
  * of it, so a trace runs from the API request through scrape, crawl, extract and llm-extract.
  * It uses the process's global OpenTelemetry API: until a service registers a tracer provider,
  * its spans are no-ops.
+ *
+ * The tracer is looked up per span rather than taken once, as BullMQOtel does: bullmq-otel has no
+ * `exports` map, so Node loads it, and its copy of @opentelemetry/api, as CommonJS, beside the ESM
+ * copy a service registers its provider with, and a tracer that copy hands out before the provider
+ * is registered stays a no-op for good (queues built before the tracing set-up recorded nothing).
  */
-export function createQueueTelemetry(): Telemetry {
-  return new BullMQOtel({ tracerName: 'gleaner-queue' });
+export function createQueueTelemetry(): Telemetry<Context> {
+  const { contextManager } = new BullMQOtel();
+  return {
+    contextManager,
+    tracer: {
+      startSpan: (name, options, context?: Context) =>
+        new BullMQOTelSpan(trace.getTracer('gleaner-queue').startSpan(name, options, context)),
+    },
+  };
 }
 
 /**
