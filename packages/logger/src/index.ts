@@ -1,4 +1,5 @@
 import { format } from 'node:util';
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { pino, type Bindings, type Level, type LogFn, type Logger, type LoggerOptions } from 'pino';
 
 export type { Level, Logger } from 'pino';
@@ -26,6 +27,13 @@ export const redactPaths = [
   'config.REDIS_URL',
 ];
 
+/** The active span's ids, so a log line can be found from its trace and the other way round. */
+function traceFields(): { trace_id?: string; span_id?: string } {
+  const spanContext = trace.getActiveSpan()?.spanContext();
+  if (!spanContext || !isSpanContextValid(spanContext)) return {};
+  return { trace_id: spanContext.traceId, span_id: spanContext.spanId };
+}
+
 /** One logger per process; call `child()` per request and per job. */
 export function createLogger(options: CreateLoggerOptions): Logger {
   const pretty =
@@ -39,6 +47,7 @@ export function createLogger(options: CreateLoggerOptions): Logger {
     timestamp: pino.stdTimeFunctions.isoTime,
     serializers: { err: pino.stdSerializers.err },
     hooks: { logMethod: teeingLogMethod },
+    mixin: traceFields,
   };
   if (options.destination) return pino(base, options.destination);
   if (pretty) {

@@ -1,9 +1,34 @@
-import { Queue, type JobsOptions } from 'bullmq';
+import { trace, type Context } from '@opentelemetry/api';
+import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
+import { BullMQOtel, BullMQOTelSpan } from 'bullmq-otel';
 import type { Redis } from 'ioredis';
 import { jobs, queueNames, type JobPayload, type QueueName } from './catalogue.js';
 import { assertValidJobId } from './define-job.js';
 
 export type Queues = { readonly [Q in QueueName]: Queue };
+
+/**
+ * BullMQ's OpenTelemetry hooks, for every Queue and Worker: a job added while a span is active
+ * carries its `traceparent` in its options, and the worker processes it in a span that is a child
+ * of it, so a trace runs from the API request through scrape, crawl, extract and llm-extract.
+ * It uses the process's global OpenTelemetry API: until a service registers a tracer provider,
+ * its spans are no-ops.
+ *
+ * The tracer is looked up per span rather than taken once, as BullMQOtel does: bullmq-otel has no
+ * `exports` map, so Node loads it, and its copy of @opentelemetry/api, as CommonJS, beside the ESM
+ * copy a service registers its provider with, and a tracer that copy hands out before the provider
+ * is registered stays a no-op for good (queues built before the tracing set-up recorded nothing).
+ */
+export function createQueueTelemetry(): Telemetry<Context> {
+  const { contextManager } = new BullMQOtel();
+  return {
+    contextManager,
+    tracer: {
+      startSpan: (name, options, context?: Context) =>
+        new BullMQOTelSpan(trace.getTracer('gleaner-queue').startSpan(name, options, context)),
+    },
+  };
+}
 
 /**
  * One Queue per catalogue entry, sharing one producer connection. A queue re-emits its
@@ -12,8 +37,9 @@ export type Queues = { readonly [Q in QueueName]: Queue };
  * connection's own `error` event (`startService` logs them), so the queues' copies are dropped.
  */
 export function createQueues(connection: Redis, prefix: string): Queues {
+  const telemetry = createQueueTelemetry();
   const entries = queueNames.map((name) => {
-    const queue = new Queue(name, { connection, prefix });
+    const queue = new Queue(name, { connection, prefix, telemetry });
     queue.on('error', () => undefined);
     return [name, queue] as const;
   });

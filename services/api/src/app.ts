@@ -16,6 +16,7 @@ import { accessPlugin, createKeyLookup } from './plugins/access.js';
 import { openApiOptions } from './openapi/options.js';
 import { bullBoardPlugin } from './plugins/bull-board.js';
 import { ProblemError, problemPlugin, replyWithProblem } from './plugins/problem.js';
+import { tracingPlugin } from './plugins/tracing.js';
 import { adminDeadLetterRoutes } from './routes/admin-dead-letters.js';
 import { adminDocumentRoutes } from './routes/admin-documents.js';
 import { adminExtractionRoutes } from './routes/admin-extraction.js';
@@ -80,6 +81,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     );
   });
 
+  await app.register(tracingPlugin);
   await app.register(problemPlugin);
   // Security headers; the HTML pages (docs, Bull Board, run page) set their own policies.
   await app.register(helmet, { contentSecurityPolicy: false });

@@ -1,5 +1,5 @@
 import type { Logger } from '@gleaner/logger';
-import { jobs } from '@gleaner/queue';
+import { createQueueTelemetry, jobs } from '@gleaner/queue';
 import { UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { SchedulerLoop } from './loop.js';
@@ -22,7 +22,13 @@ export function startForcedPasses(options: {
       if (!parsed.success) throw new UnrecoverableError('QUEUE_PAYLOAD_INVALID: scheduler pass');
       return options.loop.runNow(parsed.data.site);
     },
-    { connection: options.connection, prefix: options.prefix, concurrency: 1 },
+    {
+      connection: options.connection,
+      prefix: options.prefix,
+      concurrency: 1,
+      // The pass runs in the trace of the API request that asked for it.
+      telemetry: createQueueTelemetry(),
+    },
   );
   worker.on('error', (error) => options.logger.error({ err: error }, 'forced pass worker error'));
   return { close: () => worker.close() };

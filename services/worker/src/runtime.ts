@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { getRun } from '@gleaner/db';
 import { isClassifiedError } from '@gleaner/errors';
 import {
+  createQueueTelemetry,
   enqueue,
   jobs,
   subscribeToRunCancellations,
@@ -281,12 +282,15 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
       deps.logger.warn({ err: error }, 'run cancellation subscriber error');
     },
   });
+  const telemetry = createQueueTelemetry();
   const workers = options.queues.map((queue) => {
     const processor = createProcessor(queue, deps, parts, options.timeouts?.[queue]);
     const backoffStrategy = options.backoff?.[queue] ?? jobs[queue].backoffStrategy;
     const worker = new Worker(queue, processor, {
       connection: options.connection,
       prefix: options.prefix,
+      // Each job runs in a span that is a child of the one that added it (see createQueues).
+      telemetry,
       concurrency: options.concurrency[queue] ?? 1,
       // Stamped on each job as `processedBy`, so an operator can tell which replica ran it.
       name:

@@ -13,3 +13,4 @@ export {
   type HealthReport,
   type HealthServer,
 } from './health-server.js';
+export { startTelemetry, type Telemetry } from './telemetry.js';

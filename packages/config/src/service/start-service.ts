@@ -14,6 +14,7 @@ import {
 import type { ConfigError } from '../parse.js';
 import { createShutdown, SHUTDOWN_FLUSH_MS, shutdownBoundMs } from '../shutdown.js';
 import { startHealthServer, type HealthCheck, type HealthReport } from './health-server.js';
+import { startTelemetry } from './telemetry.js';
 
 type Redis = ReturnType<typeof createRedisConnection>;
 
@@ -124,6 +125,7 @@ export async function startService<S extends z.ZodRawShape>(
   if (!loaded.ok) return loaded;
   const config = loaded.config as ServiceConfig<S>;
   const common: CommonConfig = config;
+  const telemetry = startTelemetry(name, definition.env);
 
   const logger = createLogger({
     service: name,
@@ -181,6 +183,7 @@ export async function startService<S extends z.ZodRawShape>(
   });
   const queues = createQueues(redis, common.QUEUE_PREFIX);
   shutdown.add('connections', { name: 'queues', run: () => closeQueues(queues) });
+  shutdown.add('connections', { name: 'telemetry', run: () => telemetry.shutdown() });
 
   try {
     const part =
@@ -213,7 +216,14 @@ export async function startService<S extends z.ZodRawShape>(
       });
       shutdown.add('connections', { name: 'health server', run: () => health.close() });
     }
-    logger.info({ ...part.summary, healthPort: healthPort || undefined }, `${name} started`);
+    logger.info(
+      {
+        ...part.summary,
+        healthPort: healthPort || undefined,
+        tracesExported: telemetry.isExporting || undefined,
+      },
+      `${name} started`,
+    );
     return { ok: true, config, logger };
   } catch (error) {
     logger.error({ err: error }, `${name} failed to start`);
