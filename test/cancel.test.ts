@@ -1,7 +1,5 @@
-import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from '@gleaner/api';
-import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import {
   cancelRun,
   CANCELLED_POSTING_ERROR,
@@ -18,11 +16,11 @@ import {
   type RunRow,
   type SiteRow,
 } from '@gleaner/db';
-import { createLogger } from '@gleaner/logger';
 import { createRedisConnection } from '@gleaner/queue';
 import { createFixtureCareerSite, waitFor, type FixtureCareerSite } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi } from './support/api-server.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 import { seedRunWithPostings } from './support/seed.js';
 
@@ -103,17 +101,7 @@ beforeAll(async () => {
   });
   system = await startInProcessSystem('cancel', { replicas: 2, crawlConcurrency: 8 });
   producer = createRedisConnection(system.namespace.url, 'producer');
-  app = await buildApp({
-    config: testApiConfig({
-      HTTP_ALLOW_PRIVATE_NETWORKS: true,
-    }),
-    logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
-    db: system.handle.db,
-    pool: system.handle.pool,
-    redis: producer,
-    queues: system.queues,
-  });
-  await injectWithKey(app, system.handle.db);
+  ({ app } = await startTestApi(system, {}, producer));
 });
 
 afterAll(async () => {

@@ -1,6 +1,4 @@
-import { PassThrough } from 'node:stream';
 import { buildApp } from '@gleaner/api';
-import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import {
   getLlmExtraction,
   getPosting,
@@ -10,7 +8,6 @@ import {
   type PostingRow,
   type SiteRow,
 } from '@gleaner/db';
-import { createLogger } from '@gleaner/logger';
 import { createRedisConnection } from '@gleaner/queue';
 import {
   reply,
@@ -21,6 +18,7 @@ import {
 } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi } from './support/api-server.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 import {
   LLM_MAX_ATTEMPTS,
@@ -83,22 +81,17 @@ beforeAll(async () => {
   pages = await startPlainPagesSite(PAGES);
   system = await startInProcessSystem('dead_letters', { more: llmStage(llm) });
   producer = createRedisConnection(system.namespace.url, 'producer');
-  app = await buildApp({
-    config: testApiConfig({
+  ({ app } = await startTestApi(
+    system,
+    {
       API_BODY_LIMIT_BYTES: 65_536,
-      HTTP_ALLOW_PRIVATE_NETWORKS: true,
       EXTRACTION_ENABLED: true,
       EXTRACTION_VERSION: LLM_VERSION,
       EXTRACTION_MAX_ATTEMPTS: LLM_MAX_ATTEMPTS,
       EXTRACTION_RETRY_BASE_SECONDS: 0,
-    }),
-    logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
-    db: system.handle.db,
-    pool: system.handle.pool,
-    redis: producer,
-    queues: system.queues,
-  });
-  await injectWithKey(app, system.handle.db);
+    },
+    producer,
+  ));
 });
 
 afterAll(async () => {

@@ -21,10 +21,8 @@ import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '@gleaner/api';
-import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import { insertSite } from '@gleaner/db';
 import { createFetcher, type LookupFunction } from '@gleaner/http';
-import { createLogger } from '@gleaner/logger';
 import { createRedisConnection } from '@gleaner/queue';
 import type { DiscoveryRefusalCode } from '@gleaner/sources';
 import {
@@ -37,6 +35,7 @@ import {
   type OutgoingConnectionRecorder,
 } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
+import { startTestApi } from './support/api-server.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 
 type FetchCode = 'HTTP_ADDRESS_BLOCKED' | 'HTTP_URL_REJECTED';
@@ -377,18 +376,16 @@ beforeAll(async () => {
   });
 
   apiRedis = createRedisConnection(system.namespace.url, 'producer');
-  api = await buildApp({
-    config: testApiConfig({
+  ({ app: api } = await startTestApi(
+    system,
+    {
+      // As in production: the API refuses sites on private networks.
+      HTTP_ALLOW_PRIVATE_NETWORKS: false,
       API_BODY_LIMIT_BYTES: 64 * 1024,
       SYNC_SCRAPE_TIMEOUT_MS: 5000,
-    }),
-    logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
-    db: system.handle.db,
-    pool: system.handle.pool,
-    redis: apiRedis,
-    queues: system.queues,
-  });
-  await injectWithKey(api, system.handle.db);
+    },
+    apiRedis,
+  ));
 });
 
 afterEach(async () => {

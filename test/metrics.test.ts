@@ -1,7 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from '@gleaner/api';
-import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import { createApiKey, getRunByPublicId, insertSite } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
 import {
@@ -21,6 +20,7 @@ import {
 import { createFixtureCareerSite, waitFor, type FixtureCareerSite } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi } from './support/api-server.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 import { parseExposition, sampleValue, type MetricFamily } from './support/prometheus-text.js';
 
@@ -85,18 +85,13 @@ beforeAll(async () => {
   });
   loop.start();
   forced = startForcedPasses({ connection: workerConnection, prefix, loop, logger });
-  app = await buildApp({
-    config: testApiConfig({
-      HTTP_ALLOW_PRIVATE_NETWORKS: true,
+  ({ app } = await startTestApi(
+    system,
+    {
       EXTRACTION_TENANT_DAILY_TOKENS: 10_000,
-    }),
-    logger: silent(),
-    db,
-    pool: system.handle.pool,
-    redis: producer,
-    queues: system.queues,
-  });
-  await injectWithKey(app, db);
+    },
+    producer,
+  ));
   // Prometheus scrapes with a viewer key, as the README says to set it up.
   const { key } = await createApiKey(db, {
     name: 'prometheus',

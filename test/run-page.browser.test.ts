@@ -2,16 +2,14 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
 import { buildApp } from '@gleaner/api';
-import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import { createApiKey, getRunByPublicId, insertSite, type SiteRow } from '@gleaner/db';
-import { createLogger } from '@gleaner/logger';
 import { createRedisConnection } from '@gleaner/queue';
 import { createFixtureCareerSite, waitFor, type FixtureCareerSite } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi } from './support/api-server.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 
 /**
@@ -45,15 +43,7 @@ beforeAll(async () => {
   fixture = await createFixtureCareerSite({ postings: POSTINGS, seed: 160 });
   system = await startInProcessSystem('run-page', { crawlConcurrency: 2 });
   producer = createRedisConnection(system.namespace.url, 'producer');
-  app = await buildApp({
-    config: testApiConfig({ HTTP_ALLOW_PRIVATE_NETWORKS: true }),
-    logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
-    db: system.handle.db,
-    pool: system.handle.pool,
-    redis: producer,
-    queues: system.queues,
-  });
-  adminKey = await injectWithKey(app, system.handle.db);
+  ({ app, adminKey } = await startTestApi(system, {}, producer));
   await app.listen({ host: '127.0.0.1', port: 0 });
   origin = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   browser = await chromium.launch({

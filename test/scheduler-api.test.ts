@@ -1,6 +1,5 @@
 import { PassThrough } from 'node:stream';
 import { buildApp } from '@gleaner/api';
-import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import { insertSite, type SiteRow } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
 import {
@@ -20,6 +19,7 @@ import {
 import { createFixtureCareerSite, waitFor, type FixtureCareerSite } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi } from './support/api-server.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 
 /**
@@ -76,17 +76,7 @@ beforeAll(async () => {
   });
   loop.start();
   forced = startForcedPasses({ connection: workerConnection, prefix, loop, logger });
-  app = await buildApp({
-    config: testApiConfig({
-      HTTP_ALLOW_PRIVATE_NETWORKS: true,
-    }),
-    logger: silent(),
-    db,
-    pool: system.handle.pool,
-    redis: producer,
-    queues: system.queues,
-  });
-  await injectWithKey(app, db);
+  ({ app } = await startTestApi(system, {}, producer));
   await waitFor(() => (loop.status().passes === 1 ? true : undefined), {
     what: 'the first scheduler pass',
   });

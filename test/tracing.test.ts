@@ -3,10 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { buildApp } from '@gleaner/api';
-import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import { startTelemetry } from '@gleaner/config/service';
 import { getRunByPublicId, insertSite, type RunRow } from '@gleaner/db';
-import { createLogger } from '@gleaner/logger';
 import { createRedisConnection } from '@gleaner/queue';
 import { createFixtureCareerSite, waitFor, type FixtureCareerSite } from '@gleaner/testing';
 import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
@@ -18,6 +16,7 @@ import {
 } from '@opentelemetry/sdk-trace';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApi } from './support/api-server.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 
 /**
@@ -81,15 +80,7 @@ beforeAll(async () => {
   });
   system = await startInProcessSystem('tracing', { logDestination: logs });
   producer = createRedisConnection(system.namespace.url, 'producer');
-  app = await buildApp({
-    config: testApiConfig({ HTTP_ALLOW_PRIVATE_NETWORKS: true }),
-    logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
-    db: system.handle.db,
-    pool: system.handle.pool,
-    redis: producer,
-    queues: system.queues,
-  });
-  await injectWithKey(app, system.handle.db);
+  ({ app } = await startTestApi(system, {}, producer));
 });
 
 afterAll(async () => {
