@@ -183,7 +183,9 @@ export async function startService<S extends z.ZodRawShape>(
   });
   const queues = createQueues(redis, common.QUEUE_PREFIX);
   shutdown.add('connections', { name: 'queues', run: () => closeQueues(queues) });
-  shutdown.add('connections', { name: 'telemetry', run: () => telemetry.shutdown() });
+  // Spans still buffered go out last; with no exporter there is nothing to flush.
+  if (telemetry.isExporting)
+    shutdown.add('connections', { name: 'telemetry', run: () => telemetry.shutdown() });
 
   try {
     const part =
