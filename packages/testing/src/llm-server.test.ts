@@ -324,6 +324,9 @@ describe('startLlmServer', () => {
     expect(formatGroqDuration(7660)).toBe('7.66s');
     expect(formatGroqDuration(179_560)).toBe('2m59.56s');
     expect(formatGroqDuration(60_000)).toBe('1m0s');
+    // Just under a minute rounds up to it, and reads as a minute.
+    expect(formatGroqDuration(59_996)).toBe('1m0s');
+    expect(formatGroqDuration(59_994)).toBe('59.99s');
     expect(formatGroqDuration(0)).toBe('0ms');
   });
 });

@@ -219,8 +219,10 @@ function delimitedText(userText: string): string {
 export function formatGroqDuration(ms: number): string {
   const rounded = Math.max(0, Math.ceil(ms));
   if (rounded < 1000) return `${rounded}ms`;
-  const minutes = Math.floor(rounded / 60_000);
-  const seconds = Number(((rounded - minutes * 60_000) / 1000).toFixed(2));
+  // To hundredths of a second before splitting off the minutes: 59,996 ms is `1m0s`, not `60s`.
+  const hundredths = Math.round(rounded / 10);
+  const minutes = Math.floor(hundredths / 6000);
+  const seconds = (hundredths - minutes * 6000) / 100;
   return minutes > 0 ? `${minutes}m${seconds}s` : `${seconds}s`;
 }
 
