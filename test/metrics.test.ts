@@ -1,26 +1,13 @@
-import { PassThrough } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from '@gleaner/api';
 import { createApiKey, getRunByPublicId, insertSite } from '@gleaner/db';
-import { createLogger } from '@gleaner/logger';
-import {
-  createCounters,
-  createRedisConnection,
-  waitForRedis,
-  writeSchedulerReplica,
-} from '@gleaner/queue';
-import {
-  createReconciler,
-  createSchedulePass,
-  createSchedulerLoop,
-  createSiteLocks,
-  startForcedPasses,
-  type SchedulerLoop,
-} from '@gleaner/scheduler';
+import { createCounters, createRedisConnection, waitForRedis } from '@gleaner/queue';
+import { type SchedulerLoop } from '@gleaner/scheduler';
 import { createFixtureCareerSite, waitFor, type FixtureCareerSite } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi } from './support/api-server.js';
+import { startTestScheduler } from './support/scheduler-replica.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 import { parseExposition, sampleValue, type MetricFamily } from './support/prometheus-text.js';
 
@@ -33,9 +20,6 @@ import { parseExposition, sampleValue, type MetricFamily } from './support/prome
 const POSTINGS = 60;
 /** The first request for this posting's page is answered 429: the site cools down, the job retries. */
 const THROTTLED_PAGE = '/jobs/job-0005';
-
-const silent = () =>
-  createLogger({ service: 'test', level: 'silent', destination: new PassThrough() });
 
 let system: InProcessSystem;
 let fixture: FixtureCareerSite;
@@ -58,33 +42,7 @@ beforeAll(async () => {
   workerConnection = createRedisConnection(system.namespace.url, 'worker');
   await waitForRedis(producer);
   const { db } = system.handle;
-  const prefix = system.namespace.prefix;
-  const logger = silent();
-  const pass = createSchedulePass({
-    db,
-    queues: system.queues,
-    logger,
-    replica: 'replica-1',
-    batchSize: 100,
-    locks: createSiteLocks({ redis: producer, prefix, holder: 'replica-1', ttlMs: 5_000 }),
-    reconciler: createReconciler({
-      db,
-      queues: system.queues,
-      logger,
-      runDeadlineMs: 3_600_000,
-      graceMs: 30_000,
-    }),
-  });
-  // As the scheduler's main.ts wires it: each pass published, and counted, through Redis.
-  loop = createSchedulerLoop({
-    replica: 'replica-1',
-    intervalMs: 3_600_000,
-    logger,
-    pass,
-    publish: (status) => writeSchedulerReplica(producer, prefix, status),
-  });
-  loop.start();
-  forced = startForcedPasses({ connection: workerConnection, prefix, loop, logger });
+  ({ loop, forced } = startTestScheduler(system, { producer, connection: workerConnection }));
   ({ app } = await startTestApi(
     system,
     {

@@ -1,25 +1,12 @@
-import { PassThrough } from 'node:stream';
 import { buildApp } from '@gleaner/api';
 import { insertSite, type SiteRow } from '@gleaner/db';
-import { createLogger } from '@gleaner/logger';
-import {
-  createRedisConnection,
-  waitForRedis,
-  writeSchedulerReplica,
-  type PassReport,
-} from '@gleaner/queue';
-import {
-  createReconciler,
-  createSchedulePass,
-  createSchedulerLoop,
-  createSiteLocks,
-  startForcedPasses,
-  type SchedulerLoop,
-} from '@gleaner/scheduler';
+import { createRedisConnection, waitForRedis, type PassReport } from '@gleaner/queue';
+import { type SchedulerLoop } from '@gleaner/scheduler';
 import { createFixtureCareerSite, waitFor, type FixtureCareerSite } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi } from './support/api-server.js';
+import { startTestScheduler } from './support/scheduler-replica.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 
 /**
@@ -27,9 +14,6 @@ import { startInProcessSystem, type InProcessSystem } from './support/in-process
  * shows it with the due and upcoming sites, `POST /scheduler/run` has it run a pass at once, and
  * a run started by the schedule shows its counters moving while it runs.
  */
-const silent = () =>
-  createLogger({ service: 'test', level: 'silent', destination: new PassThrough() });
-
 let system: InProcessSystem;
 let fixture: FixtureCareerSite;
 let producer: Redis;
@@ -48,34 +32,7 @@ beforeAll(async () => {
   producer = createRedisConnection(system.namespace.url, 'producer');
   workerConnection = createRedisConnection(system.namespace.url, 'worker');
   await waitForRedis(producer);
-  const { db } = system.handle;
-  const prefix = system.namespace.prefix;
-  const logger = silent();
-  const pass = createSchedulePass({
-    db,
-    queues: system.queues,
-    logger,
-    replica: 'replica-1',
-    batchSize: 100,
-    locks: createSiteLocks({ redis: producer, prefix, holder: 'replica-1', ttlMs: 5_000 }),
-    reconciler: createReconciler({
-      db,
-      queues: system.queues,
-      logger,
-      runDeadlineMs: 3_600_000,
-      graceMs: 30_000,
-    }),
-  });
-  // A long interval: after its first pass, the replica passes only when asked to.
-  loop = createSchedulerLoop({
-    replica: 'replica-1',
-    intervalMs: 3_600_000,
-    logger,
-    pass,
-    publish: (status) => writeSchedulerReplica(producer, prefix, status),
-  });
-  loop.start();
-  forced = startForcedPasses({ connection: workerConnection, prefix, loop, logger });
+  ({ loop, forced } = startTestScheduler(system, { producer, connection: workerConnection }));
   ({ app } = await startTestApi(system, {}, producer));
   await waitFor(() => (loop.status().passes === 1 ? true : undefined), {
     what: 'the first scheduler pass',
