@@ -41,6 +41,25 @@ export {
   type RecruiteeConfig,
 } from './adapters/recruitee.js';
 export {
+  bambooHrAdapter,
+  bambooHrConfig,
+  bambooHrBaseUrl,
+  type BambooHrConfig,
+} from './adapters/bamboohr.js';
+export {
+  breezyAdapter,
+  breezyConfig,
+  breezyBaseUrl,
+  type BreezyConfig,
+} from './adapters/breezy.js';
+export {
+  teamtailorAdapter,
+  teamtailorConfig,
+  teamtailorBaseUrl,
+  type TeamtailorConfig,
+  type TeamtailorItem,
+} from './adapters/teamtailor.js';
+export {
   AtsRequestError,
   atsErrorCodes,
   type AtsErrorCode,

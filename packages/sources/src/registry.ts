@@ -1,10 +1,13 @@
 import { z } from 'zod';
 import { ashbyAdapter } from './adapters/ashby.js';
+import { bambooHrAdapter } from './adapters/bamboohr.js';
+import { breezyAdapter } from './adapters/breezy.js';
 import { careerSiteAdapter } from './adapters/career-site.js';
 import { greenhouseAdapter } from './adapters/greenhouse.js';
 import { leverAdapter } from './adapters/lever.js';
 import { recruiteeAdapter } from './adapters/recruitee.js';
 import { smartRecruitersAdapter } from './adapters/smartrecruiters.js';
+import { teamtailorAdapter } from './adapters/teamtailor.js';
 import type { SiteAdapter } from './types.js';
 
 /** Every adapter by kind. */
@@ -15,6 +18,9 @@ export const adapters = {
   ashby: ashbyAdapter,
   smartrecruiters: smartRecruitersAdapter,
   recruitee: recruiteeAdapter,
+  bamboohr: bambooHrAdapter,
+  breezy: breezyAdapter,
+  teamtailor: teamtailorAdapter,
 } as const satisfies Record<string, SiteAdapter>;
 
 export type SiteKind = keyof typeof adapters;

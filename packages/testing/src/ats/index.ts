@@ -15,3 +15,6 @@ export * from './lever.js';
 export * from './ashby.js';
 export * from './smartrecruiters.js';
 export * from './recruitee.js';
+export * from './bamboohr.js';
+export * from './breezy.js';
+export * from './teamtailor.js';
