@@ -7,7 +7,6 @@ import type {
   SiteAdapter,
   SourceContext,
 } from '../types.js';
-import { SourceError } from '../types.js';
 import { checkDiscoveredUrl, RefusalLog } from './discovered-url.js';
 import { postingKey, postingUrl } from './posting-identity.js';
 import {
@@ -78,7 +77,8 @@ const POSTING_PATH = new RegExp(String.raw`/${POSTING_SECTION}/[^/]+`, 'i');
 /** `/job`, `/careers/`… without anything after: a posting only with an identifying query. */
 const POSTING_SECTION_PATH = new RegExp(String.raw`/${POSTING_SECTION}(?:/|$)`, 'i');
 /** Query parameters naming a posting. */
-const POSTING_QUERY = /(?:^|[?&])(?:id|jid|jobid|job_id|job-id|postingid|posting_id|reqid|req_id)=[^&]/i;
+const POSTING_QUERY =
+  /(?:^|[?&])(?:id|jid|jobid|job_id|job-id|postingid|posting_id|reqid|req_id)=[^&]/i;
 
 /**
  * The default filter of a site configured with `url` alone, whose discovered sitemaps list the
@@ -264,7 +264,10 @@ export async function listCareerSite(
   const limit = Math.min(options.limit ?? Infinity, config.maxPostings);
   const site = new URL(config.url);
   const configured = config.postingUrlPattern ? new RegExp(config.postingUrlPattern) : undefined;
-  const matching = (pattern: RegExp): PostingFilter => (pathname) => pattern.test(pathname);
+  const matching =
+    (pattern: RegExp): PostingFilter =>
+    (pathname) =>
+      pattern.test(pathname);
   const report: SitemapWalkReport = { read: 0, skipped: [] };
   const result = (
     collector: Collector,
@@ -280,7 +283,13 @@ export async function listCareerSite(
   if (config.sitemapUrl) {
     const collector = new Collector(site, configured && matching(configured), limit);
     const roots: SitemapRoot[] = [{ url: config.sitemapUrl, role: 'required' }];
-    const complete = await walkSitemaps(context, roots, collector, { maxFiles: config.maxPages, signal }, report);
+    const complete = await walkSitemaps(
+      context,
+      roots,
+      collector,
+      { maxFiles: config.maxPages, signal },
+      report,
+    );
     return result(collector, complete, { method: 'sitemap', sitemaps: [config.sitemapUrl] });
   }
   if (config.listingUrl) {
@@ -301,7 +310,13 @@ export async function listCareerSite(
     limit,
   );
   const { method, roots } = await discoverSitemaps(context, site, collector);
-  const complete = await walkSitemaps(context, roots, collector, { maxFiles: config.maxPages, signal }, report);
+  const complete = await walkSitemaps(
+    context,
+    roots,
+    collector,
+    { maxFiles: config.maxPages, signal },
+    report,
+  );
   const sitemaps = roots.map((root) => root.url);
   if (collector.postings.length > 0) return result(collector, complete, { method, sitemaps });
   // No sitemap, or none listing a posting: `url` is likely the careers page that links them.
