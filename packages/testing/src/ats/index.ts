@@ -15,3 +15,4 @@ export * from './lever.js';
 export * from './ashby.js';
 export * from './smartrecruiters.js';
 export * from './recruitee.js';
+export * from './workable.js';
