@@ -16,3 +16,4 @@ export * from './ashby.js';
 export * from './smartrecruiters.js';
 export * from './recruitee.js';
 export * from './workable.js';
+export * from './personio.js';
