@@ -5,6 +5,9 @@ import { greenhouseAdapter } from './adapters/greenhouse.js';
 import { leverAdapter } from './adapters/lever.js';
 import { recruiteeAdapter } from './adapters/recruitee.js';
 import { smartRecruitersAdapter } from './adapters/smartrecruiters.js';
+import { personioAdapter } from './adapters/personio.js';
+import { workableAdapter } from './adapters/workable.js';
+import { workdayAdapter } from './adapters/workday.js';
 import type { SiteAdapter } from './types.js';
 
 /** Every adapter by kind. */
@@ -15,6 +18,9 @@ export const adapters = {
   ashby: ashbyAdapter,
   smartrecruiters: smartRecruitersAdapter,
   recruitee: recruiteeAdapter,
+  workable: workableAdapter,
+  workday: workdayAdapter,
+  personio: personioAdapter,
 } as const satisfies Record<string, SiteAdapter>;
 
 export type SiteKind = keyof typeof adapters;

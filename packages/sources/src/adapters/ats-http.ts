@@ -230,7 +230,11 @@ export async function fetchVendorDocument<S extends z.ZodType>(
   let text: string;
   try {
     text = (
-      await context.fetcher.fetch({ url: request.url, accept: request.accept, signal: request.signal })
+      await context.fetcher.fetch({
+        url: request.url,
+        accept: request.accept,
+        signal: request.signal,
+      })
     ).text();
   } catch (error) {
     throw translateFetchError(error, request);

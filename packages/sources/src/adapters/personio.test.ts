@@ -3,12 +3,7 @@ import { createFixturePersonio, type FixturePersonio } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AtsRequestError } from './ats-request-error.js';
 import { vendorFields } from './mapping.test-support.js';
-import {
-  parsePersonioXml,
-  personioAdapter,
-  personioBaseUrl,
-  personioConfig,
-} from './personio.js';
+import { parsePersonioXml, personioAdapter, personioBaseUrl, personioConfig } from './personio.js';
 
 const fetcher = createFetcher({
   userAgent: 'GleanerTest',
@@ -155,7 +150,10 @@ describe('personio adapter', () => {
   });
 
   it('lists an empty feed as complete', async () => {
-    for (const body of ['<workzag-jobs/>', '<?xml version="1.0"?>\n<workzag-jobs>\n</workzag-jobs>']) {
+    for (const body of [
+      '<workzag-jobs/>',
+      '<?xml version="1.0"?>\n<workzag-jobs>\n</workzag-jobs>',
+    ]) {
       feed.setRawBody(body);
       expect(await list()).toEqual({ postings: [], complete: true });
     }

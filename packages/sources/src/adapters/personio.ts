@@ -99,7 +99,14 @@ const feedSchema = z.object({
     z.literal(''), // <workzag-jobs/>: no open positions
     z.looseObject({
       position: z
-        .array(z.looseObject({ id: z.string().trim().regex(/^[A-Za-z0-9_-]{1,100}$/) }))
+        .array(
+          z.looseObject({
+            id: z
+              .string()
+              .trim()
+              .regex(/^[A-Za-z0-9_-]{1,100}$/),
+          }),
+        )
         .optional(),
     }),
   ]),
@@ -111,7 +118,10 @@ async function list(
   options: ListOptions = {},
 ): Promise<ListingResult> {
   const baseUrl = personioBaseUrl(config);
-  const url = joinUrl(baseUrl, `/xml?${new URLSearchParams({ language: config.language })}`);
+  const url = joinUrl(
+    baseUrl,
+    `/xml?${new URLSearchParams({ language: config.language }).toString()}`,
+  );
   const { data, json } = await fetchVendorDocument(
     context,
     {
@@ -184,7 +194,7 @@ function mapPosting(payload: unknown): AtsMappedPosting | null {
   const location = locationFromText(position.office);
   const offices = [position.office, ...(position.additionalOffices?.office ?? [])];
   const sections = (position.jobDescriptions?.jobDescription ?? []).filter(
-    (section) => section !== null && text(section.value) !== null,
+    (section) => section != null && text(section.value) !== null,
   ) as { name?: string | null; value: string }[];
   const heading = (name: string | null | undefined): string => {
     const title = text(name);

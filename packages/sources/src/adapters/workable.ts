@@ -121,7 +121,7 @@ function mapPosting(payload: unknown): AtsMappedPosting | null {
   if (!parsed.success) return null;
   const job = parsed.data;
   // The first location shown on the job page; the top-level fields repeat it for old widgets.
-  const first = job.locations?.find((entry) => entry !== null && entry.hidden !== true);
+  const first = job.locations?.find((entry) => entry != null && entry.hidden !== true);
   const structured = first
     ? locationFromParts(first.city, first.region, first.countryCode ?? first.country)
     : locationFromParts(job.city, job.state, job.country);

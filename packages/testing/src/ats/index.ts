@@ -17,3 +17,4 @@ export * from './smartrecruiters.js';
 export * from './recruitee.js';
 export * from './workable.js';
 export * from './personio.js';
+export * from './workday.js';
