@@ -56,6 +56,7 @@ export {
   workdayAdapter,
   workdayConfig,
   workdayBaseUrl,
+  workdaySiteFromUrl,
   WORKDAY_PAGE_SIZE,
   WORKDAY_RESULT_CAP,
   type WorkdayConfig,

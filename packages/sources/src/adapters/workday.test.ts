@@ -7,7 +7,7 @@ import {
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AtsRequestError } from './ats-request-error.js';
 import { vendorFields } from './mapping.test-support.js';
-import { workdayAdapter, workdayBaseUrl, workdayConfig } from './workday.js';
+import { workdayAdapter, workdayBaseUrl, workdayConfig, workdaySiteFromUrl } from './workday.js';
 
 const fetcher = createFetcher({
   userAgent: 'GleanerTest',
@@ -255,6 +255,23 @@ describe('workday adapter', () => {
       { host: 'acme.wd5.myworkdayjobs.com', tenant: 'acme', site: 'x', pageSize: 50 },
     ]) {
       expect(workdayConfig.safeParse(bad).success, JSON.stringify(bad)).toBe(false);
+    }
+  });
+  it('reads host, tenant and site from a career site address', () => {
+    const acme = { host: 'acme.wd5.myworkdayjobs.com', tenant: 'acme', site: 'External' };
+    expect(workdaySiteFromUrl('https://acme.wd5.myworkdayjobs.com/External')).toEqual(acme);
+    expect(
+      workdaySiteFromUrl('https://acme.wd5.myworkdayjobs.com/en-US/External/job/Berlin/X_JR1'),
+    ).toEqual(acme);
+    for (const other of [
+      'http://acme.wd5.myworkdayjobs.com/External',
+      'https://acme.wd5.myworkdayjobs.com/',
+      'https://acme.wd5.myworkdayjobs.com:8443/External',
+      'https://user@acme.wd5.myworkdayjobs.com/External',
+      'https://acme.example.com/External',
+      'not a url',
+    ]) {
+      expect(workdaySiteFromUrl(other), other).toBeNull();
     }
   });
 });

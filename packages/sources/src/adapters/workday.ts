@@ -82,6 +82,33 @@ export function workdayBaseUrl(config: Pick<WorkdayConfig, 'host' | 'baseUrl'>):
   return config.baseUrl ?? `https://${config.host.toLowerCase()}`;
 }
 
+/**
+ * `host`, `tenant` and `site` from a career site's address as people share it:
+ * `https://acme.wd5.myworkdayjobs.com/External`, `…/en-US/External/job/Berlin/…`. The tenant is the
+ * host's first label, as on every myworkdayjobs.com site; null for any other address.
+ */
+export function workdaySiteFromUrl(
+  address: string,
+): Pick<WorkdayConfig, 'host' | 'tenant' | 'site'> | null {
+  let url: URL;
+  try {
+    url = new URL(address);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'https:' || url.username || url.password || url.port) return null;
+  const segments = url.pathname.split('/').filter((segment) => segment !== '');
+  // An optional locale before the site: /en-US/External.
+  const site = /^[a-z]{2}-[A-Z]{2}$/.test(segments[0] ?? '') ? segments[1] : segments[0];
+  const parsed = workdayConfig.safeParse({
+    host: url.hostname,
+    tenant: url.hostname.split('.')[0],
+    site,
+  });
+  if (!parsed.success) return null;
+  return { host: parsed.data.host, tenant: parsed.data.tenant, site: parsed.data.site };
+}
+
 function apiUrl(config: WorkdayConfig, path: string): string {
   return joinUrl(
     workdayBaseUrl(config),

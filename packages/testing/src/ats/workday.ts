@@ -296,9 +296,17 @@ export async function createFixtureWorkday(
       : { status: 404, body: { errorCode: 'HTTP_404', httpStatus: 404 } };
   };
 
-  const reply = (method: string, target: string, raw: string): { reply: Reply; body?: unknown } => {
+  const reply = (
+    method: string,
+    target: string,
+    raw: string,
+    contentType: string | undefined,
+  ): { reply: Reply; body?: unknown } => {
     let body: unknown;
     if (method === 'POST') {
+      if (!/^application\/json\b/i.test(contentType ?? '')) {
+        return { reply: { status: 415, body: { errorCode: 'HTTP_415', httpStatus: 415 } } };
+      }
       try {
         body = JSON.parse(raw) as unknown;
       } catch {
@@ -344,7 +352,7 @@ export async function createFixtureWorkday(
     const target = request.url ?? '/';
     let result: { reply: Reply; body?: unknown };
     try {
-      result = reply(method, target, raw);
+      result = reply(method, target, raw, request.headers['content-type']);
     } catch (error) {
       result = { reply: { status: 500, body: { error: String(error) } } };
     }
