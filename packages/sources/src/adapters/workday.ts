@@ -234,9 +234,9 @@ class WorkdaySearch {
   private async page(
     applied: Readonly<Record<string, string[]>>,
     offset: number,
-  ): Promise<{ data: SearchResponse; raw: unknown }> {
+  ): Promise<SearchResponse> {
     this.pages += 1;
-    const { data, json } = await fetchVendorJson(
+    const { data } = await fetchVendorJson(
       this.context,
       {
         vendor: VENDOR,
@@ -247,16 +247,16 @@ class WorkdaySearch {
       },
       searchResponse,
     );
-    return { data, raw: json };
+    return data;
   }
 
   /** Lists one query (splitting it when above the cap); true when it was listed whole. */
   async query(applied: Readonly<Record<string, string[]>>): Promise<boolean> {
     if (this.exhausted || this.budget.full) return false;
     const first = await this.page(applied, 0);
-    const total = first.data.total;
+    const total = first.total;
     if (total > WORKDAY_RESULT_CAP) {
-      const split = chooseSplit(flattenFacets(first.data.facets ?? []), applied, total);
+      const split = chooseSplit(flattenFacets(first.facets ?? []), applied, total);
       if (split !== null) {
         let complete = split.covers;
         for (const value of split.facet.values) {
@@ -267,10 +267,10 @@ class WorkdaySearch {
         return complete;
       }
       // No facet left to split by: the first 2,000 are all this query reaches.
-      await this.read(first.data, applied, WORKDAY_RESULT_CAP);
+      await this.read(first, applied, WORKDAY_RESULT_CAP);
       return false;
     }
-    return this.read(first.data, applied, total);
+    return this.read(first, applied, total);
   }
 
   /** Pages through a query from its first page up to `total`; true when it got there. */
@@ -293,7 +293,7 @@ class WorkdaySearch {
         return offset >= total || paths.length === 0;
       }
       if (this.budget.full || this.exhausted) return false;
-      page = (await this.page(applied, offset)).data;
+      page = await this.page(applied, offset);
     }
   }
 }
