@@ -245,4 +245,21 @@ describe('personio errors', () => {
     );
     await expect(list()).rejects.toMatchObject({ code: 'SOURCE_RESPONSE_INVALID' });
   });
+
+  it('an unreachable API is SOURCE_FETCH_FAILED, transient', async () => {
+    const gone = await createFixturePersonio({ postings: 1 });
+    await gone.close();
+    await expect(
+      personioAdapter.list(personioConfig.parse({ company: 'acme', baseUrl: gone.baseUrl }), {
+        fetcher,
+      }),
+    ).rejects.toMatchObject({ code: 'SOURCE_FETCH_FAILED', retryClass: 'transient' });
+  });
+
+  it('an aborted listing stops before its first request', async () => {
+    await expect(
+      personioAdapter.list(config(), { fetcher }, { signal: AbortSignal.abort() }),
+    ).rejects.toMatchObject({ name: 'AbortError' });
+    expect(feed.requests()).toHaveLength(0);
+  });
 });

@@ -207,4 +207,21 @@ describe('workable errors', () => {
       message: expect.stringContaining('documented shape'),
     });
   });
+
+  it('an unreachable API is SOURCE_FETCH_FAILED, transient', async () => {
+    const gone = await createFixtureWorkable({ postings: 1 });
+    await gone.close();
+    await expect(
+      workableAdapter.list(workableConfig.parse({ subdomain: 'acme', baseUrl: gone.baseUrl }), {
+        fetcher,
+      }),
+    ).rejects.toMatchObject({ code: 'SOURCE_FETCH_FAILED', retryClass: 'transient' });
+  });
+
+  it('an aborted listing stops before its first request', async () => {
+    await expect(
+      workableAdapter.list(config(), { fetcher }, { signal: AbortSignal.abort() }),
+    ).rejects.toMatchObject({ name: 'AbortError' });
+    expect(account.requests()).toHaveLength(0);
+  });
 });

@@ -345,4 +345,20 @@ describe('workday errors', () => {
       await hostile.close();
     }
   });
+
+  it('an unreachable API is SOURCE_FETCH_FAILED, transient', async () => {
+    const gone = await createFixtureWorkday({ postings: 1 });
+    await gone.close();
+    await expect(workdayAdapter.list(configFor(gone), { fetcher })).rejects.toMatchObject({
+      code: 'SOURCE_FETCH_FAILED',
+      retryClass: 'transient',
+    });
+  });
+
+  it('an aborted listing stops before its first request', async () => {
+    await expect(
+      workdayAdapter.list(configFor(site), { fetcher }, { signal: AbortSignal.abort() }),
+    ).rejects.toMatchObject({ name: 'AbortError' });
+    expect(site.requests()).toHaveLength(0);
+  });
 });
