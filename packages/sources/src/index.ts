@@ -65,3 +65,24 @@ export {
   type AtsErrorCode,
   type AtsRequestErrorDetails,
 } from './adapters/ats-request-error.js';
+export {
+  workableAdapter,
+  workableConfig,
+  WORKABLE_API,
+  type WorkableConfig,
+} from './adapters/workable.js';
+export {
+  workdayAdapter,
+  workdayConfig,
+  workdayBaseUrl,
+  workdaySiteFromUrl,
+  WORKDAY_PAGE_SIZE,
+  WORKDAY_RESULT_CAP,
+  type WorkdayConfig,
+} from './adapters/workday.js';
+export {
+  personioAdapter,
+  personioConfig,
+  personioBaseUrl,
+  type PersonioConfig,
+} from './adapters/personio.js';

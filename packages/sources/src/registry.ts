@@ -7,7 +7,10 @@ import { greenhouseAdapter } from './adapters/greenhouse.js';
 import { leverAdapter } from './adapters/lever.js';
 import { recruiteeAdapter } from './adapters/recruitee.js';
 import { smartRecruitersAdapter } from './adapters/smartrecruiters.js';
+import { personioAdapter } from './adapters/personio.js';
 import { teamtailorAdapter } from './adapters/teamtailor.js';
+import { workableAdapter } from './adapters/workable.js';
+import { workdayAdapter } from './adapters/workday.js';
 import type { SiteAdapter } from './types.js';
 
 /** Every adapter by kind. */
@@ -21,6 +24,9 @@ export const adapters = {
   bamboohr: bambooHrAdapter,
   breezy: breezyAdapter,
   teamtailor: teamtailorAdapter,
+  workable: workableAdapter,
+  workday: workdayAdapter,
+  personio: personioAdapter,
 } as const satisfies Record<string, SiteAdapter>;
 
 export type SiteKind = keyof typeof adapters;

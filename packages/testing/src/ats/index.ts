@@ -18,3 +18,6 @@ export * from './recruitee.js';
 export * from './bamboohr.js';
 export * from './breezy.js';
 export * from './teamtailor.js';
+export * from './workable.js';
+export * from './personio.js';
+export * from './workday.js';
