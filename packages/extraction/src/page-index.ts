@@ -1,0 +1,174 @@
+/**
+ * One walk over a parsed page for the markup reader (dom-posting.ts, page-labels.ts): every
+ * visible element in document order, which of them are page furniture, and text helpers that
+ * skip what a reader never sees as text (SVG icons and their `<title>`, scripts, styles).
+ *
+ * JS predicates over this index, not CSS selectors: compiling selector lists
+ * (`[class*="x" i], …`) for each query cost more than everything else on a typical page, ten
+ * times a cheerio parse.
+ */
+import type { CheerioAPI } from 'cheerio/slim';
+import { childElements, type DomElement } from './dom.js';
+import { normaliseWhitespace } from './html-text.js';
+
+type TreeNode = { type?: string; name?: string; data?: string; children?: TreeNode[] };
+type Node = { parent?: unknown; type?: string; name?: string; nextSibling?: unknown };
+
+/**
+ * Elements whose content is never page text: an SVG icon's `<title>` ("save-icon") is a tooltip,
+ * not a heading, and must not become a title or an employer.
+ */
+const INVISIBLE_TAGS = new Set(['svg', 'script', 'style', 'noscript', 'template', 'head']);
+
+export interface PageIndex {
+  /** Every element outside SVG, script, style and head, in document order. */
+  elements: DomElement[];
+  /** Roots of page furniture: footers, navigation, site headers, cookie banners, "similar jobs". */
+  furniture: Set<DomElement>;
+  /** Side columns (`<aside>`, sidebars): not the posting's text, but often its facts. */
+  sideColumns: Set<DomElement>;
+}
+
+const FURNITURE_TAGS = new Set(['footer', 'nav']);
+const FURNITURE_CLASS =
+  /\bsite-header\b|similar|related|other-jobs|more-jobs|cookie|consent|gdpr|\bbreadcrumbs?\b|\bnavbar\b|\bfooter\b|\bmenu\b/i;
+const SIDE_CLASS = /\bsidebar\b|\bside-?col/i;
+
+export function indexPage($: CheerioAPI): PageIndex {
+  // A walk of the tree in document order; even `$('*')` costs a selector engine run.
+  const elements: DomElement[] = [];
+  const stack: DomElement[] = childElements($.root()[0] as unknown as DomElement).reverse();
+  while (stack.length > 0) {
+    const element = stack.pop() as DomElement;
+    if (INVISIBLE_TAGS.has(element.name)) continue;
+    elements.push(element);
+    const children = childElements(element);
+    for (let index = children.length - 1; index >= 0; index--)
+      stack.push(children[index] as DomElement);
+  }
+  const furniture = new Set<DomElement>();
+  const sideColumns = new Set<DomElement>();
+  for (const element of elements) {
+    if (element.name === 'aside' || SIDE_CLASS.test(element.attribs.class ?? '')) {
+      sideColumns.add(element);
+      continue;
+    }
+    const name = element.name;
+    const isSiteHeader = name === 'header' && parentElement(element)?.name === 'body';
+    const role = element.attribs.role;
+    if (
+      FURNITURE_TAGS.has(name) ||
+      isSiteHeader ||
+      role === 'banner' ||
+      role === 'navigation' ||
+      role === 'contentinfo' ||
+      role === 'dialog' ||
+      FURNITURE_CLASS.test(element.attribs.class ?? '') ||
+      FURNITURE_CLASS.test(element.attribs.id ?? '')
+    )
+      furniture.add(element);
+  }
+  return { elements, furniture, sideColumns };
+}
+
+/** Like cheerio's text(), without wrapping each node and without SVG, script or style text. */
+export function textContent(node: TreeNode): string {
+  if (node.type === 'text') return node.data ?? '';
+  if (node.children === undefined || node.type === 'comment') return '';
+  if (node.name !== undefined && INVISIBLE_TAGS.has(node.name)) return '';
+  let text = '';
+  for (const child of node.children) text += textContent(child);
+  return text;
+}
+
+export function textOf(element: DomElement): string {
+  return normaliseWhitespace(textContent(element));
+}
+
+/**
+ * The element's text when it is at most `limit` characters before whitespace collapsing, else
+ * null: a label or value never is long, and stopping early keeps the walk over every element of
+ * a large page linear.
+ */
+export function shortTextOf(element: DomElement, limit: number): string | null {
+  let text = '';
+  const stack: TreeNode[] = [element as TreeNode];
+  while (stack.length > 0) {
+    const node = stack.pop() as TreeNode;
+    if (node.type === 'text') {
+      text += node.data ?? '';
+      if (text.length > limit * 3) return null;
+      continue;
+    }
+    if (node.children === undefined || node.type === 'comment') continue;
+    if (node.name !== undefined && INVISIBLE_TAGS.has(node.name)) continue;
+    // <br> separates words as a line break does.
+    if (node.name === 'br') text += ' ';
+    for (let index = node.children.length - 1; index >= 0; index--)
+      stack.push(node.children[index] as TreeNode);
+  }
+  const normalised = normaliseWhitespace(text);
+  return normalised.length > limit ? null : normalised;
+}
+
+export function parentElement(element: DomElement): DomElement | null {
+  const parent = (element as Node).parent as (DomElement & Node) | null | undefined;
+  return parent !== null && parent !== undefined && 'attribs' in parent ? parent : null;
+}
+
+export function nextElementSibling(element: DomElement): DomElement | null {
+  for (
+    let node = (element as Node).nextSibling;
+    node !== null && node !== undefined;
+    node = (node as Node).nextSibling
+  ) {
+    if ((node as Node).type === 'tag') return node as DomElement;
+    // Text between the two ("Location: <b>x</b> Berlin") means they are not a label/value pair.
+    if ((node as Node).type === 'text' && ((node as TreeNode).data ?? '').trim() !== '')
+      return null;
+  }
+  return null;
+}
+
+/** Whether `ancestor` contains `node`, by walking up from `node` (cheerio's find() scans down). */
+export function contains(ancestor: unknown, node: unknown): boolean {
+  for (
+    let current = (node as Node | null)?.parent;
+    current !== null && current !== undefined;
+    current = (current as Node).parent
+  ) {
+    if (current === ancestor) return true;
+  }
+  return false;
+}
+
+/** Whether an element lies outside the page furniture and the side columns. */
+export function isInMainContent(page: PageIndex, element: DomElement): boolean {
+  return isOutside(page.furniture, element) && isOutside(page.sideColumns, element);
+}
+
+/** Whether an element lies outside the page furniture (a side column counts as the page's). */
+export function isOutsideFurniture(page: PageIndex, element: DomElement): boolean {
+  return isOutside(page.furniture, element);
+}
+
+function isOutside(roots: ReadonlySet<DomElement>, element: DomElement): boolean {
+  if (roots.size === 0) return true;
+  for (
+    let node: unknown = element;
+    node !== null && node !== undefined;
+    node = (node as Node).parent
+  ) {
+    if (roots.has(node as DomElement)) return false;
+  }
+  return true;
+}
+
+/**
+ * class, id and the attributes templates name their parts with: data attributes of ATS and
+ * React pages (whose class names are hashes), and itemprop used without an itemscope.
+ */
+export function hintsOf(element: DomElement): string {
+  const attributes = element.attribs;
+  return `${attributes.class ?? ''} ${attributes.id ?? ''} ${attributes['data-automation-id'] ?? ''} ${attributes['data-ui'] ?? ''} ${attributes['data-qa'] ?? ''} ${attributes['data-testid'] ?? ''} ${attributes['data-test'] ?? ''} ${attributes.itemprop ?? ''}`;
+}
