@@ -27,7 +27,7 @@ import type { CheerioAPI } from 'cheerio/slim';
 import { readDescription } from './description.js';
 import { childElements, type DomElement } from './dom.js';
 import { normaliseDate } from './dates.js';
-import { normaliseEmploymentType } from './employment-type.js';
+import { findEmploymentType, normaliseEmploymentType } from './employment-type.js';
 import { normaliseWhitespace } from './html-text.js';
 import { parseLocationText, type ParsedLocation } from './location.js';
 import {
@@ -39,6 +39,7 @@ import {
   nextElementSibling,
   parentElement,
   shortTextOf,
+  SITE_NAME_HINT,
   textContent,
   textOf,
   type PageIndex,
@@ -74,7 +75,7 @@ const GONE =
 const APPLY = /\b(?:apply|bewerben|jetzt\s+bewerben|postuler|candidater)\b/i;
 /** Text telling how to apply, on pages whose way to apply is an email address. */
 const APPLY_TEXT =
-  /\b(?:how\s+to\s+apply|to\s+apply|apply\s+(?:now|online|today|here|by|via|before|for\s+this|through|with)|applications?\s+(?:should|must|to|close|are\s+welcome|by)|send\s+(?:your|a|us\s+your|us\s+a)\s+(?:cv|c\.v\.|résumé|resume|application|cover)|submit\s+(?:your|an)\s+application|bewerben\s+sie\s+sich|bewerbung|postuler|candidature|candidater)\b/i;
+  /\b(?:how\s+to\s+apply|to\s+apply|apply\s+(?:now|online|today|here|by|via|before|for|through|with|in\s+person|at|to)|applications?\s+(?:should|must|to|close|are\s+welcome|by|form|pack)|submit\s+(?:your|an)\s+application|bewerben\s+sie\s+sich|bewerbung|postuler|candidature|candidater)\b|\b(?:send|email|e-mail|submit|forward|post)\b[^.]{0,60}\b(?:cv|c\.v\.|résumé|resume|application|cover\s+letter|lebenslauf|candidature)\b/i;
 const JOB_LINK =
   /\/(?:jobs?|careers?|positions?|vacanc(?:y|ies)|openings?|stellen(?:angebote)?|postings?|o)\/[^/?#]+|[?&](?:gh_jid|jobid|job_id|jid|vacancyid|vacancy_id)=|\/(?:job|vacancy|posting)[-_]?(?:detail|view)s?\b/i;
 const MIN_DESCRIPTION_CHARS = 200;
@@ -153,7 +154,7 @@ interface TitleFinding {
 }
 
 const TITLE_HINT =
-  /(?:^|[\s_-])(?:job|position|posting|vacancy|opening|role)[-_]?(?:title|name|headline|header)\b|\bjobtitle\b|\bapp-title\b|\bjobpostingheader\b|\btitle[-_]of[-_]job\b/i;
+  /(?:^|[\s_-])(?:job|position|posting|vacancy|opening|role)[-_]?(?:title|name|headline|header|heading)\b|\bjobtitle\b|\bapp-title\b|\bjobpostingheader\b|\btitle[-_]of[-_]job\b/i;
 const HEADING_TAGS = new Set(['h1', 'h2', 'h3', 'h4']);
 
 function isUsableTitle(text: string | null, siteNames: readonly string[]): text is string {
@@ -171,7 +172,7 @@ function namedTitle(page: PageIndex, siteNames: readonly string[]): TitleFinding
     if (FORM_TAGS.has(element.name)) continue;
     const heading = HEADING_TAGS.has(element.name) ? element : headingWithin(element);
     if (heading === null) continue;
-    const text = shortTextOf(heading, MAX_TITLE_CHARS);
+    const text = headingText(heading);
     if (isUsableTitle(text, siteNames)) return { text, element: heading, source: 'named' };
   }
   return null;
@@ -186,9 +187,10 @@ function headingTitle(
   // content that is neither the site's name nor a generic heading.
   let firstH1: DomElement | null = null;
   for (const element of page.elements) {
-    if (element.name !== 'h1' || !isInMainContent(page, element)) continue;
+    if (!isTopHeading(element) || !isInMainContent(page, element)) continue;
+    if (SITE_NAME_HINT.test(hintsOf(element))) continue;
     firstH1 ??= element;
-    const text = shortTextOf(element, MAX_TITLE_CHARS);
+    const text = headingText(element);
     if (isUsableTitle(text, siteNames)) return { text, element, source: 'heading' };
   }
   // "Vacancies" as the <h1> and the job as the next heading, before any posting section.
@@ -205,6 +207,25 @@ function headingTitle(
   }
   return null;
 }
+
+/** An `<h1>`, or an element marked up as one (`role="heading" aria-level="1"`). */
+function isTopHeading(element: DomElement): boolean {
+  return (
+    element.name === 'h1' ||
+    (element.attribs.role === 'heading' && element.attribs['aria-level'] === '1')
+  );
+}
+
+/** A heading's text without its `<small>` subtitle ("Maintenance Electrician <small>Nights"). */
+function headingText(element: DomElement): string | null {
+  const small = childElements(element).find((child) => child.name === 'small');
+  const text = shortTextOf(element, MAX_TITLE_CHARS + 80);
+  if (text === null || small === undefined) return text !== null && text.length <= MAX_TITLE_CHARS ? text : null;
+  const subtitle = shortTextOf(small, 80) ?? '';
+  const main = text.endsWith(subtitle) ? text.slice(0, text.length - subtitle.length).trim() : text;
+  return main.length <= MAX_TITLE_CHARS ? main : null;
+}
+
 
 /** A wrapper's first heading, the element itself when it holds only inline text, else null. */
 function headingWithin(element: DomElement): DomElement | null {
@@ -235,6 +256,9 @@ function findTitle(
     return { text: label, element: null, source: 'label' };
   const heading = headingTitle(page, sections, siteNames);
   if (heading !== null) return heading;
+  const roleTitle = labelled.roleTitle;
+  if (isUsableTitle(roleTitle, siteNames) && normaliseEmploymentType(roleTitle, true) === null)
+    return { text: roleTitle, element: null, source: 'heading' };
   for (const raw of [meta.ogTitle, meta.title]) {
     const text = raw === null ? null : cleanPageTitle(raw, siteNames[0] ?? null);
     if (isUsableTitle(text, siteNames)) return { text, element: null, source: 'meta' };
@@ -257,6 +281,16 @@ function findSiteNames($: CheerioAPI, page: PageIndex, meta: PageMeta): string[]
     if (name !== null && name.length <= 60 && !/^(?:logo|home)$/i.test(name)) names.push(name);
     break;
   }
+  // A site title or logo written as text: <h1 id="logo">, <p class="site-title">, .navbar-brand.
+  for (const element of page.elements) {
+    if (!SITE_NAME_HINT.test(hintsOf(element)) || element.name === 'img') continue;
+    const text = shortTextOf(element, 60);
+    const name = text === null ? null : cleanSiteName(text);
+    if (name !== null && name.length >= 2 && !/^(?:logo|home|menu)$/i.test(name)) {
+      names.push(name);
+      break;
+    }
+  }
   void $;
   return names;
 }
@@ -273,7 +307,21 @@ function companyBesideTitle(title: TitleFinding): string | null {
   return match?.[1]?.trim() ?? null;
 }
 
+/** A job board's link to the employer's page: `<a href="/company/harrow-finch/">Harrow & Finch</a>`. */
+function companyPageLink(page: PageIndex): string | null {
+  for (const element of page.elements) {
+    if (element.name !== 'a' || !/\/(?:company|companies|employers?|unternehmen)\/[^/?#]/i.test(element.attribs.href ?? ''))
+      continue;
+    if (!isInMainContent(page, element)) continue;
+    const text = shortTextOf(element, 60);
+    if (text !== null && text.length >= 2 && !/\b(?:see|view|more|all|jobs?|about|follow)\b/i.test(text))
+      return text;
+  }
+  return null;
+}
+
 function findCompany(
+  page: PageIndex,
   labelled: LabelledValues,
   title: TitleFinding,
   meta: PageMeta,
@@ -283,6 +331,7 @@ function findCompany(
   if (labelledCompany !== undefined && labelledCompany !== '') return labelledCompany;
   return (
     companyBesideTitle(title) ??
+    companyPageLink(page) ??
     siteNames[0] ??
     companyFromPageTitle(meta.title, title.text) ??
     companyFromPageTitle(meta.ogTitle, title.text)
@@ -359,17 +408,31 @@ function countJobLinks(page: PageIndex): number {
   return targets.size;
 }
 
-/** Labelled facts that only a posting has: where and what kind of job, its pay, deadline, number. */
-function countPostingFacts(labelled: LabelledValues, title: TitleFinding): number {
+/**
+ * Signs that only a job has: a section about the work or the candidate ("Responsibilities",
+ * "Your profile"; a bare "Requirements" heads rental and course pages too), an employment type,
+ * a salary, a reference number, a title named or labelled as a job's. A location, a date, a
+ * deadline or "Requirements" alone are on events, flats, grants and courses as well.
+ */
+function countJobSignals(
+  labelled: LabelledValues,
+  title: TitleFinding,
+  sections: readonly Section[],
+): number {
   let count = 0;
-  if (labelled.location !== null) count++;
-  if (labelled.employmentType !== null && normaliseEmploymentType(labelled.employmentType, true) !== null)
+  if (sections.some((section) => section.kind === 'core' && !isGenericSection(section.element)))
     count++;
+  if (readDomEmploymentType(labelled.employmentType) !== null) count++;
   if (labelled.salary !== null && parseSalaryText(labelled.salary) !== null) count++;
-  if (labelled.closingDate !== null) count++;
   if (labelled.reference !== null) count++;
   if (title.source === 'named' || title.source === 'label') count++;
   return count;
+}
+
+const GENERIC_SECTION = /^(?:requirements|skills|criteria|entry\s+requirements)$/;
+
+function isGenericSection(element: DomElement): boolean {
+  return GENERIC_SECTION.test(headingKey(shortTextOf(element, 80) ?? ''));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -512,7 +575,7 @@ function readDomDate(page: PageIndex, labelled: string | null): string | null {
 }
 
 function readDomEmploymentType(text: string | null): string | null {
-  return text === null ? null : normaliseEmploymentType(text, true);
+  return text === null ? null : findEmploymentType(text);
 }
 
 export interface DomPostingVeto {
@@ -529,7 +592,7 @@ const OTHER_PAGE_TYPES = new Set([
 
 const APPLY_WORDS = /apply|bewerb|postul|candidat|send\s+(?:your|a|us)|application/i;
 const POSTING_WORDS =
-  /responsibilit|requirement|qualification|duties|what you|who you are|you have|the role|your role|job description|how to apply|aufgaben|profil|must[\s-]have|location|standort|lieu|job\s*title|employment|salary|vacanc|position|contrat/i;
+  /responsibilit|requirement|qualification|duties|what you|who you are|you have|the role|your role|job|how to apply|aufgaben|profil|must[\s-]have|location|standort|lieu|employment|salary|vacanc|position|contrat|stelle|poste|emploi|hiring|recruit|career|karriere/i;
 
 /** A cheap look at the raw HTML before any DOM is built for the heuristics. */
 export function mayBeDomPosting(html: string, _meta: PageMeta): boolean {
@@ -568,16 +631,12 @@ export function findDomPosting(
     hasControl || (body !== undefined && APPLY_TEXT.test(normaliseWhitespace(textContent(body))));
   if (!hasApply || countJobLinks(page) >= 3) return null;
   const core = sections.filter((section) => section.kind === 'core').length;
-  const facts = countPostingFacts(labelled, title);
-  const hasPlaceOrKind =
-    labelled.location !== null ||
-    (labelled.employmentType !== null &&
-      normaliseEmploymentType(labelled.employmentType, true) !== null);
+  const signals = countJobSignals(labelled, title, sections);
   const isPosting =
     (sections.length >= 2 && core >= 1) ||
-    (core >= 1 && facts >= 1) ||
-    (hasControl && sections.some((section) => isAboutTheJob(section.element))) ||
-    (facts >= 2 && hasPlaceOrKind);
+    signals >= 2 ||
+    (signals >= 1 && labelled.location !== null) ||
+    (hasControl && sections.some((section) => isAboutTheJob(section.element)));
   if (!isPosting) return null;
 
   const container = findDescriptionElement(page, sections, title);
@@ -587,7 +646,7 @@ export function findDomPosting(
 
   const location = labelled.location === null ? null : parseLocationText(labelled.location);
   const salary = readDomSalary(labelled.salary, description.text);
-  const company = findCompany(labelled, title, meta, siteNames);
+  const company = findCompany(page, labelled, title, meta, siteNames);
   const locationParts =
     location === null
       ? []

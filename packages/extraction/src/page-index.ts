@@ -20,6 +20,8 @@ type Node = { parent?: unknown; type?: string; name?: string; nextSibling?: unkn
  */
 const INVISIBLE_TAGS = new Set(['svg', 'script', 'style', 'noscript', 'template', 'head']);
 
+const BLOCK_BOUNDARY = new Set(['p', 'div', 'li', 'dd', 'dt', 'tr', 'h1', 'h2', 'h3', 'h4']);
+
 export interface PageIndex {
   /** Every element outside SVG, script, style and head, in document order. */
   elements: DomElement[];
@@ -33,6 +35,9 @@ const FURNITURE_TAGS = new Set(['footer', 'nav']);
 const FURNITURE_CLASS =
   /\bsite-header\b|similar|related|other-jobs|more-jobs|cookie|consent|gdpr|\bbreadcrumbs?\b|\bnavbar\b|\bfooter\b|\bmenu\b/i;
 const SIDE_CLASS = /\bsidebar\b|\bside-?col/i;
+/** Site headers of pages that predate `<header>`: `<div id="header">`, `.masthead`, `.topbar`. */
+const HEADER_TOKEN =
+  /(?:^|\s)(?:header|site-header|masthead|topbar|top-bar|top|navbar|hdr|kopf|entete|banner|global-nav|site-top)(?:\s|$)/i;
 
 export function indexPage($: CheerioAPI): PageIndex {
   // A walk of the tree in document order; even `$('*')` costs a selector engine run.
@@ -64,11 +69,32 @@ export function indexPage($: CheerioAPI): PageIndex {
       role === 'contentinfo' ||
       role === 'dialog' ||
       FURNITURE_CLASS.test(element.attribs.class ?? '') ||
-      FURNITURE_CLASS.test(element.attribs.id ?? '')
+      FURNITURE_CLASS.test(element.attribs.id ?? '') ||
+      (name === 'div' &&
+        HEADER_TOKEN.test(`${element.attribs.class ?? ''} ${element.attribs.id ?? ''}`) &&
+        !holdsContentHeading(element))
     )
       furniture.add(element);
   }
   return { elements, furniture, sideColumns };
+}
+
+/** Elements holding the site's name: a logo, a site title, a navbar brand. */
+export const SITE_NAME_HINT =
+  /(?:^|[\s_-])(?:logo|site-?(?:title|titre|name|nom)|brand|navbar-brand|wordmark|marque|header__brand)(?:$|[\s_-])/i;
+
+/**
+ * Whether a header-like element holds a heading other than the site's name: ATS templates put
+ * the posting's title, company and location in a `<div id="header">`.
+ */
+function holdsContentHeading(element: DomElement): boolean {
+  const stack = childElements(element);
+  for (let steps = 0; stack.length > 0 && steps < 500; steps++) {
+    const child = stack.pop() as DomElement;
+    if (/^h[1-3]$/.test(child.name) && !SITE_NAME_HINT.test(hintsOf(child))) return true;
+    stack.push(...childElements(child));
+  }
+  return false;
 }
 
 /** Like cheerio's text(), without wrapping each node and without SVG, script or style text. */
@@ -102,12 +128,17 @@ export function shortTextOf(element: DomElement, limit: number): string | null {
     }
     if (node.children === undefined || node.type === 'comment') continue;
     if (node.name !== undefined && INVISIBLE_TAGS.has(node.name)) continue;
-    // <br> separates words as a line break does.
+    // <br> and block boundaries separate words: "<p>Hospital</p><p>Kingsmere</p>".
     if (node.name === 'br') text += ' ';
+    else if (node.name !== undefined && BLOCK_BOUNDARY.has(node.name) && node !== element)
+      text += ', ';
     for (let index = node.children.length - 1; index >= 0; index--)
       stack.push(node.children[index] as TreeNode);
   }
-  const normalised = normaliseWhitespace(text);
+  const normalised = normaliseWhitespace(text)
+    .replace(/^[\s,]+|[\s,]+$/g, '')
+    .replace(/\s*,(?:\s*,)+/g, ',')
+    .replace(/\s+,/g, ',');
   return normalised.length > limit ? null : normalised;
 }
 

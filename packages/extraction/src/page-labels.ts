@@ -16,6 +16,7 @@
  * read, since they often hold the facts.
  */
 import { childElements, type DomElement } from './dom.js';
+import { findEmploymentType, normaliseEmploymentType } from './employment-type.js';
 import { normaliseWhitespace } from './html-text.js';
 import {
   hintsOf,
@@ -27,7 +28,10 @@ import {
 } from './page-index.js';
 
 export interface LabelledValues {
+  /** Under a label only a job title has: "Job title", "Vacancy", "Stellenbezeichnung". */
   title: string | null;
+  /** Under a label that titles other things too: "Title", "Position", "Role". */
+  roleTitle: string | null;
   company: string | null;
   location: string | null;
   /** "Remote", "Hybrid", "On-site" given apart from the location. */
@@ -51,11 +55,12 @@ export interface LabelReading {
 
 // prettier-ignore
 const LABEL_WORDS: readonly [LabelKey, string][] = [
-  ['title', "(?:job|position|vacancy|role|post)\\s+(?:title|name)|job|title|position|vacancy|role|post|stellenbezeichnung|stellentitel|jobtitel|stelle|intitulé(?:\\s+du\\s+poste)?|titre\\s+du\\s+poste|poste"],
-  ['company', "company(?:\\s+name)?|employer|organi[sz]ation|hiring\\s+(?:organi[sz]ation|company|manager's\\s+company)|unternehmen|arbeitgeber|firma|entreprise|société|employeur"],
-  ['location', "(?:job|work|office|primary)\\s+locations?|locations?|place\\s+of\\s+work|work\\s*place|based\\s+in|city|duty\\s+station|where|office|standort|arbeitsort|einsatzort|dienstort|ort|lieu(?:\\s+de\\s+travail)?|localisation|ville|locatie|ubicación"],
+  ['title', "(?:job|position|vacancy|role|post)\\s+(?:title|name)|job|vacancy|stellenbezeichnung|stellentitel|jobtitel|stelle|intitulé(?:\\s+du\\s+poste)?|titre\\s+du\\s+poste|poste"],
+  ['roleTitle', "title|position|role|post"],
+  ['company', "company(?:\\s+name)?|employer|(?:hiring\\s+)?agency|organi[sz]ation|hiring\\s+(?:organi[sz]ation|company|manager's\\s+company)|unternehmen|arbeitgeber|firma|entreprise|société|employeur"],
+  ['location', "(?:job|work|office|primary)\\s+locations?|locations?|place\\s+of\\s+work|work\\s*place|based(?:\\s+in)?|base|city|duty\\s+station|where|office|standort|arbeitsort|einsatzort|dienstort|ort|lieu(?:\\s+de\\s+travail)?|localisation|ville|locatie|ubicación"],
   ['workplace', "workplace(?:\\s+type)?|work\\s+(?:model|arrangement)|remote(?:\\s+work)?|arbeitsmodell|télétravail"],
-  ['employmentType', "(?:employment|job|contract|work|position)\\s+type|type|commitment|schedule|hours|working\\s+hours|contract|job\\s+status|anstellungsart|beschäftigungsart|vertragsart|arbeitszeit|type\\s+de\\s+contrat|contrat|type\\s+d'emploi|temps\\s+de\\s+travail"],
+  ['employmentType', "(?:employment|job|contract|work|position)\\s+type|type|commitment|(?:work\\s+)?schedule|hours|employment|working\\s+(?:hours|pattern)|contract|(?:job\\s+|employment\\s+)?status|anstellungsart|beschäftigungsart|vertragsart|arbeitszeit|type\\s+de\\s+contrat|contrat|type\\s+d'emploi|temps\\s+de\\s+travail"],
   ['salary', "salary(?:\\s+range)?|compensation|pay(?:\\s+range)?|base\\s+(?:pay|salary)|wage|remuneration|grade|gehalt|vergütung|rémunération|salaire"],
   ['datePosted', "date\\s+posted|posted(?:\\s+on)?|posting\\s+date|published(?:\\s+on)?|date(?:\\s+published)?|advertised|veröffentlicht(?:\\s+am)?|datum|date\\s+de\\s+publication|publié\\s+le"],
   ['closingDate', "closing\\s+date|closes|deadline|application\\s+deadline|apply\\s+by|bewerbungsfrist|date\\s+limite|date\\s+de\\s+clôture"],
@@ -91,12 +96,12 @@ const HINTS: readonly [LabelKey, RegExp][] = [
   ['datePosted', /date-?posted|posted-?(?:on|date)|job-?date|posting-?date/i],
   [
     'company',
-    /company-?name|employer|hiring-?org|(?:^|[\s_-])company(?:$|[\s_])|hiringorganization|org-?name/i,
+    /company-?name|employer|hiring-?org|(?:^|[\s_-])(?:company|agency)(?:$|[\s_])|hiringorganization|org-?name/i,
   ],
 ];
 
 const ICON_HINTS: readonly [LabelKey, RegExp][] = [
-  ['location', /location|map|marker|pin\b|place|globe/i],
+  ['location', /location|map|marker|pin\b|place|globe|geo/i],
   ['employmentType', /briefcase|clock|contract|job-?type|schedule/i],
   ['datePosted', /calendar|date/i],
   ['company', /building|company|employer/i],
@@ -122,6 +127,7 @@ const BLOCK_TAGS = new Set([
   'h5',
   'h6',
 ]);
+const PAIR_CONTAINERS = new Set(['dl', 'tr', 'tbody', 'thead', 'table']);
 const FORM_TAGS = new Set(['select', 'option', 'input', 'textarea', 'button', 'form', 'label']);
 const ICON_TAGS = new Set(['svg', 'img', 'i']);
 
@@ -131,6 +137,7 @@ const MAX_VALUE = 160;
 export function readLabelledValues(page: PageIndex): LabelReading {
   const values: LabelledValues = {
     title: null,
+    roleTitle: null,
     company: null,
     location: null,
     workplace: null,
@@ -142,8 +149,28 @@ export function readLabelledValues(page: PageIndex): LabelReading {
   };
   const seen = { title: new Set<string>(), location: new Set<string>() };
   const set = (key: LabelKey, raw: string): void => {
-    const text = normaliseWhitespace(raw).replace(/^[:\-–—|\s]+|[\s|,;]+$/g, '');
-    if (text === '' || text.length > MAX_VALUE || labelKey(text) !== null) return;
+    // "Bath, Somerset · Full-time": a separator ends the value.
+    let text = normaliseWhitespace(raw)
+      .split(/\s[·|•]\s/)[0]
+      ?.replace(/^[:\-–—|·,\s]+|[\s|·•,;]+$/g, '');
+    if (text === undefined || text === '' || text.length > MAX_VALUE) return;
+    if (labelKey(text) !== null) return;
+    if (key === 'location' && /^[£$€\d]/.test(text)) return;
+    // "Norwich, with travel across Norfolk": the place ends where prose starts.
+    if (key === 'location') text = text.split(/,\s+(?=\p{Ll}\p{L}*\s+\p{Ll})/u)[0] ?? text;
+    // "Position: Full Time Permanent" names the kind of job, not the job.
+    if (key === 'roleTitle' && normaliseEmploymentType(text, true) !== null) {
+      values.employmentType ??= text;
+      return;
+    }
+    // "Contract: Permanent" then "Working pattern: Full time": the value that names a kind wins.
+    if (
+      key === 'employmentType' &&
+      values.employmentType !== null &&
+      findEmploymentType(values.employmentType) === null &&
+      findEmploymentType(text) !== null
+    )
+      values.employmentType = text;
     values[key] ??= text;
     if (key === 'title' || key === 'location') seen[key].add(text.toLowerCase());
   };
@@ -162,7 +189,9 @@ export function readLabelledValues(page: PageIndex): LabelReading {
       if (valueText !== null && !FORM_TAGS.has(value?.name ?? '')) set(key, valueText);
       continue;
     }
-    if (!isInline) continue;
+    // Rows and definition lists pair their cells above; read as one run, a value would swallow
+    // the next label.
+    if (!isInline || PAIR_CONTAINERS.has(element.name)) continue;
     const text = shortTextOf(element, 300);
     if (text === null || text === '') continue;
     if (readInlineLabels(element, set)) continue;
@@ -198,12 +227,9 @@ function readInlineLabels(element: DomElement, set: (key: LabelKey, value: strin
   };
   const endLine = (): void => {
     if (current === null) {
-      const colon = /^\s*([^:：]{2,40})[:：]\s*(\S.*)$/.exec(line);
-      const key = colon === null ? null : labelKey(colon[1] ?? '');
-      if (key !== null) {
-        found = true;
-        set(key, colon?.[2] ?? '');
-      }
+      const pairs = labelledPairs(line);
+      if (pairs.length > 0) found = true;
+      for (const [key, value] of pairs) set(key, value);
     } else close();
     line = '';
   };
@@ -237,6 +263,35 @@ function readInlineLabels(element: DomElement, set: (key: LabelKey, value: strin
   return found;
 }
 
+const COLON = /([\p{L}][\p{L}'’.\s]{0,39}?)\s*[:：]\s*/gu;
+
+/**
+ * "Location: Eindhoven, Netherlands Type: Full-time" → location and type. A label is the last one
+ * to four words before a colon that name a field; the line must start with one.
+ */
+export function labelledPairs(line: string): [LabelKey, string][] {
+  const text = normaliseWhitespace(line);
+  const starts: { key: LabelKey; start: number; end: number }[] = [];
+  COLON.lastIndex = 0;
+  for (let match = COLON.exec(text); match !== null; match = COLON.exec(text)) {
+    const words = (match[1] ?? '').trim().split(' ');
+    for (let count = Math.min(4, words.length); count >= 1; count--) {
+      const label = words.slice(-count).join(' ');
+      const key = labelKey(label);
+      if (key === null) continue;
+      const start = match.index + (match[0].lastIndexOf(label) === -1 ? 0 : match[0].lastIndexOf(label));
+      starts.push({ key, start, end: match.index + match[0].length });
+      break;
+    }
+    if (starts.length > 8) break;
+  }
+  if (starts.length === 0 || starts[0]?.start !== 0) return [];
+  return starts.map((label, index) => [
+    label.key,
+    text.slice(label.end, starts[index + 1]?.start ?? text.length),
+  ]);
+}
+
 function startsWithElement(element: DomElement): boolean {
   for (const child of element.children as { type?: string; data?: string }[]) {
     if (child.type === 'tag') return true;
@@ -254,6 +309,9 @@ function iconKey(icon: DomElement | undefined): LabelKey | null {
   if (!isIcon) return null;
   const attributes = icon.attribs;
   let description = `${attributes['aria-label'] ?? ''} ${attributes.alt ?? ''} ${attributes.class ?? ''} ${attributes['data-icon'] ?? ''}`;
+  // <span class="icon-list-icon"><i class="fas fa-map-marker-alt"></i></span>
+  for (const child of childElements(icon))
+    description += ` ${child.attribs.class ?? ''} ${child.attribs['aria-label'] ?? ''}`;
   if (icon.name === 'svg') {
     for (const child of childElements(icon)) {
       if (child.name === 'title' || child.name === 'use')

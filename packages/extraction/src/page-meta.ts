@@ -96,7 +96,8 @@ export function readPageMeta(html: string): PageMeta {
 }
 
 const TITLE_SEPARATOR = /(\s+(?:[-–—|·•:]|at|@)\s+)/i;
-const SITE_WORDS = /\b(?:careers?|jobs?|job board|hiring|karriere|stellenangebote|recrutement)\b/i;
+const SITE_WORDS =
+  /\b(?:careers?|jobs?|job board|hiring|karriere|stellenangebote|recrutement|vacanc(?:y|ies)|work for us|offres? d'emploi)\b/i;
 
 /**
  * A job title from a page title such as "Senior Engineer – Acme Careers", "Acme - Senior
