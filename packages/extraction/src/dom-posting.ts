@@ -79,6 +79,11 @@ const APPLY_TEXT =
 const JOB_LINK =
   /\/(?:jobs?|careers?|positions?|vacanc(?:y|ies)|openings?|stellen(?:angebote)?|postings?|o)\/[^/?#]+|[?&](?:gh_jid|jobid|job_id|jid|vacancyid|vacancy_id)=|\/(?:job|vacancy|posting)[-_]?(?:detail|view)s?\b/i;
 const MIN_DESCRIPTION_CHARS = 200;
+/**
+ * A description longer than this is a page of many things, not one posting's text; checked
+ * before the container is cloned and sanitised, which on a large page costs seconds.
+ */
+const MAX_DESCRIPTION_CHARS = 60_000;
 const MAX_TITLE_CHARS = 150;
 
 /** Headings that name the page kind, not the job. */
@@ -473,7 +478,8 @@ function findDescriptionElement(
     );
     const ancestor = commonAncestor(headings);
     if (ancestor !== null) candidates.push(ancestor);
-    candidates.sort((a, b) => textContent(a).length - textContent(b).length);
+    const lengths = new Map(candidates.map((element) => [element, textContent(element).length]));
+    candidates.sort((a, b) => (lengths.get(a) ?? 0) - (lengths.get(b) ?? 0));
     return candidates[0] ?? null;
   }
   // One section or none: a classed description, the main content, or the nearest ancestor of
@@ -640,7 +646,7 @@ export function findDomPosting(
   if (!isPosting) return null;
 
   const container = findDescriptionElement(page, sections, title);
-  if (container === null) return null;
+  if (container === null || textContent(container).length > MAX_DESCRIPTION_CHARS) return null;
   const description = readDescription(descriptionHtml($, container, title.text));
   if (description.text === null || description.text.length < MIN_DESCRIPTION_CHARS) return null;
 

@@ -29,6 +29,9 @@ export interface PageIndex {
   furniture: Set<DomElement>;
   /** Side columns (`<aside>`, sidebars): not the posting's text, but often its facts. */
   sideColumns: Set<DomElement>;
+  /** Every element inside the furniture, and every element inside a side column. */
+  inFurniture: Set<DomElement>;
+  inSideColumn: Set<DomElement>;
 }
 
 const FURNITURE_TAGS = new Set(['footer', 'nav']);
@@ -76,7 +79,18 @@ export function indexPage($: CheerioAPI): PageIndex {
     )
       furniture.add(element);
   }
-  return { elements, furniture, sideColumns };
+  // Membership by inheritance, in document order (parents come before their children): a
+  // lookup per element instead of a walk up the tree, which on a deep page costs its depth.
+  const inFurniture = new Set<DomElement>();
+  const inSideColumn = new Set<DomElement>();
+  for (const element of elements) {
+    const parent = parentElement(element);
+    if (furniture.has(element) || (parent !== null && inFurniture.has(parent)))
+      inFurniture.add(element);
+    if (sideColumns.has(element) || (parent !== null && inSideColumn.has(parent)))
+      inSideColumn.add(element);
+  }
+  return { elements, furniture, sideColumns, inFurniture, inSideColumn };
 }
 
 /** Elements holding the site's name: a logo, a site title, a navbar brand. */
@@ -119,7 +133,9 @@ export function textOf(element: DomElement): string {
 export function shortTextOf(element: DomElement, limit: number): string | null {
   let text = '';
   const stack: TreeNode[] = [element as TreeNode];
-  while (stack.length > 0) {
+  // Nodes without text count too: a label is never a thousand nested elements deep.
+  for (let steps = 0; stack.length > 0; steps++) {
+    if (steps > limit * 4 + 64) return null;
     const node = stack.pop() as TreeNode;
     if (node.type === 'text') {
       text += node.data ?? '';
@@ -135,10 +151,12 @@ export function shortTextOf(element: DomElement, limit: number): string | null {
     for (let index = node.children.length - 1; index >= 0; index--)
       stack.push(node.children[index] as TreeNode);
   }
-  const normalised = normaliseWhitespace(text)
-    .replace(/^[\s,]+|[\s,]+$/g, '')
-    .replace(/\s*,(?:\s*,)+/g, ',')
-    .replace(/\s+,/g, ',');
+  let normalised = normaliseWhitespace(text);
+  if (normalised.includes(','))
+    normalised = normalised
+      .replace(/^[\s,]+|[\s,]+$/g, '')
+      .replace(/\s*,(?:\s*,)+/g, ',')
+      .replace(/\s+,/g, ',');
   return normalised.length > limit ? null : normalised;
 }
 
@@ -175,24 +193,12 @@ export function contains(ancestor: unknown, node: unknown): boolean {
 
 /** Whether an element lies outside the page furniture and the side columns. */
 export function isInMainContent(page: PageIndex, element: DomElement): boolean {
-  return isOutside(page.furniture, element) && isOutside(page.sideColumns, element);
+  return !page.inFurniture.has(element) && !page.inSideColumn.has(element);
 }
 
 /** Whether an element lies outside the page furniture (a side column counts as the page's). */
 export function isOutsideFurniture(page: PageIndex, element: DomElement): boolean {
-  return isOutside(page.furniture, element);
-}
-
-function isOutside(roots: ReadonlySet<DomElement>, element: DomElement): boolean {
-  if (roots.size === 0) return true;
-  for (
-    let node: unknown = element;
-    node !== null && node !== undefined;
-    node = (node as Node).parent
-  ) {
-    if (roots.has(node as DomElement)) return false;
-  }
-  return true;
+  return !page.inFurniture.has(element);
 }
 
 /**

@@ -71,6 +71,8 @@ const LABELS: readonly [LabelKey, RegExp][] = LABEL_WORDS.map(([key, words]) => 
   key,
   new RegExp(`^(?:${words})$`, 'i'),
 ]);
+/** Every label at once: one test rejects the many texts that are none (labelKey runs per element). */
+const ANY_LABEL = new RegExp(`^(?:${LABEL_WORDS.map(([, words]) => words).join('|')})$`, 'i');
 
 /** The field a label names, from its text: "Job Location:" → location. */
 export function labelKey(text: string): LabelKey | null {
@@ -79,7 +81,7 @@ export function labelKey(text: string): LabelKey | null {
     .replace(/[\s:：*]+$/, '')
     .replace(/\s+/g, ' ')
     .trim();
-  if (key === '') return null;
+  if (key === '' || !ANY_LABEL.test(key)) return null;
   for (const [field, pattern] of LABELS) if (pattern.test(key)) return field;
   return null;
 }
@@ -131,6 +133,13 @@ const PAIR_CONTAINERS = new Set(['dl', 'tr', 'tbody', 'thead', 'table']);
 const FORM_TAGS = new Set(['select', 'option', 'input', 'textarea', 'button', 'form', 'label']);
 const ICON_TAGS = new Set(['svg', 'img', 'i']);
 
+/**
+ * Elements of the page's content read for labels, in document order: facts sit above or beside
+ * the description, and a list of postings shows three different values long before this; a
+ * 2 MB page of 80,000 elements would otherwise cost half a second here.
+ */
+const MAX_ELEMENTS_READ = 6000;
+
 /** The longest value a label may have: a location, a date, a salary range. */
 const MAX_VALUE = 160;
 
@@ -175,14 +184,16 @@ export function readLabelledValues(page: PageIndex): LabelReading {
     if (key === 'title' || key === 'location') seen[key].add(text.toLowerCase());
   };
 
+  let read = 0;
   for (const element of page.elements) {
     if (FORM_TAGS.has(element.name) || !isOutsideFurniture(page, element)) continue;
+    if (++read > MAX_ELEMENTS_READ) break;
     const children = childElements(element);
     const isInline = !children.some((child) => BLOCK_TAGS.has(child.name));
 
     // A label beside its value: <dt>/<dd>, <th>/<td>, <td>/<td>, <h3>/<p>, <span>/<span>.
-    const labelText = shortTextOf(element, 40);
-    const key = labelText === null ? null : labelKey(labelText);
+    const text = shortTextOf(element, 300);
+    const key = text === null ? null : labelKey(text);
     if (key !== null) {
       const value = nextElementSibling(element);
       const valueText = value === null ? null : shortTextOf(value, MAX_VALUE);
@@ -192,7 +203,6 @@ export function readLabelledValues(page: PageIndex): LabelReading {
     // Rows and definition lists pair their cells above; read as one run, a value would swallow
     // the next label.
     if (!isInline || PAIR_CONTAINERS.has(element.name)) continue;
-    const text = shortTextOf(element, 300);
     if (text === null || text === '') continue;
     if (readInlineLabels(element, set)) continue;
     if (text.length > 120) continue;
