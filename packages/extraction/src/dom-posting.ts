@@ -75,7 +75,7 @@ const GONE =
 const APPLY = /\b(?:apply|bewerben|jetzt\s+bewerben|postuler|candidater)\b/i;
 /** Text telling how to apply, on pages whose way to apply is an email address. */
 const APPLY_TEXT =
-  /\b(?:how\s+to\s+apply|to\s+apply|apply\s+(?:now|online|today|here|by|via|before|for|through|with|in\s+person|at|to)|applications?\s+(?:should|must|to|close|are\s+welcome|by|form|pack)|submit\s+(?:your|an)\s+application|bewerben\s+sie\s+sich|bewerbung|postuler|candidature|candidater)\b|\b(?:send|email|e-mail|submit|forward|post)\b[^.]{0,60}\b(?:cv|c\.v\.|résumé|resume|application|cover\s+letter|lebenslauf|candidature)\b/i;
+  /\b(?:how\s+to\s+apply|to\s+apply|apply\s+(?:now|online|today|here|by|via|before|for|through|with|in\s+person|at|to)|applications?\s+(?:should|must|to|close|are\s+welcome|by|form|pack)|submit\s+(?:your|an)\s+application|bewerben\s+sie\s+sich|bewerbung|postuler|candidatures?|candidater)\b|\b(?:send|email|e-mail|submit|forward|post)\b[^.]{0,60}\b(?:cv|c\.v\.|résumé|resume|application|cover\s+letter|lebenslauf|candidature)\b/i;
 const JOB_LINK =
   /\/(?:jobs?|careers?|positions?|vacanc(?:y|ies)|openings?|stellen(?:angebote)?|postings?|o)\/[^/?#]+|[?&](?:gh_jid|jobid|job_id|jid|vacancyid|vacancy_id)=|\/(?:job|vacancy|posting)[-_]?(?:detail|view)s?\b/i;
 const MIN_DESCRIPTION_CHARS = 200;
@@ -416,7 +416,8 @@ function countJobLinks(page: PageIndex): number {
 /**
  * Signs that only a job has: a section about the work or the candidate ("Responsibilities",
  * "Your profile"; a bare "Requirements" heads rental and course pages too), an employment type,
- * a salary, a reference number, a title named or labelled as a job's. A location, a date, a
+ * a salary, a reference number, a title named or labelled as a job's (or a "Position" beside a
+ * "Company"). A location, a date, a
  * deadline or "Requirements" alone are on events, flats, grants and courses as well.
  */
 function countJobSignals(
@@ -431,6 +432,8 @@ function countJobSignals(
   if (labelled.salary !== null && parseSalaryText(labelled.salary) !== null) count++;
   if (labelled.reference !== null) count++;
   if (title.source === 'named' || title.source === 'label') count++;
+  // "Position:" beside "Company:": the position is a job's, not a person's.
+  else if (labelled.roleTitle !== null && labelled.company !== null) count++;
   return count;
 }
 

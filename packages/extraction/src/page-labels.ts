@@ -58,7 +58,7 @@ const LABEL_WORDS: readonly [LabelKey, string][] = [
   ['title', "(?:job|position|vacancy|role|post)\\s+(?:title|name)|job|vacancy|stellenbezeichnung|stellentitel|jobtitel|stelle|intitulé(?:\\s+du\\s+poste)?|titre\\s+du\\s+poste|poste"],
   ['roleTitle', "title|position|role|post"],
   ['company', "company(?:\\s+name)?|employer|(?:hiring\\s+)?agency|organi[sz]ation|hiring\\s+(?:organi[sz]ation|company|manager's\\s+company)|unternehmen|arbeitgeber|firma|entreprise|société|employeur"],
-  ['location', "(?:job|work|office|primary)\\s+locations?|locations?|place\\s+of\\s+work|work\\s*place|based(?:\\s+in)?|base|city|duty\\s+station|where|office|standort|arbeitsort|einsatzort|dienstort|ort|lieu(?:\\s+de\\s+travail)?|localisation|ville|locatie|ubicación"],
+  ['location', "(?:job|work|office|primary)\\s+locations?|locations?|place\\s+of\\s+work|work\\s*place|based(?:\\s+in)?|base|city|duty\\s+station|where|office|standort|arbeitsort|einsatzort|dienstort|ort|lieu(?:\\s+de\\s+travail|\\s+d'affectation)?|localisation|ville|locatie|ubicación"],
   ['workplace', "workplace(?:\\s+type)?|work\\s+(?:model|arrangement)|remote(?:\\s+work)?|arbeitsmodell|télétravail"],
   ['employmentType', "(?:employment|job|contract|work|position)\\s+type|type|commitment|(?:work\\s+)?schedule|hours|employment|working\\s+(?:hours|pattern)|contract|(?:job\\s+|employment\\s+)?status|anstellungsart|beschäftigungsart|vertragsart|arbeitszeit|type\\s+de\\s+contrat|contrat|type\\s+d'emploi|temps\\s+de\\s+travail"],
   ['salary', "salary(?:\\s+range)?|compensation|pay(?:\\s+range)?|base\\s+(?:pay|salary)|wage|remuneration|grade|gehalt|vergütung|rémunération|salaire"],
@@ -104,7 +104,7 @@ const HINTS: readonly [LabelKey, RegExp][] = [
 
 const ICON_HINTS: readonly [LabelKey, RegExp][] = [
   ['location', /location|map|marker|pin\b|place|globe|geo/i],
-  ['employmentType', /briefcase|clock|contract|job-?type|schedule/i],
+  ['employmentType', /briefcase|clock|contract|job-?type|schedule|work-?icon/i],
   ['datePosted', /calendar|date/i],
   ['company', /building|company|employer/i],
   ['salary', /money|salary|wallet|currency|banknote/i],
@@ -202,8 +202,13 @@ export function readLabelledValues(page: PageIndex): LabelReading {
     }
     // Rows and definition lists pair their cells above; read as one run, a value would swallow
     // the next label.
-    if (!isInline || PAIR_CONTAINERS.has(element.name)) continue;
-    if (text === null || text === '') continue;
+    if (text === null || text === '' || PAIR_CONTAINERS.has(element.name)) continue;
+    // A wrapper of one element is named for what it wraps: <div data-testid="companyLocation">
+    // <div>Reno, NV</div></div>.
+    if (!isInline) {
+      if (children.length === 1 && text.length <= 120) readHints(element, text, set);
+      continue;
+    }
     if (readInlineLabels(element, set)) continue;
     if (text.length > 120) continue;
     const icon = iconKey(children[0]);
@@ -211,10 +216,7 @@ export function readLabelledValues(page: PageIndex): LabelReading {
       set(icon, text);
       continue;
     }
-    const hints = hintsOf(element);
-    for (const [field, pattern] of HINTS) {
-      if (pattern.test(hints)) set(field, withoutLeadingLabel(text, field));
-    }
+    readHints(element, text, set);
   }
   return {
     values,
@@ -302,6 +304,17 @@ export function labelledPairs(line: string): [LabelKey, string][] {
   ]);
 }
 
+function readHints(
+  element: DomElement,
+  text: string,
+  set: (key: LabelKey, value: string) => void,
+): void {
+  const hints = hintsOf(element);
+  for (const [field, pattern] of HINTS) {
+    if (pattern.test(hints)) set(field, withoutLeadingLabel(text, field));
+  }
+}
+
 function startsWithElement(element: DomElement): boolean {
   for (const child of element.children as { type?: string; data?: string }[]) {
     if (child.type === 'tag') return true;
@@ -318,7 +331,7 @@ function iconKey(icon: DomElement | undefined): LabelKey | null {
     (icon.name === 'span' && /icon/i.test(icon.attribs.class ?? '') && textContent(icon) === '');
   if (!isIcon) return null;
   const attributes = icon.attribs;
-  let description = `${attributes['aria-label'] ?? ''} ${attributes.alt ?? ''} ${attributes.class ?? ''} ${attributes['data-icon'] ?? ''}`;
+  let description = `${attributes['aria-label'] ?? ''} ${attributes.alt ?? ''} ${attributes.class ?? ''} ${attributes['data-icon'] ?? ''} ${attributes['data-testid'] ?? ''}`;
   // <span class="icon-list-icon"><i class="fas fa-map-marker-alt"></i></span>
   for (const child of childElements(icon))
     description += ` ${child.attribs.class ?? ''} ${child.attribs['aria-label'] ?? ''}`;
