@@ -44,8 +44,7 @@ describe('unstructured-page corpus', () => {
     expect(others.length).toBeGreaterThanOrEqual(30);
     for (const page of corpus) {
       const isKnown =
-        page.name.startsWith('nonposting-') ||
-        SHAPES.some((shape) => page.name.startsWith(shape));
+        page.name.startsWith('nonposting-') || SHAPES.some((shape) => page.name.startsWith(shape));
       expect(isKnown, page.name).toBe(true);
     }
     const shapesUsed = SHAPES.filter((shape) =>

@@ -225,12 +225,12 @@ function isTopHeading(element: DomElement): boolean {
 function headingText(element: DomElement): string | null {
   const small = childElements(element).find((child) => child.name === 'small');
   const text = shortTextOf(element, MAX_TITLE_CHARS + 80);
-  if (text === null || small === undefined) return text !== null && text.length <= MAX_TITLE_CHARS ? text : null;
+  if (text === null || small === undefined)
+    return text !== null && text.length <= MAX_TITLE_CHARS ? text : null;
   const subtitle = shortTextOf(small, 80) ?? '';
   const main = text.endsWith(subtitle) ? text.slice(0, text.length - subtitle.length).trim() : text;
   return main.length <= MAX_TITLE_CHARS ? main : null;
 }
-
 
 /** A wrapper's first heading, the element itself when it holds only inline text, else null. */
 function headingWithin(element: DomElement): DomElement | null {
@@ -272,7 +272,7 @@ function findTitle(
 }
 
 /** The site's own name: og:site_name, or the alt text of its logo ("Acme logo"). */
-function findSiteNames($: CheerioAPI, page: PageIndex, meta: PageMeta): string[] {
+function findSiteNames(page: PageIndex, meta: PageMeta): string[] {
   const names: string[] = [];
   const siteName = meta.ogSiteName === null ? null : cleanSiteName(meta.ogSiteName);
   if (siteName !== null) names.push(siteName);
@@ -280,7 +280,9 @@ function findSiteNames($: CheerioAPI, page: PageIndex, meta: PageMeta): string[]
     if (element.name !== 'img') continue;
     const attributes = element.attribs;
     const alt = normaliseWhitespace(attributes.alt ?? '');
-    const isLogo = /logo/i.test(`${attributes.class ?? ''} ${attributes.id ?? ''} ${attributes.src ?? ''} ${alt}`);
+    const isLogo = /logo/i.test(
+      `${attributes.class ?? ''} ${attributes.id ?? ''} ${attributes.src ?? ''} ${alt}`,
+    );
     if (!isLogo || alt === '') continue;
     const name = cleanSiteName(alt.replace(/[\s-]*\b(?:logo|home(?:page)?|homepage)\b\s*$/i, ''));
     if (name !== null && name.length <= 60 && !/^(?:logo|home)$/i.test(name)) names.push(name);
@@ -296,7 +298,6 @@ function findSiteNames($: CheerioAPI, page: PageIndex, meta: PageMeta): string[]
       break;
     }
   }
-  void $;
   return names;
 }
 
@@ -315,11 +316,18 @@ function companyBesideTitle(title: TitleFinding): string | null {
 /** A job board's link to the employer's page: `<a href="/company/harrow-finch/">Harrow & Finch</a>`. */
 function companyPageLink(page: PageIndex): string | null {
   for (const element of page.elements) {
-    if (element.name !== 'a' || !/\/(?:company|companies|employers?|unternehmen)\/[^/?#]/i.test(element.attribs.href ?? ''))
+    if (
+      element.name !== 'a' ||
+      !/\/(?:company|companies|employers?|unternehmen)\/[^/?#]/i.test(element.attribs.href ?? '')
+    )
       continue;
     if (!isInMainContent(page, element)) continue;
     const text = shortTextOf(element, 60);
-    if (text !== null && text.length >= 2 && !/\b(?:see|view|more|all|jobs?|about|follow)\b/i.test(text))
+    if (
+      text !== null &&
+      text.length >= 2 &&
+      !/\b(?:see|view|more|all|jobs?|about|follow)\b/i.test(text)
+    )
       return text;
   }
   return null;
@@ -385,7 +393,11 @@ function looksLikeBlogPost(page: PageIndex): boolean {
       /\b(?:post-date|entry-date|published)\b|post-meta|article-date/i.test(className)
     )
       hasDate = true;
-    if (/\b(?:comments?-?(?:area|section|list)|comment-respond|share-?(?:this|post|article))\b/i.test(`${className} ${element.attribs.id ?? ''}`))
+    if (
+      /\b(?:comments?-?(?:area|section|list)|comment-respond|share-?(?:this|post|article))\b/i.test(
+        `${className} ${element.attribs.id ?? ''}`,
+      )
+    )
       articleSigns++;
     if (element.name === 'p' || element.name === 'span' || element.name === 'div') {
       const text = shortTextOf(element, 60);
@@ -605,9 +617,7 @@ const POSTING_WORDS =
 
 /** A cheap look at the raw HTML before any DOM is built for the heuristics. */
 export function mayBeDomPosting(html: string, _meta: PageMeta): boolean {
-  return (
-    html.length <= MAX_DOM_POSTING_CHARS && APPLY_WORDS.test(html) && POSTING_WORDS.test(html)
-  );
+  return html.length <= MAX_DOM_POSTING_CHARS && APPLY_WORDS.test(html) && POSTING_WORDS.test(html);
 }
 
 /**
@@ -630,7 +640,7 @@ export function findDomPosting(
   const { values: labelled, isListing } = readLabelledValues(page);
   if (isListing) return null;
   const sections = findSections(page);
-  const siteNames = findSiteNames($, page, meta);
+  const siteNames = findSiteNames(page, meta);
   const title = findTitle(page, meta, labelled, sections, siteNames);
   if (title === null || GONE.test(title.text)) return null;
 

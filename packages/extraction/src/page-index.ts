@@ -132,7 +132,7 @@ export function textOf(element: DomElement): string {
  */
 export function shortTextOf(element: DomElement, limit: number): string | null {
   let text = '';
-  const stack: TreeNode[] = [element as TreeNode];
+  const stack: TreeNode[] = [element];
   // Nodes without text count too: a label is never a thousand nested elements deep.
   for (let steps = 0; stack.length > 0; steps++) {
     if (steps > limit * 4 + 64) return null;

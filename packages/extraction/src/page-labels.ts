@@ -229,7 +229,10 @@ export function readLabelledValues(page: PageIndex): LabelReading {
  * Standort</strong><br>Berlin": segments of inline content, each started by a label (a child
  * element that is one, or a "Label:" at the start of a line). Whether any label was found.
  */
-function readInlineLabels(element: DomElement, set: (key: LabelKey, value: string) => void): boolean {
+function readInlineLabels(
+  element: DomElement,
+  set: (key: LabelKey, value: string) => void,
+): boolean {
   let found = false;
   let current: { key: LabelKey; value: string } | null = null;
   let line = '';
@@ -291,7 +294,8 @@ export function labelledPairs(line: string): [LabelKey, string][] {
       const label = words.slice(-count).join(' ');
       const key = labelKey(label);
       if (key === null) continue;
-      const start = match.index + (match[0].lastIndexOf(label) === -1 ? 0 : match[0].lastIndexOf(label));
+      const start =
+        match.index + (match[0].lastIndexOf(label) === -1 ? 0 : match[0].lastIndexOf(label));
       starts.push({ key, start, end: match.index + match[0].length });
       break;
     }
