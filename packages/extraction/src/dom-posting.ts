@@ -616,7 +616,7 @@ const POSTING_WORDS =
   /responsibilit|requirement|qualification|duties|what you|who you are|you have|the role|your role|job|how to apply|aufgaben|profil|must[\s-]have|location|standort|lieu|employment|salary|vacanc|position|contrat|stelle|poste|emploi|hiring|recruit|career|karriere/i;
 
 /** A cheap look at the raw HTML before any DOM is built for the heuristics. */
-export function mayBeDomPosting(html: string, _meta: PageMeta): boolean {
+export function mayBeDomPosting(html: string): boolean {
   return html.length <= MAX_DOM_POSTING_CHARS && APPLY_WORDS.test(html) && POSTING_WORDS.test(html);
 }
 
