@@ -41,6 +41,8 @@ const ATS_POSTINGS = 8;
 const TOTAL = PAGES + ATS_POSTINGS;
 const FIRST_BUMP = `${EXTRACTOR_VERSION}-bump1`;
 const SECOND_BUMP = `${EXTRACTOR_VERSION}-bump2`;
+const THIRD_BUMP = `${EXTRACTOR_VERSION}-bump3`;
+const FOURTH_BUMP = `${EXTRACTOR_VERSION}-bump4`;
 
 let site: FixtureCareerSite;
 let lever: FixtureLever;
@@ -227,6 +229,7 @@ describe('an extractor backfill', () => {
     lever.resetRequests();
     // Slow enough (3 postings a second, 3 a batch) to be stopped after its first batches.
     const first = startBackfillWorker(SECOND_BUMP, { batchSize: 3, ratePerSecond: 3 });
+    const startedAt = Date.now();
     await startBackfill({ db: system.handle.db, queues: system.queues, logger }, SECOND_BUMP);
     const partway = await waitFor(
       async () => {
@@ -236,6 +239,8 @@ describe('an extractor backfill', () => {
       { timeoutMs: 30_000, what: 'two batches' },
     );
     expect(partway.status).toBe('running');
+    // Throttled: the second batch of 3 waited for the first's second at 3 postings a second.
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(800);
     await first.close();
     // Redis loses the queued next batch, as with a flush or a worker killed between the two.
     await system.queues.backfill.obliterate({ force: true });
@@ -304,6 +309,24 @@ describe('an extractor backfill', () => {
     expect(compareExtractorVersions('2026-11-22.10', '2026-11-22.9')).toBeGreaterThan(0);
     expect((await getExtractionBackfill(system.handle.db, FIRST_BUMP))!.status).toBe('completed');
   });
+
+  it('supersedes a running backfill when a newer version starts', async () => {
+    const deps = { db: system.handle.db, queues: system.queues, logger };
+    // No worker runs these versions here: the first stays running until the next one starts.
+    expect(await startBackfill(deps, THIRD_BUMP)).toMatchObject({
+      started: true,
+      backfill: { status: 'running', total: TOTAL },
+    });
+    expect(await startBackfill(deps, FOURTH_BUMP)).toMatchObject({
+      started: true,
+      backfill: { status: 'running', total: TOTAL },
+    });
+    expect(await getExtractionBackfill(system.handle.db, THIRD_BUMP)).toMatchObject({
+      status: 'superseded',
+      done: 0,
+    });
+    await system.queues.backfill.obliterate({ force: true });
+  });
 });
 
 describe('GET /postings/:id/versions and GET /admin/backfill', () => {
@@ -358,8 +381,10 @@ describe('GET /postings/:id/versions and GET /admin/backfill', () => {
     const response = await api.app.inject('/admin/backfill');
     expect(response.statusCode).toBe(200);
     const data = response.json<{ data: Record<string, unknown>[] }>().data;
-    expect(data.map((b) => b.version)).toEqual([SECOND_BUMP, FIRST_BUMP]);
-    expect(data[0]).toMatchObject({
+    expect(data.map((b) => b.version)).toEqual([FOURTH_BUMP, THIRD_BUMP, SECOND_BUMP, FIRST_BUMP]);
+    expect(data[0]).toMatchObject({ status: 'running', total: TOTAL, done: 0, remaining: TOTAL });
+    expect(data[1]).toMatchObject({ status: 'superseded', remaining: 0 });
+    expect(data[2]).toMatchObject({
       status: 'completed',
       total: TOTAL,
       done: TOTAL - 1,

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, getTableColumns, gt, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gt, inArray, sql } from 'drizzle-orm';
 import type { Database } from '../client.js';
 import { jsonForPg } from '../pg-text.js';
 import { extractedFieldKeys, type ExtractedFields } from '../posting-fields.js';
@@ -47,8 +47,10 @@ export async function startExtractionBackfill(
   version: string,
 ): Promise<BackfillStart> {
   return db.transaction(async (tx) => {
+    // One start at a time, whatever the replicas and releases: each sees the others' rows.
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(hashtext('extraction_backfills'))`);
     const known = await tx
-      .select({ version: extractionBackfills.version })
+      .select({ version: extractionBackfills.version, status: extractionBackfills.status })
       .from(extractionBackfills);
     const newer = known
       .map((row) => row.version)
@@ -70,15 +72,19 @@ export async function startExtractionBackfill(
         finishedAt: total === 0 ? new Date() : null,
       })
       .onConflictDoNothing();
-    await tx
-      .update(extractionBackfills)
-      .set({ status: 'superseded', finishedAt: sql`now()`, updatedAt: sql`now()` })
-      .where(
-        and(
-          eq(extractionBackfills.status, 'running'),
-          sql`${extractionBackfills.version} <> ${version}`,
-        ),
-      );
+    const older = known
+      .filter((row) => row.status === 'running' && row.version !== version)
+      .map((row) => row.version);
+    if (older.length > 0)
+      await tx
+        .update(extractionBackfills)
+        .set({ status: 'superseded', finishedAt: sql`now()`, updatedAt: sql`now()` })
+        .where(
+          and(
+            eq(extractionBackfills.status, 'running'),
+            inArray(extractionBackfills.version, older),
+          ),
+        );
     const [backfill] = await tx
       .select()
       .from(extractionBackfills)
