@@ -173,22 +173,23 @@ const started = await startService({
         },
       },
     );
-    // Stops taking jobs, waits up to the grace period for those in flight, releases the rest.
-    onShutdown('workers', () => runtime.close(config.SHUTDOWN_GRACE_MS));
     // A new extractor version re-extracts the stored postings (decision 0013): the first worker
     // of a release that serves the queue starts it; the others find it started.
-    if (queueNames.includes('backfill')) {
-      const stopStarting = new AbortController();
-      const starting = keepStartingBackfill(
-        { db: database.db, queues, logger },
-        backfill.version,
-        stopStarting.signal,
-      );
-      onShutdown('backfill start', async () => {
-        stopStarting.abort();
-        await starting;
-      });
-    }
+    const stopStarting = new AbortController();
+    const starting = queueNames.includes('backfill')
+      ? keepStartingBackfill(
+          { db: database.db, queues, logger },
+          backfill.version,
+          stopStarting.signal,
+        )
+      : Promise.resolve();
+    // Stops taking jobs (and starting the backfill), waits up to the grace period for those in
+    // flight, releases the rest.
+    onShutdown('workers', async () => {
+      stopStarting.abort();
+      await starting;
+      await runtime.close(config.SHUTDOWN_GRACE_MS);
+    });
     return {
       health: () => ({ ok: true, details: { queues: queueNames } }),
       summary: { queues: queueNames },
