@@ -20,7 +20,10 @@ describe('parseConfig', () => {
       'extract',
       'documents',
       'llm-extract',
+      'backfill',
     ]);
+    expect(config.BACKFILL_BATCH_SIZE).toBe(100);
+    expect(config.BACKFILL_RATE_PER_SECOND).toBe(50);
     expect(config.HTTP_ALLOW_PRIVATE_NETWORKS).toBe(false);
   });
 

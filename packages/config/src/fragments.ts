@@ -141,6 +141,17 @@ export const workerFragment = {
    * stdout stays at info. `silent` copies nothing.
    */
   RUN_LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug', 'silent']).default('debug'),
+  /**
+   * The extractor backfill (decision 0013): after an extractor upgrade, stored postings are
+   * re-extracted from their stored bodies in batches of this many postings, one batch job at a
+   * time across every replica...
+   */
+  BACKFILL_BATCH_SIZE: integerFromEnv(100, { min: 1, max: 5_000 }),
+  /**
+   * ...at this many postings per second at most (the next batch is delayed to keep to it), so
+   * that re-extracting millions of postings leaves the pipeline its CPU and Postgres.
+   */
+  BACKFILL_RATE_PER_SECOND: integerFromEnv(50, { min: 1, max: 100_000 }),
 };
 
 export const fetchFragment = {

@@ -218,6 +218,46 @@ export const postingVersions = pgTable(
   (t) => [uniqueIndex('posting_versions_posting_version').on(t.postingId, t.version)],
 );
 
+export const backfillStatuses = ['running', 'completed', 'superseded'] as const;
+export type BackfillStatus = (typeof backfillStatuses)[number];
+
+/**
+ * One re-extraction of the stored postings per extractor version: when a worker with a new
+ * extractor version starts, the postings extracted under an older one are re-extracted from what
+ * is stored (the ATS listing payload, or the page body by `body_sha256`), never fetched again.
+ * Batches walk the postings in id order: `cursor` is the last id a committed batch covered, and the
+ * counters move in the same transaction as the postings, so a restart resumes where it stopped and
+ * counts nothing twice. A backfill of a newer version supersedes an older one still running.
+ */
+export const extractionBackfills = pgTable(
+  'extraction_backfills',
+  {
+    version: text('version').primaryKey(),
+    status: text('status', { enum: backfillStatuses }).notNull().default('running'),
+    /** The last posting id a committed batch covered; null before the first batch. */
+    cursor: uuid('cursor'),
+    /** Postings to re-extract, counted when the backfill started. */
+    total: integer('total').notNull().default(0),
+    /** Re-extracted and saved under this version, the previous fields kept as a version row. */
+    done: integer('done').notNull().default(0),
+    /** Postings whose stored body is gone: left as they are, never fetched. */
+    skipped: integer('skipped').notNull().default(0),
+    /** Postings the extractor could not read (left as they are). */
+    failed: integer('failed').notNull().default(0),
+    batches: integer('batches').notNull().default(0),
+    lastError: text('last_error'),
+    startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    check(
+      'extraction_backfills_status_valid',
+      sql`${t.status} IN ('running','completed','superseded')`,
+    ),
+  ],
+);
+
 /** Raw fetched bodies, content-addressed and compressed by Postgres, so later stages never refetch. */
 export const pageBodies = pgTable('page_bodies', {
   sha256: text('sha256').primaryKey(),
@@ -492,6 +532,7 @@ export type NewSiteRow = typeof siteSchedules.$inferInsert;
 export type RunRow = typeof scrapeRuns.$inferSelect;
 export type PostingRow = typeof postings.$inferSelect;
 export type PostingVersionRow = typeof postingVersions.$inferSelect;
+export type ExtractionBackfillRow = typeof extractionBackfills.$inferSelect;
 export type DocumentRow = typeof documents.$inferSelect;
 export type DocumentWorkerHeartbeatRow = typeof documentWorkerHeartbeats.$inferSelect;
 export type LlmExtractionRow = typeof llmExtractions.$inferSelect;

@@ -10,6 +10,7 @@ const siteId = '0f8fad5b-d9cb-469f-a165-70867728950e';
 describe('job catalogue', () => {
   it('defines every queue once, with attempts and a job name of the form area.verb-noun', () => {
     expect(queueNames.sort()).toEqual([
+      'backfill',
       'crawl',
       'dead-letter',
       'documents',
@@ -35,6 +36,7 @@ describe('job catalogue', () => {
 
   it('lists every queue but the dead letters and scheduling passes as work for workers', () => {
     expect([...workQueueNames].sort()).toEqual([
+      'backfill',
       'crawl',
       'documents',
       'extract',

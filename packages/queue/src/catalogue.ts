@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { backfillJob } from './jobs/backfill.js';
 import { crawlJob } from './jobs/crawl.js';
 import { deadLetterJob } from './jobs/dead-letter.js';
 import { documentJob } from './jobs/documents.js';
@@ -17,6 +18,7 @@ export const jobs = {
   extract: extractJob,
   documents: documentJob,
   'llm-extract': llmExtractJob,
+  backfill: backfillJob,
   'dead-letter': deadLetterJob,
   scheduler: schedulerPassJob,
 } as const;

@@ -6,6 +6,7 @@ export * from './errors.js';
 export * from './queues.js';
 export * from './run-cancellation.js';
 export * from './start-run.js';
+export { backfillJob } from './jobs/backfill.js';
 export { CRAWL_NEW_JOB_PRIORITY, crawlJob } from './jobs/crawl.js';
 export { deadLetterJob } from './jobs/dead-letter.js';
 export * from './jobs/documents.js';

@@ -270,6 +270,7 @@ describe('the rest of the API', () => {
     expect(jobsHealth.statusCode).toBe(200);
     const queueStatus = await app.inject({ method: 'GET', url: '/jobs/queue/status' });
     expect(Object.keys(queueStatus.json().data).sort()).toEqual([
+      'backfill',
       'crawl',
       'dead-letter',
       'documents',
@@ -305,6 +306,7 @@ describe('the rest of the API', () => {
         .queues.map((q: { name: string }) => q.name)
         .sort(),
     ).toEqual([
+      'backfill',
       'crawl',
       'dead-letter',
       'documents',

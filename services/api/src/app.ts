@@ -17,6 +17,7 @@ import { openApiOptions } from './openapi/options.js';
 import { bullBoardPlugin } from './plugins/bull-board.js';
 import { ProblemError, problemPlugin, replyWithProblem } from './plugins/problem.js';
 import { tracingPlugin } from './plugins/tracing.js';
+import { adminBackfillRoutes } from './routes/admin-backfill.js';
 import { adminDeadLetterRoutes } from './routes/admin-dead-letters.js';
 import { adminDocumentRoutes } from './routes/admin-documents.js';
 import { adminExtractionRoutes } from './routes/admin-extraction.js';
@@ -140,6 +141,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(documentRoutes, { deps });
   await app.register(adminDocumentRoutes, { deps });
   await app.register(adminExtractionRoutes, { deps });
+  await app.register(adminBackfillRoutes, { deps });
   await app.register(adminKeyRoutes, { deps, keys });
   await app.register(adminDeadLetterRoutes, { deps });
   await app.register(metricsRoutes, { deps });

@@ -3,3 +3,4 @@ export { createSchedulePass, type SchedulePass, type SchedulePassOptions } from 
 export { createReconciler, type Reconciler, type ReconcilerOptions } from './reconciler.js';
 export { createSiteLocks, type SiteLocks } from './locks.js';
 export { startForcedPasses } from './forced-passes.js';
+export { createBackfillResumer, type BackfillResumer } from './backfill.js';

@@ -4,6 +4,7 @@ import { startService } from '@gleaner/config/service';
 import { pingDb } from '@gleaner/db';
 import { waitForRedis, writeSchedulerReplica } from '@gleaner/queue';
 import { startForcedPasses } from './forced-passes.js';
+import { createBackfillResumer } from './backfill.js';
 import { createSiteLocks } from './locks.js';
 import { createSchedulerLoop } from './loop.js';
 import { createSchedulePass } from './pass.js';
@@ -54,6 +55,7 @@ const started = await startService({
             }
           : undefined,
       }),
+      backfills: createBackfillResumer({ db, queues, logger }),
     });
     const loop = createSchedulerLoop({
       replica,

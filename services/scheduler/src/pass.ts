@@ -8,6 +8,7 @@ import {
   type PassSkipReason,
   type Queues,
 } from '@gleaner/queue';
+import type { BackfillResumer } from './backfill.js';
 import type { Reconciler } from './reconciler.js';
 import type { SiteLocks } from './locks.js';
 
@@ -17,6 +18,8 @@ export interface SchedulePassOptions {
   logger: Logger;
   locks: SiteLocks;
   reconciler: Reconciler;
+  /** Queues the next batch of a running extractor backfill whose job Redis lost. */
+  backfills?: BackfillResumer;
   /** This replica's name in reports and lock values. */
   replica: string;
   /** Due sites started per statement (`SCHEDULER_BATCH_SIZE`). */
@@ -39,7 +42,7 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
  * report says which.
  */
 export function createSchedulePass(options: SchedulePassOptions) {
-  const { db, queues, logger, locks, reconciler, replica, batchSize } = options;
+  const { db, queues, logger, locks, reconciler, backfills, replica, batchSize } = options;
   const maxBatches = options.maxBatches ?? 20;
 
   /** Starts one batch of due sites; returns how many of them it moved on to their next slot. */
@@ -149,6 +152,13 @@ export function createSchedulePass(options: SchedulePassOptions) {
         report.repairs = await reconciler.reconcile({ redis: report.redis === 'ok' });
       } catch (error) {
         report.errors.push(`reconciler: ${message(error)}`);
+      }
+      if (backfills && report.redis === 'ok') {
+        try {
+          await backfills();
+        } catch (error) {
+          report.errors.push(`backfill: ${message(error)}`);
+        }
       }
     }
     report.durationMs = Math.round(performance.now() - started);

@@ -38,6 +38,18 @@ export interface WorkerDeps {
   extraction?: LlmQueueSettings;
   /** Required by a worker that serves `llm-extract`, built in main.ts only for one that does. */
   llm?: LlmDeps;
+  /** How the `backfill` queue re-extracts stored postings; its defaults when absent. */
+  backfill?: BackfillSettings;
+}
+
+/** An extractor backfill's settings (decision 0013). */
+export interface BackfillSettings {
+  /** The version this worker's extractor writes (`EXTRACTOR_VERSION`; a test gives another). */
+  version: string;
+  /** Postings per batch job (`BACKFILL_BATCH_SIZE`). */
+  batchSize: number;
+  /** Postings per second at most, across the backfill (`BACKFILL_RATE_PER_SECOND`). */
+  ratePerSecond: number;
 }
 
 /** What extracting with the LLM needs beside the common dependencies. */

@@ -1,4 +1,5 @@
 import type { HandlerMap } from './context.js';
+import { backfillHandler } from './backfill/backfill.handler.js';
 import { crawlHandler } from './crawl/crawl.handler.js';
 import { documentsHandler } from './documents/documents.handler.js';
 import { extractHandler } from './extract/extract.handler.js';
@@ -15,4 +16,5 @@ export const handlers: HandlerMap = {
   extract: extractHandler,
   documents: documentsHandler,
   'llm-extract': llmExtractHandler,
+  backfill: backfillHandler,
 };

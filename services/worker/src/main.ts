@@ -5,10 +5,12 @@ import {
   workerFragment,
 } from '@gleaner/config';
 import { startHealthServer, startService } from '@gleaner/config/service';
+import { EXTRACTOR_VERSION } from '@gleaner/extraction';
 import { createDocumentParserPool } from '@gleaner/extraction/documents';
 import { createCounters, createRunLogWriter, llmRetryDelayMs } from '@gleaner/queue';
 import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
-import type { DocumentDeps, WorkerDeps } from './context.js';
+import { keepStartingBackfill } from './backfill/start-backfill.js';
+import type { BackfillSettings, DocumentDeps, WorkerDeps } from './context.js';
 import { startWorkers } from './index.js';
 import { createLlmDeps } from './llm/llm-deps.js';
 
@@ -24,7 +26,8 @@ const started = await startService({
         config.WORKER_CONCURRENCY_CRAWL +
         config.WORKER_CONCURRENCY_EXTRACT +
         config.WORKER_CONCURRENCY_DOCUMENTS +
-        config.WORKER_CONCURRENCY_LLM_EXTRACT,
+        config.WORKER_CONCURRENCY_LLM_EXTRACT +
+        1, // backfill: one batch job at a time
     ),
   healthPort: (config) => config.WORKER_HEALTH_PORT,
   async start({ config, logger, database, redis, queues, workerConnection, onShutdown }) {
@@ -113,6 +116,11 @@ const started = await startService({
       prefix: config.QUEUE_PREFIX,
       onError: (error) => logger.warn({ err: error }, 'could not count in Redis for the metrics'),
     });
+    const backfill: BackfillSettings = {
+      version: EXTRACTOR_VERSION,
+      batchSize: config.BACKFILL_BATCH_SIZE,
+      ratePerSecond: config.BACKFILL_RATE_PER_SECOND,
+    };
     const runtime = startWorkers(
       {
         db: database.db,
@@ -126,6 +134,7 @@ const started = await startService({
         documents,
         extraction,
         llm,
+        backfill,
       },
       {
         connection: workerConnection(),
@@ -154,6 +163,8 @@ const started = await startService({
           documents: config.DOCUMENT_EXTRACTION_TIMEOUT_MS,
           // Two provider calls (primary and fallback), each bounded by the request timeout.
           'llm-extract': 2 * config.EXTRACTION_REQUEST_TIMEOUT_MS + 60_000,
+          // A batch of stored bodies extracted one after another, as an extract job does one.
+          backfill: config.JOB_TIMEOUT_EXTRACT_MS,
         },
         stalls: {
           lockDuration: config.WORKER_LOCK_DURATION_MS,
@@ -162,8 +173,23 @@ const started = await startService({
         },
       },
     );
-    // Stops taking jobs, waits up to the grace period for those in flight, releases the rest.
-    onShutdown('workers', () => runtime.close(config.SHUTDOWN_GRACE_MS));
+    // A new extractor version re-extracts the stored postings (decision 0013): the first worker
+    // of a release that serves the queue starts it; the others find it started.
+    const stopStarting = new AbortController();
+    const starting = queueNames.includes('backfill')
+      ? keepStartingBackfill(
+          { db: database.db, queues, logger },
+          backfill.version,
+          stopStarting.signal,
+        )
+      : Promise.resolve();
+    // Stops taking jobs (and starting the backfill), waits up to the grace period for those in
+    // flight, releases the rest.
+    onShutdown('workers', async () => {
+      stopStarting.abort();
+      await starting;
+      await runtime.close(config.SHUTDOWN_GRACE_MS);
+    });
     return {
       health: () => ({ ok: true, details: { queues: queueNames } }),
       summary: { queues: queueNames },

@@ -1,4 +1,5 @@
 import {
+  backfillStatuses,
   postingFields,
   postingStatuses,
   runStatuses,
@@ -258,3 +259,49 @@ export const schedulerPassQueued = z.object({
   status_url: z.string(),
   message: z.string(),
 });
+
+/**
+ * One field set of a posting's history (`GET /postings/:id/versions`): the current one first,
+ * then each earlier one, kept when a changed page or a new extractor version was extracted over
+ * it.
+ */
+export const postingVersionView = z
+  .strictObject({
+    version: z.int().describe('1 for the first field set; the current one is the highest'),
+    current: z.boolean().describe('The posting holds these fields now'),
+    extraction_version: z
+      .string()
+      .nullable()
+      .describe('The extractor version the fields were extracted under'),
+    extracted_at: isoDateTime.nullable(),
+    body_sha256: z.string().nullable().describe('The stored body they were extracted from'),
+    content_simhash: z.string().nullable(),
+    replaced_at: isoDateTime
+      .nullable()
+      .describe('When a newer field set replaced these; null for the current one'),
+    fields: z.strictObject({
+      ...postingFieldViews,
+      provenance: z.record(z.string(), z.string().optional()).nullable(),
+    }),
+  })
+  .meta({ id: 'PostingVersion', description: 'One field set of a posting, current or earlier' });
+
+/** An extractor backfill's progress (`GET /admin/backfill`). */
+export const backfillView = z
+  .strictObject({
+    version: z.string().describe('The extractor version postings are re-extracted under'),
+    status: z
+      .enum(backfillStatuses)
+      .describe('`superseded`: a newer extractor version started its own backfill'),
+    total: z.int().describe('Postings to re-extract, counted when it started'),
+    done: z.int().describe('Re-extracted, the previous fields kept as a version'),
+    skipped: z.int().describe('Stored body gone: left as they are, never fetched'),
+    failed: z.int().describe('The extractor could not read them: left as they are'),
+    remaining: z.int().describe('total less done, skipped and failed (0 once completed)'),
+    batches: z.int(),
+    last_error: z.string().nullable(),
+    started_at: isoDateTime,
+    finished_at: isoDateTime.nullable(),
+    updated_at: isoDateTime,
+  })
+  .meta({ id: 'ExtractionBackfill', description: "An extractor backfill's progress" });

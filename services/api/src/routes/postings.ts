@@ -1,9 +1,21 @@
-import { getPosting, getSiteByName, postingStatuses, searchPostings } from '@gleaner/db';
+import {
+  getPosting,
+  getSiteByName,
+  listPostingVersions,
+  postingFields,
+  postingStatuses,
+  searchPostings,
+  snakeCase,
+  snakeCasePostingFields,
+  type PostingFieldKey,
+  type PostingRow,
+  type PostingVersionRow,
+} from '@gleaner/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { problemResponses } from '../openapi/problem.js';
-import { page, postingView, success } from '../openapi/views.js';
+import { page, postingVersionView, postingView, success } from '../openapi/views.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableDateTime, storableText } from '../storable.js';
 import { presentPosting } from './jobs/presenters.js';
@@ -103,4 +115,81 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
       return { status: 'success' as const, data: presentPosting(posting) };
     },
   );
+
+  app.get(
+    '/postings/:id/versions',
+    {
+      schema: {
+        tags: ['postings'],
+        summary: "A posting's history: its current fields, then each earlier field set",
+        description:
+          'Newest first. An earlier field set is kept whenever a changed page, or a new extractor version (`GET /admin/backfill`), is extracted over the posting; `extraction_version` tells the two apart.',
+        params: z.object({ id: z.uuid() }),
+        response: {
+          200: success(z.array(postingVersionView)).describe('The field sets, newest first'),
+          ...problemResponses(400, 404),
+        },
+      },
+    },
+    async (request) => {
+      const posting = await getPosting(db, request.params.id);
+      if (!posting) {
+        throw new ProblemError(404, 'Unknown Posting', `no posting has id ${request.params.id}`, {
+          errors: [{ field: 'params.id', message: 'no such posting' }],
+        });
+      }
+      const earlier = await listPostingVersions(db, posting.id);
+      const current = posting.extractedAt === null ? [] : [presentCurrent(posting, earlier)];
+      return { status: 'success' as const, data: [...current, ...earlier.map(presentEarlier)] };
+    },
+  );
 };
+
+/** The posting's own fields as the newest entry of its history. */
+function presentCurrent(posting: PostingRow, earlier: PostingVersionRow[]) {
+  return {
+    version: (earlier[0]?.version ?? 0) + 1,
+    current: true,
+    extraction_version: posting.extractionVersion,
+    extracted_at: posting.extractedAt?.toISOString() ?? null,
+    body_sha256: posting.bodySha256,
+    content_simhash: posting.contentSimhash,
+    replaced_at: null,
+    fields: { ...snakeCasePostingFields(posting), provenance: posting.provenance },
+  };
+}
+
+/**
+ * An earlier field set. Its fields are a JSON snapshot taken under the field list of its day:
+ * a field added since, or one whose stored value is not of the field's type, reads as null.
+ */
+function presentEarlier(row: PostingVersionRow) {
+  const stored = row.fields;
+  const fields = Object.fromEntries(
+    (Object.entries(postingFields) as [PostingFieldKey, string][]).map(([key, kind]) => {
+      const value = stored[snakeCase(key)];
+      const expected = kind === 'long-text' ? 'string' : kind === 'text' ? 'string' : kind;
+      return [snakeCase(key), typeof value === expected ? value : null];
+    }),
+  ) as ReturnType<typeof snakeCasePostingFields>;
+  const provenance = stored.provenance;
+  const extractionVersion = stored.extraction_version;
+  return {
+    version: row.version,
+    current: false,
+    extraction_version: typeof extractionVersion === 'string' ? extractionVersion : null,
+    extracted_at: row.extractedAt?.toISOString() ?? null,
+    body_sha256: row.bodySha256,
+    content_simhash: row.contentSimhash,
+    replaced_at: row.createdAt.toISOString(),
+    fields: {
+      ...fields,
+      provenance:
+        provenance !== null && typeof provenance === 'object' && !Array.isArray(provenance)
+          ? (Object.fromEntries(
+              Object.entries(provenance).filter(([, source]) => typeof source === 'string'),
+            ) as Record<string, string>)
+          : null,
+    },
+  };
+}
