@@ -395,7 +395,7 @@ export interface paths {
                     "application/json": {
                         site_name: string;
                         /** @enum {string} */
-                        kind: "career-site" | "greenhouse" | "lever" | "ashby" | "smartrecruiters" | "recruitee";
+                        kind: "career-site" | "greenhouse" | "lever" | "ashby" | "smartrecruiters" | "recruitee" | "bamboohr" | "breezy" | "teamtailor" | "workable" | "workday" | "personio";
                         config: {
                             [key: string]: unknown;
                         };
@@ -717,7 +717,7 @@ export interface paths {
                     "application/json": {
                         site_name?: string;
                         /** @enum {string} */
-                        kind?: "career-site" | "greenhouse" | "lever" | "ashby" | "smartrecruiters" | "recruitee";
+                        kind?: "career-site" | "greenhouse" | "lever" | "ashby" | "smartrecruiters" | "recruitee" | "bamboohr" | "breezy" | "teamtailor" | "workable" | "workday" | "personio";
                         config?: {
                             [key: string]: unknown;
                         };
@@ -1074,6 +1074,114 @@ export interface paths {
                             /** @enum {string} */
                             status: "success";
                             data: components["schemas"]["Posting"];
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/postings/{id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A posting's history: its current fields, then each earlier field set
+         * @description Newest first. An earlier field set is kept whenever a changed page, or a new extractor version (`GET /admin/backfill`), is extracted over the posting; `extraction_version` tells the two apart.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The field sets, newest first */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: components["schemas"]["PostingVersion"][];
                         };
                     };
                 };
@@ -3682,6 +3790,105 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/backfill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Extractor backfills: re-extraction of stored postings per extractor version
+         * @description Most recently started first; the first is the current extractor version unless it is `superseded`. A backfill re-extracts postings from their stored listing payload or page body, never fetching; a posting whose body is gone is counted in `skipped`.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Backfills, newest first */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: components["schemas"]["ExtractionBackfill"][];
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/keys": {
         parameters: {
             query?: never;
@@ -4102,7 +4309,7 @@ export interface paths {
             parameters: {
                 query?: {
                     /** @description The queue the job failed in: scrape, crawl, extract, documents, llm-extract */
-                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract";
+                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "backfill";
                     /** @description A site's id or site_name: its scrape, crawl, extract and posting LLM jobs */
                     site?: string;
                     /** @description A tenant: its documents' jobs, and those of the sites it owns */
@@ -4230,7 +4437,7 @@ export interface paths {
             parameters: {
                 query?: {
                     /** @description The queue the job failed in: scrape, crawl, extract, documents, llm-extract */
-                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract";
+                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "backfill";
                     /** @description A site's id or site_name: its scrape, crawl, extract and posting LLM jobs */
                     site?: string;
                     /** @description A tenant: its documents' jobs, and those of the sites it owns */
@@ -4383,7 +4590,7 @@ export interface paths {
                          * @description The queue the job failed in: scrape, crawl, extract, documents, llm-extract
                          * @enum {string}
                          */
-                        queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract";
+                        queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "backfill";
                         /** @description A site's id or site_name: its scrape, crawl, extract and posting LLM jobs */
                         site?: string;
                         /** @description A tenant: its documents' jobs, and those of the sites it owns */
@@ -4722,6 +4929,69 @@ export interface components {
             /** Format: date-time */
             last_seen_at: string;
             extracted_at: string | null;
+        };
+        /** @description One field set of a posting, current or earlier */
+        PostingVersion: {
+            /** @description 1 for the first field set; the current one is the highest */
+            version: number;
+            /** @description The posting holds these fields now */
+            current: boolean;
+            /** @description The extractor version the fields were extracted under */
+            extraction_version: string | null;
+            extracted_at: string | null;
+            /** @description The stored body they were extracted from */
+            body_sha256: string | null;
+            content_simhash: string | null;
+            /** @description When a newer field set replaced these; null for the current one */
+            replaced_at: string | null;
+            fields: {
+                title: string | null;
+                company: string | null;
+                location: string | null;
+                location_city: string | null;
+                location_region: string | null;
+                location_country: string | null;
+                is_remote: boolean | null;
+                employment_type: string | null;
+                salary_min: number | null;
+                salary_max: number | null;
+                salary_currency: string | null;
+                salary_period: string | null;
+                date_posted: string | null;
+                description: string | null;
+                description_text: string | null;
+                requirements: string | null;
+                provenance: {
+                    [key: string]: string;
+                } | null;
+            };
+        };
+        /** @description An extractor backfill's progress */
+        ExtractionBackfill: {
+            /** @description The extractor version postings are re-extracted under */
+            version: string;
+            /**
+             * @description `superseded`: a newer extractor version started its own backfill
+             * @enum {string}
+             */
+            status: "running" | "completed" | "superseded";
+            /** @description Postings to re-extract, counted when it started */
+            total: number;
+            /** @description Re-extracted, the previous fields kept as a version */
+            done: number;
+            /** @description Stored body gone: left as they are, never fetched */
+            skipped: number;
+            /** @description The extractor could not read them: left as they are */
+            failed: number;
+            /** @description total less done, skipped and failed (0 once completed) */
+            remaining: number;
+            batches: number;
+            last_error: string | null;
+            /** Format: date-time */
+            started_at: string;
+            finished_at: string | null;
+            /** Format: date-time */
+            updated_at: string;
         };
     };
     responses: never;
