@@ -68,6 +68,18 @@ const VENDORS: Vendor[] = [
       'https://acme.applytojob.com/apply/Xk3aVb9LqT/Senior-Software-Engineer/apply/step2',
     ],
   },
+  {
+    siteName: 'acme-taleo',
+    postings: [
+      'https://acme.taleo.net/careersection/2/jobdetail.ftl?job=2400123&lang=en',
+      'https://acme.taleo.net/careersection/2/jobdetail.ftl?job=2400456&lang=en',
+    ],
+    others: [
+      'https://acme.taleo.net/careersection/2/jobsearch.ftl?lang=en',
+      'https://acme.taleo.net/careersection/2/moresearch.ftl',
+      'https://acme.taleo.net/careersection/2/jobapply.ftl?job=2400123',
+    ],
+  },
 ];
 
 describe('README career-site configs for hosted ATS career pages', () => {
