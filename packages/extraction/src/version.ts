@@ -6,5 +6,7 @@
  * 2026-11-22.2: sanitised description plus descriptionText; normalised employment types, salary
  * periods, text salaries and locations, dates; requirements from description sections; RDFa,
  * page-markup postings and title/company fallbacks; listing pages rejected.
+ * 2026-11-25.1: posting-level salaryCurrency; currencies beyond $ (S$, HK$, ₹, ISO codes checked
+ * against ISO 4217), a bare $ by the job's country; one shared list of requirement headings.
  */
-export const EXTRACTOR_VERSION = '2026-11-22.2';
+export const EXTRACTOR_VERSION = '2026-11-25.1';
