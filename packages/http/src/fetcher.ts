@@ -84,6 +84,12 @@ export interface FetchRequest {
    * too late fails with `HttpSendDeadlineError` and sends nothing. Redirect hops are not bound.
    */
   sendBy?: number;
+  /**
+   * A body to send, which makes the request a POST (Workday's job search takes its query as
+   * JSON). Kept in memory so that a 307/308 hop can send it again; a 301/302/303 hop turns the
+   * request into a GET, as browsers do.
+   */
+  body?: { contentType: string; data: string };
 }
 
 export interface FetchResult {
@@ -475,6 +481,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     };
     if (request.etag) headers['if-none-match'] = request.etag;
     if (request.lastModified) headers['if-modified-since'] = request.lastModified;
+    if (request.body) headers['content-type'] = request.body.contentType;
 
     // The total deadline and the caller's signal, as plain controllers with a timer cleared at
     // the end: `AbortSignal.timeout` keeps its timer (and signal) alive for the whole timeout
@@ -500,7 +507,8 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     } = {
       origin: target.origin,
       path: `${target.pathname}${target.search}`,
-      method: 'GET',
+      method: request.body ? 'POST' : 'GET',
+      ...(request.body ? { body: request.body.data } : {}),
       headers,
       signal,
       // No deadline (undefined, or Infinity for a site without spacing): no interceptor work.

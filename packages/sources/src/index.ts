@@ -41,8 +41,48 @@ export {
   type RecruiteeConfig,
 } from './adapters/recruitee.js';
 export {
+  bambooHrAdapter,
+  bambooHrConfig,
+  bambooHrBaseUrl,
+  type BambooHrConfig,
+} from './adapters/bamboohr.js';
+export {
+  breezyAdapter,
+  breezyConfig,
+  breezyBaseUrl,
+  type BreezyConfig,
+} from './adapters/breezy.js';
+export {
+  teamtailorAdapter,
+  teamtailorConfig,
+  teamtailorBaseUrl,
+  type TeamtailorConfig,
+  type TeamtailorItem,
+} from './adapters/teamtailor.js';
+export {
   AtsRequestError,
   atsErrorCodes,
   type AtsErrorCode,
   type AtsRequestErrorDetails,
 } from './adapters/ats-request-error.js';
+export {
+  workableAdapter,
+  workableConfig,
+  WORKABLE_API,
+  type WorkableConfig,
+} from './adapters/workable.js';
+export {
+  workdayAdapter,
+  workdayConfig,
+  workdayBaseUrl,
+  workdaySiteFromUrl,
+  WORKDAY_PAGE_SIZE,
+  WORKDAY_RESULT_CAP,
+  type WorkdayConfig,
+} from './adapters/workday.js';
+export {
+  personioAdapter,
+  personioConfig,
+  personioBaseUrl,
+  type PersonioConfig,
+} from './adapters/personio.js';

@@ -1,10 +1,16 @@
 import { z } from 'zod';
 import { ashbyAdapter } from './adapters/ashby.js';
+import { bambooHrAdapter } from './adapters/bamboohr.js';
+import { breezyAdapter } from './adapters/breezy.js';
 import { careerSiteAdapter } from './adapters/career-site.js';
 import { greenhouseAdapter } from './adapters/greenhouse.js';
 import { leverAdapter } from './adapters/lever.js';
 import { recruiteeAdapter } from './adapters/recruitee.js';
 import { smartRecruitersAdapter } from './adapters/smartrecruiters.js';
+import { personioAdapter } from './adapters/personio.js';
+import { teamtailorAdapter } from './adapters/teamtailor.js';
+import { workableAdapter } from './adapters/workable.js';
+import { workdayAdapter } from './adapters/workday.js';
 import type { SiteAdapter } from './types.js';
 
 /** Every adapter by kind. */
@@ -15,6 +21,12 @@ export const adapters = {
   ashby: ashbyAdapter,
   smartrecruiters: smartRecruitersAdapter,
   recruitee: recruiteeAdapter,
+  bamboohr: bambooHrAdapter,
+  breezy: breezyAdapter,
+  teamtailor: teamtailorAdapter,
+  workable: workableAdapter,
+  workday: workdayAdapter,
+  personio: personioAdapter,
 } as const satisfies Record<string, SiteAdapter>;
 
 export type SiteKind = keyof typeof adapters;

@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { chance, createRandom, integer, mixSeed, pick, pickSome, type Random } from './random.js';
 import { listenOrigin } from './listen.js';
 
@@ -43,6 +44,21 @@ export interface FixtureSiteOptions {
    * with each request's target and how many requests for it arrived so far (1 for the first).
    */
   tooManyRequests?: (target: string, nth: number) => boolean;
+  /**
+   * Where each posting lives. 'path' (default): `/jobs/job-0007`. 'query': one page for every
+   * posting, told apart by its query, `/careers/job?id=7`, as many career sites built in-house do.
+   */
+  postingPaths?: 'path' | 'query';
+  /**
+   * How the site points crawlers at its postings. `/sitemap.xml` (every posting) is served in each.
+   * - 'robots' (default): robots.txt names `/sitemap.xml`.
+   * - 'index': robots.txt names `/sitemaps/index.xml`, a sitemap index of a gzipped sitemap
+   *   (`/sitemaps/postings-1.xml.gz`, served as `application/gzip` without Content-Encoding) with the
+   *   first half of the postings, a plain one with the rest (`/sitemaps/postings-2.xml`), one of
+   *   pages that are not postings (`/sitemaps/pages.xml`) and the index itself (a loop).
+   * - 'unlisted': robots.txt names no sitemap; only the conventional `/sitemap.xml` finds them.
+   */
+  sitemaps?: 'robots' | 'index' | 'unlisted';
 }
 
 /** The record an extractor should produce for a posting page (same shape as ExtractedPosting). */
@@ -68,7 +84,7 @@ export type ExpectedPostingFields = {
 export interface FixturePosting {
   /** e.g. 'job-0001' */
   id: string;
-  /** e.g. '/jobs/job-0001' */
+  /** Path and query, e.g. '/jobs/job-0001' (or '/careers/job?id=1' with `postingPaths: 'query'`) */
   path: string;
   url: string;
   /** The JobPosting node embedded in the page. */
@@ -187,6 +203,8 @@ interface Settings {
   listingPageSize: number;
   companyName: string;
   redirects: ReadonlyMap<string, string>;
+  postingPaths: 'path' | 'query';
+  sitemaps: 'robots' | 'index' | 'unlisted';
 }
 
 function resolveOptions(options: FixtureSiteOptions): Settings {
@@ -200,6 +218,8 @@ function resolveOptions(options: FixtureSiteOptions): Settings {
     listingPageSize: options.listingPageSize ?? 25,
     companyName: options.companyName ?? pick(createRandom(mixSeed(seed, 0x5eed)), COMPANIES),
     redirects: new Map(Object.entries(options.redirects ?? {})),
+    postingPaths: options.postingPaths ?? 'path',
+    sitemaps: options.sitemaps ?? 'robots',
   };
   requireInteger('postings', settings.postings, 0);
   requireInteger('pageBytes', settings.pageBytes, 0);
@@ -601,10 +621,31 @@ function generateDescription(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Where postings live
+
+/** A posting's path and query on the site. */
+function postingPathOf(id: string, style: Settings['postingPaths']): string {
+  return style === 'query' ? `/careers/job?id=${Number(id.slice('job-'.length))}` : `/jobs/${id}`;
+}
+
+/** The posting id a request target names, if it names one (the posting may not exist). */
+function postingIdOf(path: string, query: string, style: Settings['postingPaths']): string | null {
+  if (style === 'query') {
+    if (path !== '/careers/job') return null;
+    const id = new URLSearchParams(query).get('id') ?? '';
+    return /^[1-9]\d{0,5}$/.test(id) ? `job-${id.padStart(4, '0')}` : null;
+  }
+  return path.startsWith('/jobs/') ? decodeURIComponentSafe(path.slice('/jobs/'.length)) : null;
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+}
+
+// ---------------------------------------------------------------------------------------------
 // JSON-LD and the expected record
 
-function buildJsonLd(spec: PostingSpec, origin: string): Record<string, unknown> {
-  const url = `${origin}/jobs/${spec.id}`;
+function buildJsonLd(spec: PostingSpec, origin: string, url: string): Record<string, unknown> {
   const node: Record<string, unknown> = {};
   if (!spec.inGraph) node['@context'] = 'https://schema.org';
   node['@type'] = spec.typeAsArray ? ['JobPosting'] : 'JobPosting';
@@ -805,11 +846,11 @@ function renderPostingPage(
   spec: PostingSpec,
   jsonLd: Record<string, unknown>,
   origin: string,
+  url: string,
   pageBytes: number,
 ): string {
   const title = escapeHtml(spec.title);
   const company = escapeHtml(spec.company);
-  const url = `${origin}/jobs/${spec.id}`;
   const plainDescription = spec.description
     .replace(/<[^>]+>/g, ' ')
     .replace(/\s+/g, ' ')
@@ -905,7 +946,7 @@ function renderListingPage(
   const items = links
     .map(
       (record) =>
-        `<li><a class="job-link" href="/jobs/${record.spec.id}">${escapeHtml(record.spec.title)}</a> <span class="job-location">${escapeHtml(locationText(record.spec))}</span></li>`,
+        `<li><a class="job-link" href="${escapeHtml(record.posting.path)}">${escapeHtml(record.spec.title)}</a> <span class="job-location">${escapeHtml(locationText(record.spec))}</span></li>`,
     )
     .join('\n');
   const companyHtml = escapeHtml(company);
@@ -923,14 +964,35 @@ function renderListingPage(
   ].join('\n');
 }
 
-function renderSitemap(origin: string, records: readonly PostingRecord[]): string {
+function renderSitemap(records: readonly PostingRecord[]): string {
   const urls = records
     .map(
       (record) =>
-        `<url><loc>${origin}/jobs/${record.spec.id}</loc><lastmod>${new Date(record.lastModified).toISOString()}</lastmod></url>`,
+        `<url><loc>${escapeXml(record.posting.url)}</loc><lastmod>${new Date(record.lastModified).toISOString()}</lastmod></url>`,
     )
     .join('\n');
   return `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${urls}\n</urlset>\n`;
+}
+
+/** Pages a whole-site sitemap lists beside the postings (`sitemaps: 'index'`). */
+const NON_POSTING_PAGES = ['/', '/about', '/jobs', '/blog/how-we-hire', '/careers'];
+
+function renderPagesSitemap(origin: string): string {
+  const urls = NON_POSTING_PAGES.map((path) => `<url><loc>${origin}${path}</loc></url>`).join('\n');
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${urls}\n</urlset>\n`;
+}
+
+function renderSitemapIndex(origin: string): string {
+  const children = [
+    `${origin}/sitemaps/postings-1.xml.gz`,
+    `${origin}/sitemaps/postings-2.xml`,
+    `${origin}/sitemaps/pages.xml`,
+    // Indexes that list themselves exist; a crawler must not go round in circles.
+    `${origin}/sitemaps/index.xml`,
+  ]
+    .map((loc) => `<sitemap><loc>${loc}</loc></sitemap>`)
+    .join('\n');
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${children}\n</sitemapindex>\n`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -951,22 +1013,28 @@ interface Catalog {
   remove(ids: string[]): void;
   update(id: string, patch: { title?: string; description?: string }): PostingRecord;
   sitemap(): Buffer;
+  /** Files under `/sitemaps/` (`sitemaps: 'index'`), by path; null when there is none. */
+  sitemapFile(path: string): { contentType: string; body: Buffer } | null;
   /** Null when the page does not exist. */
   listingPage(page: number): Buffer | null;
   robots: Buffer;
   /** Where a posting's page redirects to instead of answering (`redirects` option). */
   redirectOf(id: string): string | undefined;
+  /** The posting id a request names (`postingPaths`), or null when it names none. */
+  postingIdOf(path: string, query: string): string | null;
 }
 
 function createRecord(
   spec: PostingSpec,
   origin: string,
-  pageBytes: number,
+  settings: Settings,
   lastModified: number,
 ): PostingRecord {
-  const jsonLd = buildJsonLd(spec, origin);
-  const page = Buffer.from(renderPostingPage(spec, jsonLd, origin, pageBytes));
-  const path = `/jobs/${spec.id}`;
+  const path = postingPathOf(spec.id, settings.postingPaths);
+  const jsonLd = buildJsonLd(spec, origin, `${origin}${path}`);
+  const page = Buffer.from(
+    renderPostingPage(spec, jsonLd, origin, `${origin}${path}`, settings.pageBytes),
+  );
   return {
     spec,
     posting: { id: spec.id, path, url: `${origin}${path}`, jsonLd, expected: buildExpected(spec) },
@@ -981,17 +1049,43 @@ function createCatalog(origin: string, settings: Settings): Catalog {
   const all = new Map<string, PostingRecord>();
   for (let index = 0; index < settings.postings; index++) {
     const spec = generatePosting(index, settings);
-    all.set(spec.id, createRecord(spec, origin, settings.pageBytes, spec.initialLastModified));
+    all.set(spec.id, createRecord(spec, origin, settings, spec.initialLastModified));
   }
   const removed = new Set<string>();
   let published: PostingRecord[] = [...all.values()];
   // Sitemap and listings change only on remove/update; cache them until then.
   let sitemapCache: Buffer | undefined;
   const listingCache = new Map<number, Buffer>();
+  const sitemapFiles = new Map<string, { contentType: string; body: Buffer }>();
   const invalidate = (): void => {
     sitemapCache = undefined;
     listingCache.clear();
+    sitemapFiles.clear();
   };
+  const renderSitemapFile = (path: string): { contentType: string; body: Buffer } | null => {
+    const xml = 'application/xml; charset=utf-8';
+    const half = Math.ceil(published.length / 2);
+    switch (path) {
+      case '/sitemaps/index.xml':
+        return { contentType: xml, body: Buffer.from(renderSitemapIndex(origin)) };
+      case '/sitemaps/postings-1.xml.gz':
+        return {
+          contentType: 'application/gzip',
+          body: gzipSync(renderSitemap(published.slice(0, half))),
+        };
+      case '/sitemaps/postings-2.xml':
+        return { contentType: xml, body: Buffer.from(renderSitemap(published.slice(half))) };
+      case '/sitemaps/pages.xml':
+        return { contentType: xml, body: Buffer.from(renderPagesSitemap(origin)) };
+      default:
+        return null;
+    }
+  };
+  const robotsSitemap = {
+    robots: `Sitemap: ${origin}/sitemap.xml\n`,
+    index: `Sitemap: ${origin}/sitemaps/index.xml\n`,
+    unlisted: '',
+  }[settings.sitemaps];
   const pageCount = (): number =>
     Math.max(1, Math.ceil(published.length / settings.listingPageSize));
 
@@ -1029,15 +1123,24 @@ function createCatalog(origin: string, settings: Settings): Catalog {
         Math.floor(Date.now() / 1000) * 1000,
         current.lastModified + 1000,
       );
-      const record = createRecord(spec, origin, settings.pageBytes, lastModified);
+      const record = createRecord(spec, origin, settings, lastModified);
       all.set(id, record);
       published = published.map((entry) => (entry.spec.id === id ? record : entry));
       invalidate();
       return record;
     },
     sitemap() {
-      sitemapCache ??= Buffer.from(renderSitemap(origin, published));
+      sitemapCache ??= Buffer.from(renderSitemap(published));
       return sitemapCache;
+    },
+    sitemapFile(path) {
+      if (settings.sitemaps !== 'index') return null;
+      let file = sitemapFiles.get(path) ?? null;
+      if (file === null) {
+        file = renderSitemapFile(path);
+        if (file !== null) sitemapFiles.set(path, file);
+      }
+      return file;
     },
     listingPage(page) {
       if (page > pageCount()) return null;
@@ -1052,8 +1155,9 @@ function createCatalog(origin: string, settings: Settings): Catalog {
       }
       return cached;
     },
-    robots: Buffer.from(`User-agent: *\nAllow: /\n\nSitemap: ${origin}/sitemap.xml\n`),
+    robots: Buffer.from(`User-agent: *\nAllow: /\n\n${robotsSitemap}`),
     redirectOf: (id) => settings.redirects.get(id),
+    postingIdOf: (path, query) => postingIdOf(path, query, settings.postingPaths),
   };
 }
 
@@ -1083,6 +1187,9 @@ function handleRequest(
     return send(request, response, 200, 'text/plain; charset=utf-8', catalog.robots);
   if (path === '/sitemap.xml')
     return send(request, response, 200, 'application/xml; charset=utf-8', catalog.sitemap());
+  const sitemapFile = path.startsWith('/sitemaps/') ? catalog.sitemapFile(path) : null;
+  if (sitemapFile !== null)
+    return send(request, response, 200, sitemapFile.contentType, sitemapFile.body);
   if (path === '/jobs') {
     const pageParameter =
       new URLSearchParams(queryStart === -1 ? '' : target.slice(queryStart + 1)).get('page') ?? '1';
@@ -1093,8 +1200,8 @@ function handleRequest(
       ? send(request, response, 404, HTML, NOT_FOUND_PAGE)
       : send(request, response, 200, HTML, listing);
   }
-  if (path.startsWith('/jobs/')) {
-    const id = decodeURIComponentSafe(path.slice('/jobs/'.length));
+  const id = catalog.postingIdOf(path, queryStart === -1 ? '' : target.slice(queryStart + 1));
+  if (id !== null) {
     const record = catalog.publishedById(id);
     if (record === undefined) return send(request, response, 404, HTML, NOT_FOUND_PAGE);
     const location = catalog.redirectOf(id);

@@ -124,10 +124,10 @@ describe('/sites', () => {
     const badConfig = await app.inject({
       method: 'PATCH',
       url: '/sites/acme',
-      payload: { config: { url: 'https://a.example' } },
+      payload: { config: { url: 'https://a.example', postingUrlPattern: '(' } },
     });
     expect(badConfig.statusCode).toBe(400);
-    expect(badConfig.json().errors[0].field).toBe('body.config.sitemapUrl');
+    expect(badConfig.json().errors[0].field).toBe('body.config.postingUrlPattern');
 
     const badPause = await app.inject({
       method: 'PATCH',

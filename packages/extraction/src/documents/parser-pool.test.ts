@@ -32,8 +32,8 @@ function pool(options: DocumentParserPoolOptions): DocumentParserPool {
 }
 
 /**
- * A parser module that misbehaves on cue — `spin.txt` loops forever, `hog.txt` allocates until
- * the heap cap kills it — and otherwise answers with the bytes as text, as the real parser
+ * A parser module that misbehaves on cue — `spin.txt` loops forever, `slow.txt` takes 400 ms,
+ * `hog.txt` allocates until the heap cap kills it — and otherwise answers with the bytes as text, as the real parser
  * would for a text file.
  */
 function misbehavingParser(): string {
@@ -43,6 +43,7 @@ function misbehavingParser(): string {
     `process.on('disconnect', () => process.exit(0));
 process.on('message', ({ id, bytes, hints }) => {
   if (hints?.filename === 'spin.txt') for (;;);
+  if (hints?.filename === 'slow.txt') for (const until = Date.now() + 400; Date.now() < until; );
   if (hints?.filename === 'hog.txt') {
     const hoard = [];
     for (;;) hoard.push(Array.from({ length: 100000 }, (_, index) => ({ index })));
@@ -164,6 +165,29 @@ describe('a parser that will not finish', () => {
     expect(error).toMatchObject({ errorType: 'corruption', retryClass: 'permanent' });
     expect((error as Error).message).toMatch(/exceeded the parser's memory limit/);
     expect((await parsers.extract(text('after the hog'))).text).toBe('after the hog');
+  });
+});
+
+describe('a document sent ahead to a busy parser', () => {
+  it('gets its full time once its turn comes, not from when it was sent', async () => {
+    const parsers = pool({ processes: 1, timeoutMs: 300, entry: misbehavingParser() });
+    const slow = parsers.extract(text('slow'), { filename: 'slow.txt' }, { timeoutMs: 5_000 });
+    const next = parsers.extract(text('next'), {}, { timeoutMs: 300 });
+    expect((await slow).text).toBe('slow');
+    expect((await next).text).toBe('next');
+  });
+
+  it('is rejected at once when its signal aborts, and the parser goes on', async () => {
+    const parsers = pool({ processes: 1, timeoutMs: 5_000, entry: misbehavingParser() });
+    const slow = parsers.extract(text('slow'), { filename: 'slow.txt' });
+    const controller = new AbortController();
+    const ahead = rejection(parsers.extract(text('ahead'), {}, { signal: controller.signal }));
+    const after = parsers.extract(text('after'));
+    const reason = new Error('job cancelled');
+    controller.abort(reason);
+    expect(await ahead).toBe(reason);
+    expect((await slow).text).toBe('slow');
+    expect((await after).text).toBe('after');
   });
 });
 

@@ -22,14 +22,16 @@ import {
  * started with it, `pnpm bench documents` spent 14–19 ms of worker CPU per document in threads
  * against 9 without the flag. A child process gets its own flags (and its own crash).
  *
- * Hand-written, like the page analyser's pool (services/worker/src/page-analysis): one
- * document per process at a time (a parse takes milliseconds to seconds, so batching messages
- * saves nothing), jobs queue when every process is busy.
+ * Hand-written, like the page analyser's pool (services/worker/src/page-analysis). A process
+ * parses one document at a time. When every process is busy, each is also sent the next
+ * document ahead of time, which it starts the moment it answers the one before: a small parse
+ * (milliseconds) would otherwise wait for the answer to cross the worker's event loop, busy with
+ * its own jobs, and for the next request to come back. Further documents queue here.
  */
 export interface DocumentParserPool {
   /**
    * Runs extractDocument in a parser process. At `timeoutMs` (counted from when a process takes
-   * the document, not while it queues) the process is killed and replaced and the promise
+   * the document, not while it queues or waits sent ahead) the process is killed and replaced and the promise
    * rejects with DocumentExtractionError `timeout`; when `signal` aborts, likewise with the
    * signal's reason (a queued document is just dropped). A process that dies, e.g. at its heap
    * cap, rejects with `corruption` ("exceeded the parser's memory limit") or `unknown`, and is
@@ -85,8 +87,15 @@ interface Job {
 
 interface ParserProcess {
   child: ChildProcess;
+  /** The document it is parsing (its timer runs). */
   job: Job | null;
+  /** The document sent ahead, which it parses after `job`. */
+  next: Job | null;
+  /** `next` was given up on (its signal aborted): its answer is dropped when it comes. */
+  nextAbandoned: boolean;
   timer: NodeJS.Timeout | undefined;
+  /** `job` was given up on while it was sent ahead: its answer is dropped when it comes. */
+  currentAbandoned: boolean;
   /** It has answered at least once: its module loads, so a replacement will too. */
   hasAnswered: boolean;
   isGone: boolean;
@@ -158,6 +167,9 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
     const parser: ParserProcess = {
       child,
       job: null,
+      next: null,
+      nextAbandoned: false,
+      currentAbandoned: false,
       timer: undefined,
       hasAnswered: false,
       isGone: false,
@@ -170,8 +182,11 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
       parser.hasAnswered = true;
       const job = parser.job;
       if (job === null || job.request.id !== reply.id) return;
-      release(parser);
-      if ('document' in reply) job.resolve(reply.document);
+      const abandoned = release(parser);
+      advance(parser);
+      if (abandoned) {
+        // Already rejected when its signal aborted.
+      } else if ('document' in reply) job.resolve(reply.document);
       else
         job.reject(
           new DocumentExtractionError(reply.error.errorType, reply.error.message, {
@@ -207,13 +222,82 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
     return parser;
   }
 
-  /** The process is done with its job (answered, timed out or abandoned). */
-  function release(parser: ParserProcess): void {
+  /**
+   * The process is done with its job (answered, timed out or given up on). True when the job
+   * had been abandoned while sent ahead, and so is settled already.
+   */
+  function release(parser: ParserProcess): boolean {
     clearTimeout(parser.timer);
     parser.timer = undefined;
     const job = parser.job;
     parser.job = null;
     job?.signal?.removeEventListener('abort', job.onAbort);
+    const abandoned = parser.currentAbandoned;
+    parser.currentAbandoned = false;
+    return abandoned;
+  }
+
+  /** The process has moved on to the document sent ahead: its time starts now. */
+  function advance(parser: ParserProcess): void {
+    const next = parser.next;
+    if (next === null) return;
+    parser.next = null;
+    parser.currentAbandoned = parser.nextAbandoned;
+    parser.nextAbandoned = false;
+    run(parser, next);
+  }
+
+  /**
+   * The document sent ahead to a process that is going away: queued again at the front, to
+   * be parsed by another (it has not started: the process was busy with the one before).
+   */
+  function takeBackNext(parser: ParserProcess): void {
+    const next = parser.next;
+    parser.next = null;
+    const abandoned = parser.nextAbandoned;
+    parser.nextAbandoned = false;
+    if (next !== null && !abandoned) queue.unshift(next);
+  }
+
+  /** Starts the clock on `job`, the document `parser` is now parsing. */
+  function run(parser: ParserProcess, job: Job): void {
+    parser.job = job;
+    parser.timer = setTimeout(() => {
+      const abandoned = parser.currentAbandoned;
+      stop(parser);
+      if (!abandoned)
+        job.reject(
+          new DocumentExtractionError(
+            'timeout',
+            `parsing the document took longer than ${job.timeoutMs} ms`,
+          ),
+        );
+      dispatch();
+    }, job.timeoutMs);
+  }
+
+  /** Sends `job` to the process, to parse now or after the one it is parsing. */
+  function send(parser: ParserProcess, job: Job): void {
+    parser.child.send(job.request, (error) => {
+      if (!error || parser.isGone) return;
+      if (parser.job !== job && parser.next !== job) return;
+      // The channel is broken: nothing sent to this process will be answered.
+      const failure = new DocumentExtractionError(
+        'unknown',
+        `could not reach a parser: ${error.message}`,
+      );
+      const rejected: Job[] = [];
+      if (parser.next !== null && !parser.nextAbandoned) rejected.push(parser.next);
+      parser.next = null;
+      parser.nextAbandoned = false;
+      if (parser.job !== null && !parser.currentAbandoned) rejected.push(parser.job);
+      stop(parser);
+      for (const each of rejected) {
+        each.signal?.removeEventListener('abort', each.onAbort);
+        each.reject(failure);
+      }
+      dispatch();
+    });
   }
 
   /**
@@ -226,17 +310,21 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
     parser.isGone = true;
     pool.splice(pool.indexOf(parser), 1);
     const job = parser.job;
-    release(parser);
-    job?.reject(error);
+    takeBackNext(parser);
+    if (!release(parser)) job?.reject(error);
     if (closing !== undefined) return;
     if (parser.hasAnswered) start();
     dispatch();
   }
 
-  /** Ends a process that is still parsing a document we gave up on, and starts another. */
+  /**
+   * Ends a process that is still parsing a document we gave up on, and starts another; the
+   * document sent ahead to it goes back to the queue.
+   */
   function stop(parser: ParserProcess): void {
     parser.isGone = true;
     pool.splice(pool.indexOf(parser), 1);
+    takeBackNext(parser);
     release(parser);
     parser.child.kill('SIGKILL');
     if (closing === undefined) start();
@@ -246,39 +334,40 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
     while (queue.length > 0 && closing === undefined) {
       let parser = pool.find((each) => each.job === null);
       if (parser === undefined && pool.length < processes) parser = start();
-      if (parser === undefined) return;
+      if (parser !== undefined) {
+        const job = queue.shift()!;
+        run(parser, job);
+        send(parser, job);
+        continue;
+      }
+      // Every process is busy: one with nothing sent ahead gets the next document now.
+      const ahead = pool.find((each) => each.next === null);
+      if (ahead === undefined) return;
       const job = queue.shift()!;
-      const running = parser;
-      running.job = job;
-      running.timer = setTimeout(() => {
-        stop(running);
-        job.reject(
-          new DocumentExtractionError(
-            'timeout',
-            `parsing the document took longer than ${job.timeoutMs} ms`,
-          ),
-        );
-        dispatch();
-      }, job.timeoutMs);
-      running.child.send(job.request, (error) => {
-        if (error && running.job === job) {
-          stop(running);
-          job.reject(
-            new DocumentExtractionError('unknown', `could not reach a parser: ${error.message}`),
-          );
-          dispatch();
-        }
-      });
+      ahead.next = job;
+      send(ahead, job);
     }
   }
 
-  /** The job's signal fired: a queued job is dropped, a running one has its process stopped. */
+  /**
+   * The job's signal fired: a queued job is dropped, a running one has its process stopped,
+   * one sent ahead is rejected now and its answer dropped when it comes.
+   */
   function abort(job: Job, reason: unknown): void {
     const running = pool.find((each) => each.job === job);
     if (running !== undefined) {
+      const abandoned = running.currentAbandoned;
       stop(running);
-      job.reject(reason);
+      if (!abandoned) job.reject(reason);
       dispatch();
+      return;
+    }
+    const sentAhead = pool.find((each) => each.next === job);
+    if (sentAhead !== undefined) {
+      if (sentAhead.nextAbandoned) return;
+      sentAhead.nextAbandoned = true;
+      job.signal?.removeEventListener('abort', job.onAbort);
+      job.reject(reason);
       return;
     }
     const queued = queue.indexOf(job);
@@ -332,8 +421,11 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
         for (const parser of ending) {
           parser.isGone = true;
           const job = parser.job;
-          release(parser);
-          job?.reject(error);
+          const next = parser.nextAbandoned ? null : parser.next;
+          parser.next = null;
+          next?.signal?.removeEventListener('abort', next.onAbort);
+          next?.reject(error);
+          if (!release(parser)) job?.reject(error);
         }
         await Promise.all(
           ending.map(

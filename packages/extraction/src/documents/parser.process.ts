@@ -1,6 +1,7 @@
 /**
  * A document parser process (parser-pool.ts forks it): runs extractDocument on each request
- * and answers with the document or the error, one request at a time, over the IPC channel.
+ * and answers with the document or the error, one request at a time and in the order sent, over
+ * the IPC channel.
  */
 import { getResolvedPDFJS } from 'unpdf';
 import { extractDocument } from './extract-document.js';
@@ -35,6 +36,14 @@ async function answer({ id, bytes, hints, limits }: ParseRequest): Promise<Parse
   }
 }
 
+// The pool sends the next document ahead while this one parses: it waits its turn, so that only
+// one parse runs at a time and the pool's timer, started at the previous answer, is this one's.
+let turn: Promise<void> = Promise.resolve();
 process.on('message', (request: ParseRequest) => {
-  void answer(request).then((reply) => send(reply));
+  turn = turn
+    .then(async () => {
+      send(await answer(request));
+    })
+    // A reply that cannot be sent: the pool is gone, and 'disconnect' ends this process.
+    .catch(() => undefined);
 });

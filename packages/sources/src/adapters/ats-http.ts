@@ -14,6 +14,8 @@ export interface VendorRequest {
   /** What a 404 means: the whole board is gone (permanent), or just this posting. */
   notFound: 'board' | 'posting';
   signal?: AbortSignal | undefined;
+  /** A JSON body to POST instead of a GET (Workday's job search). */
+  json?: unknown;
 }
 
 export interface VendorResponse<T> {
@@ -60,6 +62,9 @@ export async function fetchVendorJson<S extends z.ZodType>(
         url: request.url,
         accept: 'application/json',
         signal: request.signal,
+        ...(request.json === undefined
+          ? {}
+          : { body: { contentType: 'application/json', data: JSON.stringify(request.json) } }),
       })
     ).body;
   } catch (error) {
@@ -71,7 +76,16 @@ export async function fetchVendorJson<S extends z.ZodType>(
   } catch (error) {
     throw invalidResponse(request, 'malformed JSON', error);
   }
-  const parsed = schema.safeParse(json);
+  return { data: validateVendorBody(request, json, schema), json };
+}
+
+/** A decoded vendor body checked against the vendor's schema: SOURCE_RESPONSE_INVALID if not. */
+function validateVendorBody<S extends z.ZodType>(
+  request: VendorRequest,
+  value: unknown,
+  schema: S,
+): z.output<S> {
+  const parsed = schema.safeParse(value);
   if (!parsed.success) {
     const issues = parsed.error.issues
       .slice(0, 3)
@@ -83,7 +97,7 @@ export async function fetchVendorJson<S extends z.ZodType>(
       parsed.error,
     );
   }
-  return { data: parsed.data, json };
+  return parsed.data;
 }
 
 /**
@@ -198,4 +212,39 @@ export async function fetchDetails<E, R>(
     );
   }
   return results;
+}
+
+/**
+ * A vendor answer in another format than JSON (Personio's XML feed): fetched and translated like
+ * `fetchVendorJson`, decoded by `decode` (which throws on a malformed body: SOURCE_RESPONSE_INVALID,
+ * transient), then validated. `json` is the decoded value, JSON-serialisable by the decoder's
+ * contract, for payloads handed on unchanged.
+ */
+export async function fetchVendorDocument<S extends z.ZodType>(
+  context: SourceContext,
+  request: VendorRequest & { accept: string; format: string },
+  decode: (text: string) => unknown,
+  schema: S,
+): Promise<VendorResponse<z.output<S>>> {
+  request.signal?.throwIfAborted();
+  let text: string;
+  try {
+    text = (
+      await context.fetcher.fetch({
+        url: request.url,
+        accept: request.accept,
+        signal: request.signal,
+      })
+    ).text();
+  } catch (error) {
+    throw translateFetchError(error, request);
+  }
+  let decoded: unknown;
+  try {
+    decoded = decode(text);
+  } catch (error) {
+    const reason = error instanceof Error ? `: ${error.message}` : '';
+    throw invalidResponse(request, `malformed ${request.format}${reason}`, error);
+  }
+  return { data: validateVendorBody(request, decoded, schema), json: decoded };
 }

@@ -181,6 +181,9 @@ describe('ATS adapters in the registry', () => {
       'ashby',
       'smartrecruiters',
       'recruitee',
+      'workable',
+      'workday',
+      'personio',
     ]);
     for (const kind of ['greenhouse', 'lever', 'ashby', 'smartrecruiters', 'recruitee']) {
       expect(getAdapter(kind)?.kind).toBe(kind);

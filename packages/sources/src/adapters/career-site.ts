@@ -7,8 +7,15 @@ import type {
   SiteAdapter,
   SourceContext,
 } from '../types.js';
-import { SourceError } from '../types.js';
 import { checkDiscoveredUrl, RefusalLog } from './discovered-url.js';
+import { postingKey, postingUrl } from './posting-identity.js';
+import {
+  commonSitemapUrls,
+  robotsSitemaps,
+  walkSitemaps,
+  type SitemapRoot,
+  type SitemapWalkReport,
+} from './sitemaps.js';
 
 const httpUrl = z
   .url({ protocol: /^https?$/, message: 'must be an http(s) URL' })
@@ -31,32 +38,62 @@ const safePattern = z
 
 export const careerSiteConfig = z
   .object({
-    /** The site's home or careers page; postings must live on the same host. */
+    /**
+     * The site's home or careers page; postings must live on the same host. Alone, it is enough:
+     * the postings are found through robots.txt's sitemaps or the usual sitemap locations.
+     */
     url: httpUrl,
-    /** A sitemap listing the postings (urlset or sitemap index). */
+    /** A sitemap listing the postings (urlset or sitemap index, plain or gzipped). */
     sitemapUrl: httpUrl.optional(),
     /** The first listing page; later pages are followed through `rel="next"` links. */
     listingUrl: httpUrl.optional(),
-    /** Only URLs whose path matches become postings (default: every sitemap URL, or `/jobs/` links). */
+    /**
+     * Only URLs whose path matches become postings. Default: every URL of `sitemapUrl`, `/jobs/`
+     * links of `listingUrl`, posting-looking URLs of discovered sitemaps (`isPostingLikeUrl`).
+     */
     postingUrlPattern: safePattern.optional(),
     /** Budget of listing or sitemap pages fetched per run. */
     maxPages: z.int().min(1).max(1000).default(100),
     /** Budget of postings per run. */
     maxPostings: z.int().min(1).max(100_000).default(10_000),
   })
-  .strict()
-  .refine((config) => config.sitemapUrl !== undefined || config.listingUrl !== undefined, {
-    message: 'needs sitemapUrl or listingUrl',
-    path: ['sitemapUrl'],
-  });
+  .strict();
 
 export type CareerSiteConfig = z.output<typeof careerSiteConfig>;
 
-/** The natural key of a career-site posting: its URL without query noise or fragment. */
+/**
+ * The natural key of a career-site posting: host, path and the query parameters that identify
+ * it, without tracking parameters or fragment (see posting-identity.ts). A URL without a query
+ * keys as `host + path`, as it always has.
+ */
 export function externalIdFromUrl(url: URL): string {
-  const pathname = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, '') : url.pathname;
-  return `${url.host.toLowerCase()}${pathname}`;
+  return postingKey(url);
 }
+
+/** A path segment under which sites publish postings. */
+const POSTING_SECTION = String.raw`(?:jobs?|careers?|positions?|vacanc(?:y|ies)|openings?|opportunit(?:y|ies))`;
+/** `/jobs/<something>`, `/careers/<something>`, `/positions/<something>`… */
+const POSTING_PATH = new RegExp(String.raw`/${POSTING_SECTION}/[^/]+`, 'i');
+/** `/job`, `/careers/`… without anything after: a posting only with an identifying query. */
+const POSTING_SECTION_PATH = new RegExp(String.raw`/${POSTING_SECTION}(?:/|$)`, 'i');
+/** Query parameters naming a posting. */
+const POSTING_QUERY =
+  /(?:^|[?&])(?:id|jid|jobid|job_id|job-id|postingid|posting_id|reqid|req_id)=[^&]/i;
+
+/**
+ * The default filter of a site configured with `url` alone, whose discovered sitemaps list the
+ * whole site: a URL is taken as a posting when it has a Greenhouse embed id (`gh_jid`), or a path
+ * with a posting section and something after it (`/jobs/123`, `/careers/engineering/backend`,
+ * `/positions/x`, `/vacancies/x`, `/openings/x`, `/opportunities/x`), or a posting section with an
+ * identifying query (`/careers/job?id=7`, `/job?jobId=7`). `postingUrlPattern` replaces it.
+ */
+export function isPostingLikeUrl(pathname: string, search: string): boolean {
+  if (/(?:^|[?&])gh_jid=[^&]/i.test(search)) return true;
+  if (POSTING_PATH.test(pathname)) return true;
+  return POSTING_SECTION_PATH.test(pathname) && POSTING_QUERY.test(search);
+}
+
+type PostingFilter = (pathname: string, search: string) => boolean;
 
 class Collector {
   readonly postings: ListedPosting[] = [];
@@ -65,7 +102,7 @@ class Collector {
   truncated = false;
   constructor(
     private readonly site: URL,
-    private readonly pattern: RegExp | undefined,
+    private readonly isPosting: PostingFilter | undefined,
     private readonly limit: number,
   ) {}
 
@@ -80,8 +117,10 @@ class Collector {
    */
   add(raw: string, relativeTo: string): void {
     const checked = checkDiscoveredUrl(raw, relativeTo, this.site);
-    const pathname = checked.accepted ? checked.url.pathname : checked.pathname;
-    if (this.pattern && !this.pattern.test(pathname)) return;
+    if (this.isPosting) {
+      const { pathname, search } = checked.accepted ? checked.url : locationParts(checked);
+      if (!this.isPosting(pathname, search)) return;
+    }
     if (!checked.accepted) {
       this.refusals.record(checked.code, checked.url);
       return;
@@ -94,7 +133,7 @@ class Collector {
       return;
     }
     this.seen.add(externalId);
-    this.postings.push({ externalId, url: url.toString() });
+    this.postings.push({ externalId, url: postingUrl(url).toString() });
   }
 
   /** A sitemap or listing page to fetch next, or undefined (refused ones are recorded). */
@@ -103,6 +142,18 @@ class Collector {
     if (checked.accepted) return checked.url.toString();
     this.refusals.record(checked.code, checked.url);
     return undefined;
+  }
+}
+
+/** Path and query of a refused URL, for the posting filter (the text itself when it does not parse). */
+function locationParts(refused: { url: string; pathname: string }): {
+  pathname: string;
+  search: string;
+} {
+  try {
+    return { pathname: refused.pathname, search: new URL(refused.url).search };
+  } catch {
+    return { pathname: refused.pathname, search: '' };
   }
 }
 
@@ -116,52 +167,67 @@ async function fetchText(
   return result.body.toString('utf8');
 }
 
-async function listFromSitemap(
-  config: CareerSiteConfig,
+/**
+ * How a listing found its postings. Kept on the result of `listCareerSite` (the adapter's result
+ * carries it too, beside the common fields).
+ */
+export interface CareerSiteDiscovery {
+  /**
+   * - 'sitemap': the configured `sitemapUrl`;
+   * - 'listing-pages': the configured `listingUrl`;
+   * - 'robots-sitemaps': sitemaps named by robots.txt;
+   * - 'common-sitemaps': robots.txt named none, sitemaps found at the usual locations;
+   * - 'url-listing-page': no sitemap found, or none listing a posting; `url` itself read as a
+   *   listing page (`sitemaps` then names those that were tried).
+   */
+  method: 'sitemap' | 'listing-pages' | 'robots-sitemaps' | 'common-sitemaps' | 'url-listing-page';
+  /** The sitemaps the walk started from (configured, named by robots.txt, or guessed). */
+  sitemaps: string[];
+  /** Sitemap files fetched. */
+  sitemapsRead: number;
+  /** Sitemaps passed over (missing, not a sitemap, too deep), with why; the first 20. */
+  skipped: { url: string; reason: string }[];
+}
+
+export interface CareerSiteListing extends ListingResult {
+  discovery: CareerSiteDiscovery;
+}
+
+/**
+ * Sitemaps of a site configured with `url` alone: robots.txt's `Sitemap:` lines (each checked
+ * like any discovered URL: same host, http(s), no credentials), else the usual locations.
+ */
+async function discoverSitemaps(
   context: SourceContext,
+  site: URL,
   collector: Collector,
-  signal: AbortSignal | undefined,
-): Promise<boolean> {
-  const queue = [config.sitemapUrl!];
-  const visited = new Set<string>();
-  let pages = 0;
-  while (queue.length > 0) {
-    signal?.throwIfAborted();
-    const next = queue.shift()!;
-    if (visited.has(next)) continue;
-    visited.add(next);
-    if (pages >= config.maxPages) return false;
-    pages += 1;
-    const xml = await fetchText(context, next, 'application/xml,text/xml;q=0.9,*/*;q=0.5', signal);
-    const $ = cheerio.load(xml, { xml: true });
-    const isIndex = $('sitemapindex').length > 0;
-    if (!isIndex && $('urlset').length === 0) {
-      throw new SourceError(
-        `${next} is not a sitemap (no <urlset> or <sitemapindex>)`,
-        'SOURCE_SITEMAP_INVALID',
-      );
-    }
-    $(isIndex ? 'sitemap > loc' : 'url > loc').each((_, element) => {
-      const loc = $(element).text().trim();
-      if (isIndex) {
-        const child = collector.follow(loc, next);
-        if (child) queue.push(child);
-      } else {
-        collector.add(loc, next);
-      }
-    });
-    if (collector.truncated) return false;
+): Promise<{ method: 'robots-sitemaps' | 'common-sitemaps'; roots: SitemapRoot[] }> {
+  const robotsUrl = `${site.origin}/robots.txt`;
+  const listed = new Set<string>();
+  for (const raw of await robotsSitemaps(context, site)) {
+    const url = collector.follow(raw, robotsUrl);
+    if (url !== undefined) listed.add(url);
   }
-  return true;
+  if (listed.size > 0) {
+    return {
+      method: 'robots-sitemaps',
+      roots: [...listed].map((url) => ({ url, role: 'optional' })),
+    };
+  }
+  return {
+    method: 'common-sitemaps',
+    roots: commonSitemapUrls(site).map((url) => ({ url, role: 'optional' })),
+  };
 }
 
 async function listFromListingPages(
+  firstPage: string,
   config: CareerSiteConfig,
   context: SourceContext,
   collector: Collector,
   signal: AbortSignal | undefined,
 ): Promise<boolean> {
-  let next: string | undefined = config.listingUrl;
+  let next: string | undefined = firstPage;
   const visited = new Set<string>();
   let pages = 0;
   while (next) {
@@ -185,26 +251,84 @@ async function listFromListingPages(
   return true;
 }
 
-/** A company career site: postings found through its sitemap or its listing pages. */
+/**
+ * Lists a career site: through `sitemapUrl`, else `listingUrl`, else by discovery from `url`
+ * (robots.txt's sitemaps, the usual sitemap locations, and last `url` as a listing page).
+ */
+export async function listCareerSite(
+  config: CareerSiteConfig,
+  context: SourceContext,
+  options: ListOptions = {},
+): Promise<CareerSiteListing> {
+  const { signal } = options;
+  const limit = Math.min(options.limit ?? Infinity, config.maxPostings);
+  const site = new URL(config.url);
+  const configured = config.postingUrlPattern ? new RegExp(config.postingUrlPattern) : undefined;
+  const matching =
+    (pattern: RegExp): PostingFilter =>
+    (pathname) =>
+      pattern.test(pathname);
+  const report: SitemapWalkReport = { read: 0, skipped: [] };
+  const result = (
+    collector: Collector,
+    complete: boolean,
+    discovery: Omit<CareerSiteDiscovery, 'sitemapsRead' | 'skipped'>,
+  ): CareerSiteListing => ({
+    postings: collector.postings,
+    complete: complete && !collector.truncated,
+    refused: collector.refusals.summary(),
+    discovery: { ...discovery, sitemapsRead: report.read, skipped: report.skipped },
+  });
+
+  if (config.sitemapUrl) {
+    const collector = new Collector(site, configured && matching(configured), limit);
+    const roots: SitemapRoot[] = [{ url: config.sitemapUrl, role: 'required' }];
+    const complete = await walkSitemaps(
+      context,
+      roots,
+      collector,
+      { maxFiles: config.maxPages, signal },
+      report,
+    );
+    return result(collector, complete, { method: 'sitemap', sitemaps: [config.sitemapUrl] });
+  }
+  if (config.listingUrl) {
+    const collector = new Collector(site, matching(configured ?? /\/jobs?\/[^/]+/), limit);
+    const complete = await listFromListingPages(
+      config.listingUrl,
+      config,
+      context,
+      collector,
+      signal,
+    );
+    return result(collector, complete, { method: 'listing-pages', sitemaps: [] });
+  }
+
+  const collector = new Collector(
+    site,
+    configured ? matching(configured) : isPostingLikeUrl,
+    limit,
+  );
+  const { method, roots } = await discoverSitemaps(context, site, collector);
+  const complete = await walkSitemaps(
+    context,
+    roots,
+    collector,
+    { maxFiles: config.maxPages, signal },
+    report,
+  );
+  const sitemaps = roots.map((root) => root.url);
+  if (collector.postings.length > 0) return result(collector, complete, { method, sitemaps });
+  // No sitemap, or none listing a posting: `url` is likely the careers page that links them.
+  const fromPages = await listFromListingPages(config.url, config, context, collector, signal);
+  return result(collector, fromPages, { method: 'url-listing-page', sitemaps });
+}
+
+/** A company career site: postings found through its sitemaps or its listing pages. */
 export const careerSiteAdapter: SiteAdapter<typeof careerSiteConfig> = {
   kind: 'career-site',
   description:
-    'A career site whose posting pages embed schema.org JobPosting; listed via sitemap or listing pages.',
+    'A career site whose posting pages embed schema.org JobPosting; listed via sitemaps (given, or found through robots.txt) or listing pages.',
   configSchema: careerSiteConfig,
-  async list(config, context, options: ListOptions = {}): Promise<ListingResult> {
-    const limit = Math.min(options.limit ?? Infinity, config.maxPostings);
-    const defaultPattern = config.sitemapUrl ? undefined : /\/jobs?\/[^/]+/;
-    const pattern = config.postingUrlPattern
-      ? new RegExp(config.postingUrlPattern)
-      : defaultPattern;
-    const collector = new Collector(new URL(config.url), pattern, limit);
-    const complete = config.sitemapUrl
-      ? await listFromSitemap(config, context, collector, options.signal)
-      : await listFromListingPages(config, context, collector, options.signal);
-    return {
-      postings: collector.postings,
-      complete: complete && !collector.truncated,
-      refused: collector.refusals.summary(),
-    };
-  },
+  list: listCareerSite,
 };

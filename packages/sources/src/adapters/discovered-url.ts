@@ -1,6 +1,7 @@
 /**
- * URLs found in a site's sitemaps and listing pages are written by whoever controls those pages.
- * Before one becomes a posting (a row, a crawl job, a fetch) it must be an http(s) URL on the
+ * URLs found in a site's robots.txt (`Sitemap:` lines), sitemaps, sitemap indexes and listing
+ * pages are written by whoever controls those pages. Before one becomes a posting (a row, a crawl
+ * job) or a fetch (a sitemap, an index's child, a next page) it must be an http(s) URL on the
  * site's own host, without credentials. The fetcher refuses hostile addresses on every
  * connection and redirect hop anyway; refusing here as well keeps such URLs out of the database
  * and the queues, and tells the operator why a listed URL was not crawled.
