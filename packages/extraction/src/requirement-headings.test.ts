@@ -31,6 +31,8 @@ describe('isRequirementHeading', () => {
       '• Requirements',
       'Ihr Profil',
       'Dein Profil',
+      'Profil',
+      'Anforderungen',
       'Das bringst du mit',
       'Voraussetzungen',
       'Profil recherché',

@@ -23,7 +23,7 @@ export const REQUIREMENT_HEADINGS: readonly string[] = [
   "who\\s+(?:you\\s+are|we(?:'re|\\s+are)\\s+looking\\s+for)",
   "must[\\s-]haves?|about\\s+you|your\\s+profile|you\\s+have|you\\s+are|you\\s+bring|your\\s+skills|your\\s+experience|your\\s+background|(?:the\\s+)?ideal\\s+candidate|is\\s+this\\s+you|you\\s+might\\s+be\\s+a\\s+(?:good\\s+)?fit|you(?:'ll|\\s+will)\\s+thrive|skills\\s+you(?:'ll|\\s+will)?\\s+need",
   // German.
-  'anforderungen|voraussetzungen|qualifikationen|ihr\\s+profil|dein\\s+profil|was\\s+(?:du|sie)\\s+mitbring(?:st|en)|das\\s+bring(?:st\\s+du|en\\s+sie)\\s+mit',
+  'anforderungen|voraussetzungen|qualifikationen|profil|ihr\\s+profil|dein\\s+profil|was\\s+(?:du|sie)\\s+mitbring(?:st|en)|das\\s+bring(?:st\\s+du|en\\s+sie)\\s+mit',
   // French.
   'profil\\s+recherché|votre\\s+profil|ton\\s+profil|compétences\\s+requises|ce\\s+que\\s+nous\\s+recherchons|qui\\s+(?:êtes-vous|es-tu)',
   // Dutch, Spanish, Italian, Portuguese.
