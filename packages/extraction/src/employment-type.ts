@@ -81,3 +81,27 @@ export function normaliseEmploymentType(value: unknown, knownOnly = false): stri
   }
   return types.length > 0 ? types.join(', ') : null;
 }
+
+// Hours before contract kinds: "CDD de 12 mois, temps partiel" is part-time work first.
+const EMPLOYMENT_WORDS: readonly [RegExp, string][] = [
+  [/\b(?:full[\s-]?time|vollzeit|temps\s+(?:plein|complet))\b/i, 'FULL_TIME'],
+  [/\b(?:part[\s-]?time|teilzeit|temps\s+partiel)\b/i, 'PART_TIME'],
+  [/\b(?:intern(?:ship)?|praktikum|stage|werkstudent)\b/i, 'INTERN'],
+  [/\b(?:fixed[\s-]term|temporary|seasonal|befristet|cdd)\b/i, 'TEMPORARY'],
+  [/\b(?:contract(?:or)?|freelance|freiberuflich)\b/i, 'CONTRACTOR'],
+];
+
+/**
+ * The kind of employment a page's label value names, also inside longer text: "Fixed term (24
+ * months)" → TEMPORARY, "Teilzeit (16–20 Std./Woche)" → PART_TIME, "Full time, 37 hours a week" →
+ * FULL_TIME. Unknown values give null.
+ */
+export function findEmploymentType(text: string): string | null {
+  const direct = normaliseEmploymentType(text, true);
+  if (direct !== null) return direct;
+  // "Teilzeit oder Vollzeit": of the hours, the one named first.
+  const [full, part] = EMPLOYMENT_WORDS.slice(0, 2).map(([pattern]) => pattern.exec(text)?.index);
+  if (full !== undefined && part !== undefined) return part < full ? 'PART_TIME' : 'FULL_TIME';
+  for (const [pattern, type] of EMPLOYMENT_WORDS) if (pattern.test(text)) return type;
+  return null;
+}

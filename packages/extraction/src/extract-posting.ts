@@ -69,9 +69,8 @@ export function extractPosting(
     return completeFromPage(withProvenance(mapJobPosting(itemNode.node), itemNode.source), html);
   }
 
-  const meta = readPageMeta(html);
-  if (!mayBeDomPosting(html, meta)) return null;
-  const domPosting = findDomPosting(dom(), meta, { jsonLdTypes: search.types });
+  if (!mayBeDomPosting(html)) return null;
+  const domPosting = findDomPosting(dom(), readPageMeta(html), { jsonLdTypes: search.types });
   return domPosting === null ? null : withProvenance(domPosting, 'dom');
 }
 

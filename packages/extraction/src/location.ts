@@ -73,10 +73,13 @@ export function parseLocationText(text: string): ParsedLocation {
   const rest = text
     .replace(REMOTE_ALL, ' ')
     .replace(NOT_REMOTE_ALL, ' ')
+    // "Bordeaux (33)": a French département number is not part of the place.
+    .replace(/\(\s*\d{1,3}\s*\)/g, ' ')
     .replace(/[()[\]]/g, ' ')
     .replace(/\s+/g, ' ')
     .replace(/^[\s\-–—:,]+|[\s\-–—:,]+$/g, '');
-  const first = rest.split(/\s*(?:;|\||\s\/\s|\bor\b|\+|•)\s*/i)[0] ?? '';
+  // " or " in lower case only: "Portland, OR" is Oregon.
+  const first = rest.split(/\s*(?:;|\||\s\/\s|\bor\b|\+|•)\s*/)[0] ?? '';
   const parts = first
     .split(/\s*(?:,|\s[-–—:]\s)\s*/)
     .map((part) => part.replace(POSTAL_CODE, ' ').replace(/\s+/g, ' ').trim())

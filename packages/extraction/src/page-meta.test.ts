@@ -51,4 +51,15 @@ describe('page titles', () => {
     expect(titleFromPageMeta(meta, 'Brightline')).toBe('Warehouse Lead');
     expect(titleFromPageMeta({ ...meta, h1: [] }, 'Brightline')).toBe('Warehouse Lead & Trainer');
   });
+
+  it('never reads an SVG <title> as the page title or an <h1>', () => {
+    const meta = readPageMeta(
+      '<html><head></head><body><svg viewBox="0 0 20 20"><title>save-icon</title><text><h1>x</h1></text></svg><h1>Route Planner</h1></body></html>',
+    );
+    expect(meta.title).toBeNull();
+    expect(meta.h1).toEqual(['Route Planner']);
+    expect(
+      readPageMeta('<svg><title>logo</title></svg><title>Route Planner - Acme</title>').title,
+    ).toBe('Route Planner - Acme');
+  });
 });

@@ -18,10 +18,11 @@ const META_TAG = /<meta\b((?:[^>"']|"[^"]*"|'[^']*')*)>/gi;
 const ATTRIBUTE = /([^\s"'>/=]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))/g;
 const TITLE_OPEN = /<title\b[^>]*>/i;
 const H1_OPEN = /<h1\b(?:[^>"']|"[^"]*"|'[^']*')*>/gi;
-const HIDDEN_OPEN = /<(script|style|template)\b[^>]*>/gi;
+/** Never page text; an SVG icon's `<title>` ("save-icon") is a tooltip, not the page's title. */
+const HIDDEN_OPEN = /<(script|style|template|svg)\b[^>]*>/gi;
 
 /**
- * The page without script, style and template contents. indexOf-based, not a lazy regex: an
+ * The page without script, style, template and SVG contents. indexOf-based, not a lazy regex: an
  * unclosed `<script` must cost one scan to the end, not one per later tag.
  */
 function withoutHiddenElements(html: string): string {
@@ -95,7 +96,8 @@ export function readPageMeta(html: string): PageMeta {
 }
 
 const TITLE_SEPARATOR = /(\s+(?:[-–—|·•:]|at|@)\s+)/i;
-const SITE_WORDS = /\b(?:careers?|jobs?|job board|hiring|karriere|stellenangebote|recrutement)\b/i;
+const SITE_WORDS =
+  /\b(?:careers?|jobs?|job board|hiring|karriere|stellenangebote|recrutement|vacanc(?:y|ies)|work for us|offres? d'emploi)\b/i;
 
 /**
  * A job title from a page title such as "Senior Engineer – Acme Careers", "Acme - Senior
