@@ -94,8 +94,11 @@ export function snakeCasePostingFields(fields: PostingFields): SnakeCasePostingF
   ) as SnakeCasePostingFields;
 }
 
-/** Where a field's value came from. */
-export type FieldSource = 'ats' | 'json-ld' | 'microdata' | 'rdfa' | 'dom' | 'llm';
+/**
+ * Where a field's value came from. `description`: read from the posting's description text
+ * rather than a field of its own (an ATS posting's salary line or requirements section).
+ */
+export type FieldSource = 'ats' | 'json-ld' | 'microdata' | 'rdfa' | 'dom' | 'description' | 'llm';
 
 export type FieldProvenance = Partial<Record<string, FieldSource>>;
 

@@ -26,3 +26,9 @@ export {
 export { hammingDistance, pageSimhash, simhash, textSimhash } from './simhash.js';
 export { textSha256 } from './text-sha256.js';
 export { pageTokens, textTokens } from './words.js';
+export { countryCode, currencyCode, currencyFromSymbol } from './currency.js';
+export {
+  isRequirementHeading,
+  NOT_REQUIREMENT_HEADINGS,
+  REQUIREMENT_HEADINGS,
+} from './requirement-headings.js';

@@ -8,6 +8,7 @@ import { normaliseDate } from './dates.js';
 import { normaliseEmploymentType } from './employment-type.js';
 import { decodeEntities, htmlToText, normaliseWhitespace } from './html-text.js';
 import { isRemoteText, parseLocationText, type ParsedLocation } from './location.js';
+import { currencyFromSymbol } from './currency.js';
 import { requirementsFromBlocks } from './requirements.js';
 import {
   findSalaryInText,
@@ -137,15 +138,23 @@ export function mapJobPosting(node: JsonObject, context: MappingContext = {}): E
   const locationParts = [location.city, location.region, location.country].filter(
     (part) => part !== null,
   );
-  let salary = readSalary(resolve(first(node.baseSalary)), resolve);
+  // The posting-level salaryCurrency covers a baseSalary (or text) that names no currency.
+  const salaryContext: SalaryContext = {
+    resolve,
+    country: location.country,
+    currency: readCurrency(node.salaryCurrency, location.country),
+  };
+  let salary = readSalary(resolve(first(node.baseSalary)), salaryContext);
   if (salary.min === null && salary.max === null) {
-    const estimated = readSalary(resolve(first(node.estimatedSalary)), resolve);
+    const estimated = readSalary(resolve(first(node.estimatedSalary)), salaryContext);
     const fromText =
       estimated.min !== null || estimated.max !== null
         ? estimated
-        : findSalaryInText(description.text);
+        : findSalaryInText(description.text, location.country);
     if (fromText !== null) salary = fromText;
   }
+  if (salary.currency === null && (salary.min !== null || salary.max !== null))
+    salary = { ...salary, currency: salaryContext.currency };
   return {
     title: readLabel(node.title) ?? readLabel(node.name),
     company: readCompany(resolve(first(node.hiringOrganization))),
@@ -307,19 +316,37 @@ function readIsRemote(node: JsonObject, location: Location): boolean | null {
   return location.isGiven ? false : null;
 }
 
+interface SalaryContext {
+  resolve: (value: unknown) => unknown;
+  /** The posting's country as written: decides a bare "$" (see currency.ts). */
+  country: string | null;
+  /** The posting-level `salaryCurrency`, for amounts that name none. */
+  currency: string | null;
+}
+
+/**
+ * A currency as a page writes it in a currency property: an ISO 4217 code in any case, or a
+ * symbol ("$", "£"); null for anything else, so the field only ever holds a real code.
+ */
+function readCurrency(value: unknown, country: string | null): string | null {
+  const text = readText(value);
+  return text === null ? null : currencyFromSymbol(text, country);
+}
+
 /**
  * baseSalary is usually a MonetaryAmount whose `value` is a number or a QuantitativeValue
  * (minValue/maxValue, or a single `value`); schema.org also allows a bare number, and sites
  * write text ("£110000 - £120000 per annum") in either place.
  */
-function readSalary(amount: unknown, resolve: (value: unknown) => unknown): Salary {
+function readSalary(amount: unknown, context: SalaryContext): Salary {
+  const { resolve, country } = context;
   const bareNumber = readNumber(amount);
   if (bareNumber !== null) return { ...NO_SALARY, min: bareNumber, max: bareNumber };
   const text = readText(amount);
-  if (text !== null) return parseSalaryText(text) ?? NO_SALARY;
+  if (text !== null) return parseSalaryText(text, context.currency, country) ?? NO_SALARY;
   if (!isJsonObject(amount)) return NO_SALARY;
 
-  const currency = readText(amount.currency)?.toUpperCase() ?? null;
+  const currency = readCurrency(amount.currency, country) ?? context.currency;
   const value = resolve(first(amount.value));
   let min: number | null = null;
   let max: number | null = null;
@@ -332,12 +359,12 @@ function readSalary(amount: unknown, resolve: (value: unknown) => unknown): Sala
     unitText = readText(value.unitText);
     if (min === null && max === null) {
       const valueText = readText(value.value) ?? readText(value.minValue);
-      if (valueText !== null) fromText = parseSalaryText(valueText, currency);
+      if (valueText !== null) fromText = parseSalaryText(valueText, currency, country);
     }
   } else {
     min = max = readNumber(value);
     const valueText = min === null ? readText(value) : null;
-    if (valueText !== null) fromText = parseSalaryText(valueText, currency);
+    if (valueText !== null) fromText = parseSalaryText(valueText, currency, country);
   }
   unitText ??= readText(amount.unitText);
   if (fromText !== null) {

@@ -1,7 +1,9 @@
 /**
  * Requirements from a description's own sections, for postings without a structured
- * `qualifications`, `experienceRequirements` or `skills`: the lines under a heading such as
- * "Requirements", "Qualifications", "What you'll need", "What we're looking for" or "Must have".
+ * `qualifications`, `experienceRequirements` or `skills` (and ATS postings whose vendor has no
+ * requirements field): the lines under a heading such as "Requirements", "Qualifications",
+ * "What you'll need", "What we're looking for" or "Must have" (the shared list in
+ * `requirement-headings.ts`).
  *
  * A heading is an `<h1>`–`<h6>`, a line that is all bold, or a short line ending in ":". The
  * section runs to the next heading; once it has list items, a following plain paragraph (often
@@ -9,34 +11,13 @@
  * ("Minimum qualifications", "Preferred qualifications") are joined.
  */
 import { htmlToBlocks, type TextBlock } from './html-text.js';
-
-/** Ends a heading phrase: `\b` does not work after "é" ("Profil recherché"). */
-const END = '(?![\\p{L}\\p{N}])';
-
-const REQUIREMENT_HEADINGS = [
-  `^(?:(?:minimum|basic|preferred|required|key|essential|desired|core|technical|job)\\s+)?(?:requirements|qualifications|skills(?:\\s+(?:and|&)\\s+(?:experience|qualifications|abilities))?|experience(?:\\s+(?:and|&)\\s+(?:skills|qualifications))?)${END}`,
-  `^what\\s+(?:you(?:'ll|\\s+will)?\\s+(?:need|bring|have)|we(?:'re|\\s+are)\\s+looking\\s+for|we\\s+look\\s+for|we\\s+expect|you\\s+should\\s+have)${END}`,
-  `^(?:must[\\s-]haves?|who\\s+you\\s+are|about\\s+you|your\\s+profile|you\\s+have|you\\s+are|your\\s+skills|your\\s+experience|your\\s+background|the\\s+ideal\\s+candidate|ideal\\s+candidate|is\\s+this\\s+you|you\\s+might\\s+be\\s+a\\s+(?:good\\s+)?fit|you(?:'ll|\\s+will)\\s+thrive|skills\\s+you(?:'ll|\\s+will)?\\s+need)${END}`,
-  // German, French, Dutch, Spanish.
-  `^(?:anforderungen|ihr\\s+profil|dein\\s+profil|was\\s+(?:du|sie)\\s+mitbring(?:st|en)|das\\s+bringst\\s+du\\s+mit|profil\\s+recherché|votre\\s+profil|compétences\\s+requises|wat\\s+(?:vragen\\s+wij|wij\\s+vragen|breng\\s+je\\s+mee|neem\\s+je\\s+mee)|jouw\\s+profiel|functie-?eisen|requisitos|perfil)${END}`,
-].map((source) => new RegExp(source, 'u'));
+import {
+  headingWordCount,
+  isRequirementHeading as isRequirementHeadingText,
+} from './requirement-headings.js';
 
 const MAX_HEADING_LENGTH = 80;
 const MAX_LINES = 40;
-
-function headingKey(text: string): string {
-  return text
-    .toLowerCase()
-    .replace(/[\u2018\u2019\u02bc]/g, "'")
-    .replace(/^[^a-zäöüéè]+/, '')
-    .replace(/[\s:.?!]+$/, '')
-    .trim();
-}
-
-function isRequirementHeadingText(text: string): boolean {
-  const key = headingKey(text);
-  return REQUIREMENT_HEADINGS.some((pattern) => pattern.test(key));
-}
 
 function isHeadingLike(block: TextBlock): boolean {
   if (block.kind === 'heading') return true;
@@ -52,7 +33,7 @@ function isRequirementHeading(block: TextBlock): boolean {
     block.text.length <= 40 &&
     /^[^.!]*$/.test(block.text) &&
     isRequirementHeadingText(block.text) &&
-    headingKey(block.text).split(' ').length <= 6
+    headingWordCount(block.text) <= 6
   );
 }
 

@@ -43,6 +43,49 @@ describe('parseSalaryText', () => {
   });
 });
 
+describe('currencies', () => {
+  it('reads dollar prefixes longest first, and symbols beyond $', () => {
+    expect(parsed('S$6,000 - S$8,000 per month')).toEqual([6000, 8000, 'SGD', 'month']);
+    expect(parsed('A$120k–A$140k')).toEqual([120000, 140000, 'AUD', 'year']);
+    expect(parsed('HK$50,000/month')).toEqual([50000, 50000, 'HKD', 'month']);
+    expect(parsed('NZ$90,000 - 110,000')).toEqual([90000, 110000, 'NZD', 'year']);
+    expect(parsed('C$95,000')).toEqual([95000, 95000, 'CAD', 'year']);
+    expect(parsed('US$100,000')).toEqual([100000, 100000, 'USD', 'year']);
+    expect(parsed('¥6,000,000')).toEqual([6000000, 6000000, 'JPY', 'year']);
+    expect(parsed('₹18,00,000 per annum')).toEqual([1800000, 1800000, 'INR', 'year']);
+    expect(parsed('₹8-10 lakhs')).toEqual([800000, 1000000, 'INR', 'year']);
+    expect(parsed('₹12 LPA')).toEqual([1200000, 1200000, 'INR', 'year']);
+  });
+
+  it('reads ISO 4217 codes before or after the figures, checked against the real list', () => {
+    expect(parsed('MXN 40,000 monthly')).toEqual([40000, 40000, 'MXN', 'month']);
+    expect(parsed('40.000 - 50.000 SEK')).toEqual([40000, 50000, 'SEK', 'year']);
+    expect(parsed('USD120,000-150,000')).toEqual([120000, 150000, 'USD', 'year']);
+    expect(parsed('ZAR 600 000 per annum')).toEqual([600000, 600000, 'ZAR', 'year']);
+    expect(parsed('ABC 40,000 - 50,000')).toBeNull();
+    expect(parsed('USDT 40,000 - 50,000')).toBeNull();
+  });
+
+  it('lets the job’s country decide a bare $, ¥ and kr', () => {
+    const inCountry = (text: string, country: string | null) =>
+      parseSalaryText(text, null, country)?.currency ?? null;
+    expect(inCountry('$120,000 - $150,000', 'Canada')).toBe('CAD');
+    expect(inCountry('$120,000 - $150,000', 'AU')).toBe('AUD');
+    expect(inCountry('$8,000 per month', 'Singapore')).toBe('SGD');
+    expect(inCountry('$120,000 - $150,000', 'Germany')).toBe('USD');
+    expect(inCountry('$120,000 - $150,000', null)).toBe('USD');
+    expect(inCountry('C$120,000', 'US')).toBe('CAD');
+    expect(inCountry('¥30,000 per month', 'CN')).toBe('CNY');
+    expect(inCountry('45 000 kr per month', 'SE')).toBe('SEK');
+    expect(inCountry('45 000 kr per month', null)).toBeNull();
+    expect(findSalaryInText('Compensation: $140,000 – $180,000', 'CA')?.currency).toBe('CAD');
+  });
+
+  it('does not take capitalised words that are also codes for currencies in running text', () => {
+    expect(findSalaryInText('TOP 10 - 20 places to work\nALL 3 - 5 offices')).toBeNull();
+  });
+});
+
 describe('findSalaryInText', () => {
   it('takes a line with a currency figure and a range or a pay word', () => {
     const text =

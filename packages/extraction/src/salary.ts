@@ -8,6 +8,8 @@
  * learning budget" or "we raised $40M" are not salaries.
  */
 
+import { CURRENCY_HINT, CURRENCY_PATTERN, currencyFromSymbol } from './currency.js';
+
 export interface Salary {
   min: number | null;
   max: number | null;
@@ -19,36 +21,16 @@ export interface Salary {
 
 export const NO_SALARY: Salary = { min: null, max: null, currency: null, period: null };
 
-const SYMBOL_CURRENCIES: Record<string, string> = {
-  $: 'USD',
-  us$: 'USD',
-  c$: 'CAD',
-  ca$: 'CAD',
-  a$: 'AUD',
-  au$: 'AUD',
-  nz$: 'NZD',
-  '£': 'GBP',
-  '€': 'EUR',
-  '¥': 'JPY',
-  '₹': 'INR',
-  zł: 'PLN',
-};
-
-// prettier-ignore
-const CURRENCY_CODES = [
-  'USD', 'GBP', 'EUR', 'CAD', 'AUD', 'NZD', 'CHF', 'JPY', 'INR', 'SEK', 'NOK', 'DKK', 'PLN',
-  'SGD', 'HKD', 'CZK', 'ZAR', 'BRL', 'MXN', 'ILS',
-];
-
-/** Longest first, so "US$" wins over "$". */
-const CURRENCY = `(?:US\\$|CA\\$|AU\\$|NZ\\$|C\\$|A\\$|\\$|£|€|¥|₹|zł|(?:${CURRENCY_CODES.join('|')})(?![a-zA-Z]))`;
-/** 110000 · 110,000 · 110.000 · 110 000 · 35.50 · 1.5 — followed by an optional k. */
-const AMOUNT = `(\\d{1,3}(?:[,.\\u00a0\\u202f ]\\d{3})+(?:[.,]\\d{1,2})?|\\d+(?:[.,]\\d{1,2})?)(\\s?[kK](?![a-zA-Z]))?`;
-const CURRENCY_HINT = new RegExp(`[$£€¥₹]|zł|(?:${CURRENCY_CODES.join('|')})(?![a-zA-Z])`);
+const CURRENCY = `(?:${CURRENCY_PATTERN})`;
+/**
+ * 110000 · 110,000 · 110.000 · 110 000 · 18,00,000 (Indian lakh grouping) · 35.50 · 1.5 —
+ * followed by an optional k.
+ */
+const AMOUNT = `(\\d{1,2}(?:,\\d{2})+,\\d{3}|\\d{1,3}(?:[,.\\u00a0\\u202f ]\\d{3})+(?:[.,]\\d{1,2})?|\\d+(?:[.,]\\d{1,2})?)(\\s?[kK](?![a-zA-Z]))?`;
 const RANGE_SEPARATOR = `\\s*(?:-|–|—|to|bis|à|and|TO)\\s*`;
 const SALARY_PATTERN = new RegExp(
   `(${CURRENCY})?\\s?${AMOUNT}\\s?(${CURRENCY})?(?:${RANGE_SEPARATOR}(${CURRENCY})?\\s?${AMOUNT}\\s?(${CURRENCY})?)?`,
-  'g',
+  'gu',
 );
 
 interface PeriodRule {
@@ -75,32 +57,40 @@ const ANYWHERE_PERIOD_RULES: readonly PeriodRule[] = PERIOD_RULES.map(({ period,
 const PAY_WORDS =
   /\b(?:salary|salaries|compensation|pay|paid|wage|remuneration|rate|base|OTE|earn|earnings|stipend|gehalt|vergütung|jahresgehalt|salaire|rémunération)\b/i;
 
+const LAKHS = /^\s?(?:(lpa)|lakhs?|lacs?)(?![a-z])/i;
+
 const NOISE_FOLLOWING =
   /^\s?(?:m\b|mn\b|bn\b|million|billion|\+?\s?(?:users|customers|employees|people|years?))/i;
 
 /**
  * Reads the first salary in a short text such as a baseSalary string. `defaultCurrency` applies
  * when the text names none (a MonetaryAmount's `currency`); without either, a text without a
- * currency yields null, since "3-5 years" has figures too.
+ * currency yields null, since "3-5 years" has figures too. `country` (the job's, a code or an
+ * English name) decides what a bare "$", "¥" or "kr" means (see currency.ts).
  */
 export function parseSalaryText(
   text: string,
   defaultCurrency: string | null = null,
+  country: string | null = null,
 ): Salary | null {
-  return findSalary(text, { defaultCurrency, requirePayContext: false });
+  return findSalary(text, { defaultCurrency, country, requirePayContext: false });
 }
 
 /**
  * The salary stated in free text (a description, one line per paragraph or item): a line
  * qualifies when it has a currency figure and either a range or a pay word ("Salary: $120,000",
- * "£45k–£55k"). Currency codes count in capitals only ("USD", not "usd").
+ * "£45k–£55k"). Currency codes count in capitals only ("USD", not "usd"). `country` as for
+ * `parseSalaryText`.
  */
-export function findSalaryInText(text: string | null): Salary | null {
+export function findSalaryInText(
+  text: string | null,
+  country: string | null = null,
+): Salary | null {
   // The full pattern tries every digit of every line; most descriptions name no currency at all.
   if (text === null || !CURRENCY_HINT.test(text)) return null;
   for (const line of text.split('\n')) {
     if (!CURRENCY_HINT.test(line)) continue;
-    const salary = findSalary(line, { defaultCurrency: null, requirePayContext: true });
+    const salary = findSalary(line, { defaultCurrency: null, country, requirePayContext: true });
     if (salary !== null) return salary;
   }
   return null;
@@ -108,6 +98,7 @@ export function findSalaryInText(text: string | null): Salary | null {
 
 interface FindOptions {
   defaultCurrency: string | null;
+  country: string | null;
   requirePayContext: boolean;
 }
 
@@ -144,7 +135,9 @@ function readMatch(text: string, match: RegExpExecArray, options: FindOptions): 
 
   const currencyText = currencyBefore1 ?? currencyAfter1 ?? currencyBefore2 ?? currencyAfter2;
   const currency =
-    currencyText === undefined ? options.defaultCurrency : currencyCode(currencyText);
+    currencyText === undefined
+      ? options.defaultCurrency
+      : currencyFromSymbol(currencyText, options.country);
   if (currency === null) return null;
   const isRange = amount2 !== undefined;
   if (options.requirePayContext && !isRange && !PAY_WORDS.test(text)) return null;
@@ -152,13 +145,20 @@ function readMatch(text: string, match: RegExpExecArray, options: FindOptions): 
   let first = parseAmount(amount1, k1);
   let second = isRange ? parseAmount(amount2, k2) : null;
   if (first === null) return null;
+  // "₹12 LPA", "₹8-10 lakhs": Indian salaries in lakhs (100,000) per annum.
+  const lakhs = LAKHS.exec(after);
+  if (lakhs !== null) {
+    first *= 100_000;
+    if (second !== null) second *= 100_000;
+  }
   // "60-75k": the k of the upper bound applies to the lower one too.
   if (second !== null && k1 === undefined && k2 !== undefined && first < 1000) first *= 1000;
   if (second !== null && second < first) second = null;
   if (second === null && isRange) return null; // "2020-2021" style noise with a currency is odd; skip
 
   const period =
-    readPeriod(after) ??
+    (lakhs?.[1] === undefined ? null : 'year') ??
+    readPeriod(lakhs === null ? after : after.slice(lakhs[0].length)) ??
     readPeriodAnywhere(text) ??
     inferPeriod(first, k1 !== undefined || k2 !== undefined);
   const prefix = text.slice(Math.max(0, match.index - 12), match.index).toLowerCase();
@@ -169,14 +169,6 @@ function readMatch(text: string, match: RegExpExecArray, options: FindOptions): 
     return { min: first, max: null, currency, period };
   }
   return { min: first, max: second ?? first, currency, period };
-}
-
-function currencyCode(text: string): string | null {
-  const lower = text.toLowerCase();
-  return (
-    SYMBOL_CURRENCIES[lower] ??
-    (CURRENCY_CODES.includes(text.toUpperCase()) ? text.toUpperCase() : null)
-  );
 }
 
 /**

@@ -7,8 +7,12 @@ import type { PostingFields } from '@gleaner/db/posting-fields';
  */
 export type ExtractedPosting = PostingFields;
 
-/** Where a field's value came from. */
-export type FieldSource = 'json-ld' | 'microdata' | 'rdfa' | 'dom';
+/**
+ * Where a field's value came from. `description`: read from the posting's description text (a
+ * salary line, a requirements section) rather than from a field of its own, as ATS postings are
+ * when the vendor's JSON has no such field.
+ */
+export type FieldSource = 'json-ld' | 'microdata' | 'rdfa' | 'dom' | 'description';
 
 export interface ExtractionResult {
   posting: ExtractedPosting;

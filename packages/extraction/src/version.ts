@@ -9,5 +9,7 @@
  * 2026-11-26.1: page-markup postings of many more shapes (labelled pairs in tables, definition
  * lists and bold labels; titles in elements named for them; several h1s; "About the job" pages);
  * SVG `<title>`s never read as page titles; "Portland, OR" and "Bordeaux (33)" as locations.
+ * 2026-11-26.2: posting-level salaryCurrency; currencies beyond $ (S$, HK$, ₹, ISO codes checked
+ * against ISO 4217), a bare $ by the job's country; one shared list of requirement headings.
  */
-export const EXTRACTOR_VERSION = '2026-11-26.1';
+export const EXTRACTOR_VERSION = '2026-11-26.2';

@@ -16,10 +16,11 @@ export interface ListedPosting {
 }
 
 /**
- * Provenance of a field mapped from an ATS payload. Kept here rather than added to
- * @gleaner/extraction's `FieldSource`, which does not list it (yet).
+ * Provenance of a field mapped from an ATS payload: 'ats' for the vendor's own field,
+ * 'description' for one read from the posting's description (salary, requirements). 'ats' is
+ * kept here rather than added to @gleaner/extraction's `FieldSource`, which does not list it (yet).
  */
-export type AtsFieldSource = 'ats';
+export type AtsFieldSource = 'ats' | 'description';
 
 /** A posting mapped from an ATS payload, with one provenance entry per non-null field. */
 export interface AtsMappedPosting {

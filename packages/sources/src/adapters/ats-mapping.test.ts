@@ -1,3 +1,4 @@
+import type { ExtractedPosting } from '@gleaner/extraction';
 import { describe, expect, it } from 'vitest';
 import { adapters, describeAdapters, getAdapter } from '../registry.js';
 import {
@@ -5,7 +6,9 @@ import {
   decodeHtmlEntities,
   employmentTypeFromText,
   htmlToText,
+  emptyPosting,
   locationFromParts,
+  mapped,
   postedDate,
   salaryPeriodFromText,
 } from './ats-mapping.js';
@@ -91,6 +94,84 @@ describe('ATS mapping helpers', () => {
   });
 });
 
+describe('mapped', () => {
+  const posting = (fields: Partial<ExtractedPosting>) =>
+    mapped({ ...emptyPosting(), title: 'Engineer', ...fields });
+  const description =
+    '<p>We build maps.</p><h3>What you will do</h3><ul><li>Ship</li></ul>' +
+    '<h3>What we require</h3><ul><li>Go</li><li>SQL</li></ul>' +
+    '<h3>Benefits</h3><ul><li>Learning budget of $2,000</li></ul>' +
+    '<p>Salary range: $120,000 – $150,000 per year.</p>';
+
+  it('reads salary and requirements from the description when the vendor gave none', () => {
+    const result = posting({ description, locationCountry: 'US' });
+    expect(result.posting).toMatchObject({
+      salaryMin: 120000,
+      salaryMax: 150000,
+      salaryCurrency: 'USD',
+      salaryPeriod: 'year',
+      requirements: 'Go\nSQL',
+    });
+    expect(result.provenance).toEqual({
+      title: 'ats',
+      locationCountry: 'ats',
+      description: 'ats',
+      descriptionText: 'ats',
+      salaryMin: 'description',
+      salaryMax: 'description',
+      salaryCurrency: 'description',
+      salaryPeriod: 'description',
+      requirements: 'description',
+    });
+  });
+
+  it('reads a bare $ by the posting’s country, from the vendor’s field or its location text', () => {
+    expect(posting({ description, locationCountry: 'CA' }).posting.salaryCurrency).toBe('CAD');
+    expect(posting({ description, locationCountry: 'Australia' }).posting.salaryCurrency).toBe(
+      'AUD',
+    );
+    expect(posting({ description, location: 'Singapore' }).posting.salaryCurrency).toBe('SGD');
+    // No country known: the documented default.
+    expect(posting({ description, location: 'Austin, TX' }).posting.salaryCurrency).toBe('USD');
+    expect(
+      posting({ description: '<p>Compensation: S$7,000 – S$9,000 per month</p>' }).posting,
+    ).toMatchObject({
+      salaryMin: 7000,
+      salaryMax: 9000,
+      salaryCurrency: 'SGD',
+      salaryPeriod: 'month',
+    });
+  });
+
+  it('keeps what the vendor gave', () => {
+    const result = posting({
+      description,
+      salaryMin: 90000,
+      salaryMax: null,
+      salaryCurrency: 'EUR',
+      salaryPeriod: 'year',
+      requirements: 'Rust',
+    });
+    expect(result.posting).toMatchObject({
+      salaryMin: 90000,
+      salaryMax: null,
+      salaryCurrency: 'EUR',
+      requirements: 'Rust',
+    });
+    expect(new Set(Object.values(result.provenance))).toEqual(new Set(['ats']));
+  });
+
+  it('finds nothing in a description that states neither', () => {
+    const result = posting({
+      description: "<p>We build maps.</p><h3>What you'll do</h3><ul><li>Ship</li></ul>",
+    });
+    expect(result.posting).toMatchObject({ salaryMin: null, requirements: null });
+    expect(Object.keys(result.provenance).sort()).toEqual(
+      ['description', 'descriptionText', 'title'].sort(),
+    );
+  });
+});
+
 describe('ATS adapters in the registry', () => {
   it('are registered by kind, each with a payload mapper', () => {
     expect(Object.keys(adapters)).toEqual([
@@ -100,6 +181,9 @@ describe('ATS adapters in the registry', () => {
       'ashby',
       'smartrecruiters',
       'recruitee',
+      'bamboohr',
+      'breezy',
+      'teamtailor',
       'workable',
       'workday',
       'personio',

@@ -1,9 +1,14 @@
-import { htmlToText as textOfHtml } from '@gleaner/extraction';
 /**
  * Helpers shared by the ATS adapters' `mapPosting`: they apply @gleaner/extraction's field
  * conventions (see its `types.ts` and `json-ld-mapping.ts`) to vendor JSON.
  */
-import type { ExtractedPosting } from '@gleaner/extraction';
+import {
+  findSalaryInText,
+  parseLocationText,
+  requirementsFromHtml,
+  htmlToText as textOfHtml,
+  type ExtractedPosting,
+} from '@gleaner/extraction';
 import * as cheerio from 'cheerio/slim';
 import { z } from 'zod';
 import type { AtsMappedPosting } from '../types.js';
@@ -31,20 +36,53 @@ export function text(value: string | null | undefined): string | null {
 /** Every field null: the start of a mapping. */
 export { emptyPostingFields as emptyPosting } from '@gleaner/db/posting-fields';
 
-/** The mapping result: provenance 'ats' for every non-null field. */
+const SALARY_KEYS = ['salaryMin', 'salaryMax', 'salaryCurrency', 'salaryPeriod'] as const;
+
+/**
+ * The mapping result. Every adapter ends here, so what holds for one holds for all:
+ *
+ * - the plain text is derived from the vendor's HTML the same way page extraction derives it;
+ * - a vendor that gave no salary amount gets the salary its description states ("Salary range:
+ *   $120,000 – $150,000 per year"), a bare "$" read by the posting's country; a vendor that gave
+ *   no requirements gets the lines under a requirements heading of its description. These are
+ *   the readers (and the one heading list) the JSON-LD path uses on a page's description.
+ *
+ * Provenance is 'ats' for a field from the vendor's JSON and 'description' for one read from
+ * the description text.
+ */
 export function mapped(mappedFields: ExtractedPosting): AtsMappedPosting {
-  // The plain text is derived from the vendor's HTML the same way page extraction derives it.
   const posting: ExtractedPosting = {
     ...mappedFields,
     descriptionText:
       mappedFields.descriptionText ??
       (mappedFields.description === null ? null : textOfHtml(mappedFields.description)),
   };
+  const fromDescription = new Set<keyof ExtractedPosting>();
+  if (posting.salaryMin === null && posting.salaryMax === null) {
+    const salary = findSalaryInText(posting.descriptionText, postingCountry(posting));
+    if (salary !== null) {
+      posting.salaryMin = salary.min;
+      posting.salaryMax = salary.max;
+      posting.salaryCurrency = salary.currency;
+      posting.salaryPeriod = salary.period;
+      for (const key of SALARY_KEYS) fromDescription.add(key);
+    }
+  }
+  if (posting.requirements === null && posting.description !== null) {
+    posting.requirements = requirementsFromHtml(posting.description);
+    fromDescription.add('requirements');
+  }
   const provenance: AtsMappedPosting['provenance'] = {};
   for (const key of Object.keys(posting) as (keyof ExtractedPosting)[]) {
-    if (posting[key] !== null) provenance[key] = 'ats';
+    if (posting[key] !== null) provenance[key] = fromDescription.has(key) ? 'description' : 'ats';
   }
   return { posting, provenance };
+}
+
+/** The country that decides a bare "$": the vendor's, else one its location text names. */
+function postingCountry(posting: ExtractedPosting): string | null {
+  if (posting.locationCountry !== null) return posting.locationCountry;
+  return posting.location === null ? null : parseLocationText(posting.location).country;
 }
 
 export interface LocationParts {
@@ -145,11 +183,8 @@ export function amount(value: number | string | null | undefined): number | null
   return /^-?\d+(?:\.\d+)?$/.test(trimmed) ? Number(trimmed) : null;
 }
 
-/** An ISO 4217 code, upper-cased. */
-export function currencyCode(value: string | null | undefined): string | null {
-  const code = text(value);
-  return code !== null && /^[A-Za-z]{3}$/.test(code) ? code.toUpperCase() : null;
-}
+/** An ISO 4217 code, upper-cased; null for anything that is not a current code ("US$", "ABC"). */
+export { currencyCode } from '@gleaner/extraction';
 
 /**
  * datePosted: a plain date as published; a date-time (ISO 8601 with any offset, Recruitee's

@@ -57,7 +57,7 @@ describe('greenhouse adapter', () => {
     for (const key of Object.keys(expected[0]!).filter(
       (key) =>
         !key.startsWith('salary') &&
-        !['locationCity', 'locationRegion', 'locationCountry', 'requirements'].includes(key),
+        !['locationCity', 'locationRegion', 'locationCountry'].includes(key),
     )) {
       expect(
         mapped.some((posting) => posting?.[key as keyof typeof posting] != null),
@@ -77,14 +77,24 @@ describe('greenhouse adapter', () => {
     );
   });
 
-  it('records provenance for the non-null fields only', async () => {
-    const [first] = board.postings();
-    const result = greenhouseAdapter.mapPosting!(first!.payload)!;
+  it('records provenance for the non-null fields only, "description" for what the text gave', () => {
+    // A posting whose description states pay and lists requirements.
+    const posting = board
+      .postings()
+      .find((entry) => entry.spec.descriptionSalary !== null && entry.spec.requirements.length > 0);
+    const result = greenhouseAdapter.mapPosting!(posting!.payload)!;
     const nonNull = Object.entries(result.posting)
       .filter(([, value]) => value !== null)
       .map(([key]) => key);
     expect(Object.keys(result.provenance).sort()).toEqual(nonNull.sort());
-    expect(new Set(Object.values(result.provenance))).toEqual(new Set(['ats']));
+    const fromText = ['salaryMin', 'salaryMax', 'salaryCurrency', 'salaryPeriod', 'requirements'];
+    for (const [key, source] of Object.entries(result.provenance))
+      expect(source, key).toBe(fromText.includes(key) ? 'description' : 'ats');
+
+    // With pay ranges the salary is the vendor's own field.
+    const withPay = greenhouseAdapter.mapPosting!(posting!.detailWithPay)!;
+    expect(withPay.provenance.salaryMin).toBe('ats');
+    expect(withPay.provenance.requirements).toBe('description');
   });
 
   it('calls the single-job endpoint for pay ranges when asked, and maps the salary', async () => {

@@ -148,6 +148,20 @@ describe('lever adapter', () => {
     }
   });
 
+  it('takes requirements from lists under any heading of the shared list, and only those', () => {
+    const requirementsOf = (...headings: string[]) =>
+      leverAdapter.mapPosting!({
+        text: 'Baker',
+        lists: headings.map((heading, index) => ({
+          text: heading,
+          content: `<li>Item ${index + 1}</li>`,
+        })),
+      })!.posting.requirements;
+    expect(requirementsOf("What we're looking for", 'What we offer')).toBe('Item 1');
+    expect(requirementsOf('What you’ll do', 'Must have', 'Ihr Profil')).toBe('Item 2\nItem 3');
+    expect(requirementsOf("What you'll do", 'Nice to have', 'Benefits')).toBeNull();
+  });
+
   it('returns null for a payload it cannot use', () => {
     for (const junk of [
       null,

@@ -3,6 +3,7 @@
  * paged with `skip` and `limit` until a page comes back short. Sites hosted in Lever's EU
  * environment are served from api.eu.lever.co.
  */
+import { isRequirementHeading } from '@gleaner/extraction';
 import { z } from 'zod';
 import type {
   AtsMappedPosting,
@@ -154,10 +155,6 @@ const leverPosting = z.looseObject({
   additional: lenient(z.string()),
 });
 
-/** Headings of the `lists` entries that hold requirements; "What you'll do" and perks do not. */
-const REQUIREMENTS_HEADING =
-  /requirement|qualification|what you bring|about you|who you are|you have|skills/i;
-
 function isRemote(
   workplaceType: string | null | undefined,
   location: string | null,
@@ -193,8 +190,10 @@ function mapPosting(payload: unknown): AtsMappedPosting | null {
     text(posting.additional),
   ].filter((section) => section !== null);
 
+  // Lists headed like "Requirements", "What you bring", "About you" (the shared heading list);
+  // "What you'll do" and perks are not requirements.
   const requirementLines = lists
-    .filter((entry) => REQUIREMENTS_HEADING.test(entry.text ?? ''))
+    .filter((entry) => isRequirementHeading(entry.text ?? ''))
     .map((entry) => htmlToText(entry.content))
     .filter((lines) => lines !== null);
 

@@ -8,6 +8,7 @@
  * keys, text as strings (ids keep their leading zeros), `<position>`, `<jobDescription>` and the
  * additional `<office>` always as arrays.
  */
+import { isRequirementHeading } from '@gleaner/extraction';
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import { z } from 'zod';
 import type {
@@ -168,10 +169,6 @@ const personioPosition = z.looseObject({
   createdAt: lenient(z.string()),
 });
 
-/** Headings of the job text sections that hold requirements, in English and German. */
-const REQUIREMENTS_HEADING =
-  /requirement|qualification|what you bring|about you|who you are|you have|your profile|skills|profil|anforderung|qualifikation|was du mitbringst|was sie mitbringen/i;
-
 /**
  * `employmentType` says the contract (permanent, intern, trainee, freelance, temporary,
  * working_student); `schedule` (full-time, part-time, flexible) says the hours, which is what
@@ -200,8 +197,9 @@ function mapPosting(payload: unknown): AtsMappedPosting | null {
     const title = text(name);
     return title === null ? '' : `<h3>${escapeHtml(title)}</h3>\n`;
   };
+  // Sections headed like "Requirements", "Your profile", "Dein Profil" (the shared heading list).
   const requirementLines = sections
-    .filter((section) => REQUIREMENTS_HEADING.test(section.name ?? ''))
+    .filter((section) => isRequirementHeading(section.name ?? ''))
     .map((section) => htmlToText(section.value))
     .filter((lines) => lines !== null);
   return mapped({

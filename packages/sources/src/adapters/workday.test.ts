@@ -78,16 +78,9 @@ describe('workday adapter', () => {
       vendorFields(workdayAdapter.mapPosting!(posting.payload)?.posting),
     );
     expect(mapped).toEqual(site.postings().map((posting) => posting.expected));
-    // Workday publishes free-text locations, no pay and no requirements section.
-    const unmapped = [
-      'locationCity',
-      'locationRegion',
-      'salaryMin',
-      'salaryMax',
-      'salaryCurrency',
-      'salaryPeriod',
-      'requirements',
-    ];
+    // Workday publishes free-text locations, and no pay or requirements fields: those come from
+    // the description (provenance 'description').
+    const unmapped = ['locationCity', 'locationRegion'];
     for (const key of Object.keys(mapped[0]!) as (keyof NonNullable<(typeof mapped)[0]>)[]) {
       const filled = mapped.some((posting) => posting?.[key] != null);
       expect(filled, key).toBe(!unmapped.includes(key));

@@ -8,6 +8,7 @@ import {
   companyForSeed,
   createRandom,
   emptyExpected,
+  fromDescription,
   fullDescriptionHtml,
   generateAtsPostings,
   mixSeed,
@@ -193,6 +194,8 @@ function build(spec: AtsPostingSpec, origin: string, board: string, seed: number
     salaryPeriod: salary === null ? null : spec.salary!.period,
     datePosted: new Date(spec.publishedAt).toISOString(),
     description: descriptionHtml,
+    // Ashby has no requirements field: the description's requirements section.
+    requirements: fromDescription(spec).requirements,
   };
   return { posting: { externalId: id, url: jobUrl, payload: job, expected, spec }, listed };
 }

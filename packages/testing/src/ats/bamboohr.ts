@@ -8,6 +8,7 @@ import type { ExpectedPostingFields } from '../career-site.js';
 import {
   companyForSeed,
   emptyExpected,
+  fromDescription,
   fullDescriptionHtml,
   generateAtsPostings,
   type AtsEmployment,
@@ -133,6 +134,9 @@ function build(spec: AtsPostingSpec, origin: string): FixtureBambooHrPosting {
     employmentType: spec.employment,
     datePosted,
     description,
+
+    // No vendor salary or requirements field: what the description states.
+    ...fromDescription(spec),
   };
   return { externalId: id, url, payload: detail, expected, spec, summary };
 }

@@ -9,6 +9,7 @@ import {
   createRandom,
   emptyExpected,
   escapeHtml,
+  fromDescription,
   fullDescriptionHtml,
   generateAtsPostings,
   hex,
@@ -108,6 +109,9 @@ function build(spec: AtsPostingSpec, origin: string, seed: number): FixtureAtsPo
     employmentType: spec.employment ?? 'OTHER',
     datePosted: new Date(spec.publishedAt).toISOString(),
     description,
+
+    // No vendor salary or requirements field: what the description states.
+    ...fromDescription(spec),
   };
   return { externalId: id, url, payload: position, expected, spec };
 }

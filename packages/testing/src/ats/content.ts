@@ -41,6 +41,11 @@ export interface AtsPostingSpec {
   workplace: AtsWorkplace;
   employment: AtsEmployment | null;
   salary: AtsSalary | null;
+  /**
+   * The salary the description states in a "Compensation" section (many boards publish pay
+   * only there), or null when it states none: two in three salaried postings.
+   */
+  descriptionSalary: AtsSalary | null;
   /** Epoch milliseconds, with a time of day and milliseconds. */
   publishedAt: number;
   updatedAt: number;
@@ -286,6 +291,8 @@ function generatePosting(index: number, seed: number, company: string): AtsPosti
     workplace,
     employment,
     salary,
+    // From the index, not the random stream, so that every other field stays as it was.
+    descriptionSalary: index % 3 === 1 ? null : salary,
     publishedAt,
     updatedAt,
     utcOffsetMinutes,
@@ -320,13 +327,65 @@ export function htmlList(lines: readonly string[]): string {
   return `<ul>${listItems(lines)}</ul>`;
 }
 
-/** The posting's whole text as HTML: intro, responsibilities, requirements, benefits. */
+/**
+ * The posting's whole text as HTML: intro, responsibilities, requirements, benefits and, when
+ * the description states pay, compensation. `fromDescription(spec)` is what it yields.
+ */
 export function fullDescriptionHtml(spec: AtsPostingSpec): string {
   const parts = [spec.introHtml, '<h3>What you will do</h3>', htmlList(spec.responsibilities)];
   if (spec.requirements.length > 0)
     parts.push(`<h3>${spec.requirementsHeading}</h3>`, htmlList(spec.requirements));
   parts.push('<h3>Benefits</h3>', htmlList(spec.benefits));
+  const compensation = compensationHtml(spec);
+  if (compensation !== '') parts.push(compensation);
   return parts.join('\n');
+}
+
+/** Unambiguous symbols, as boards that hire in several countries write them. */
+const CURRENCY_SYMBOLS: Record<string, string> = { USD: '$', CAD: 'CA$', GBP: '£', EUR: '€' };
+const PERIOD_WORDS: Record<AtsSalaryPeriod, string> = {
+  year: 'per year',
+  month: 'per month',
+  hour: 'per hour',
+};
+
+/**
+ * The "Compensation" section of a posting whose description states pay ("Salary range:
+ * $120,000 – $150,000 per year."), or '' when it states none.
+ */
+export function compensationHtml(spec: AtsPostingSpec): string {
+  const salary = spec.descriptionSalary;
+  if (salary === null) return '';
+  const symbol = CURRENCY_SYMBOLS[salary.currency] ?? `${salary.currency} `;
+  const money = (value: number): string =>
+    `${symbol}${value.toLocaleString('en-US', { minimumFractionDigits: Number.isInteger(value) ? 0 : 2 })}`;
+  const range =
+    salary.min === salary.max
+      ? money(salary.min)
+      : `${money(salary.min)} \u2013 ${money(salary.max)}`;
+  return `<h3>Compensation</h3>\n<p>Salary range: ${escapeHtml(range)} ${PERIOD_WORDS[salary.period]}.</p>`;
+}
+
+/**
+ * What a reader of descriptions takes from `fullDescriptionHtml(spec)`: the stated salary and
+ * the lines under the requirements heading. Adapters fill these from the description when the
+ * vendor's JSON has no such field (provenance 'description'), so a fixture of a vendor without
+ * a salary or requirements field expects them from here.
+ */
+export function fromDescription(
+  spec: AtsPostingSpec,
+): Pick<
+  ExpectedPostingFields,
+  'salaryMin' | 'salaryMax' | 'salaryCurrency' | 'salaryPeriod' | 'requirements'
+> {
+  const salary = spec.descriptionSalary;
+  return {
+    salaryMin: salary?.min ?? null,
+    salaryMax: salary?.max ?? null,
+    salaryCurrency: salary?.currency ?? null,
+    salaryPeriod: salary?.period ?? null,
+    requirements: spec.requirements.length > 0 ? spec.requirements.join('\n') : null,
+  };
 }
 
 /** A crude text rendering for vendors' `descriptionPlain` fields (not compared by tests). */

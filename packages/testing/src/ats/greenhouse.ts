@@ -9,6 +9,7 @@ import {
   EMPLOYMENT_LABELS,
   emptyExpected,
   escapeHtml,
+  fromDescription,
   fullDescriptionHtml,
   isoSeconds,
   isoWithOffset,
@@ -155,6 +156,8 @@ function buildPosting(
     employmentType: metadata === null ? null : spec.employment,
     datePosted: isoSeconds(spec.publishedAt),
     description: fullDescriptionHtml(spec),
+    // Greenhouse has no requirements field, and pay only with `payRanges`: the description's.
+    ...fromDescription(spec),
   };
   return {
     externalId: String(id),

@@ -7,9 +7,11 @@
 import type { ExpectedPostingFields } from '../career-site.js';
 import {
   companyForSeed,
+  compensationHtml,
   createRandom,
   EMPLOYMENT_LABELS,
   emptyExpected,
+  fromDescription,
   escapeHtml,
   generateAtsPostings,
   htmlList,
@@ -109,7 +111,9 @@ function build(
     language: { code: 'en', label: 'English', labelNative: 'English (US)' },
   };
   const postingUrl = `${origin}/${companyIdentifier}/${id}-${spec.slug}`;
-  const jobDescription = `${spec.introHtml}\n<h3>What you will do</h3>\n${htmlList(spec.responsibilities)}`;
+  // SmartRecruiters has no salary field: pay, when published, is in the job description.
+  const compensation = compensationHtml(spec);
+  const jobDescription = `${spec.introHtml}\n<h3>What you will do</h3>\n${htmlList(spec.responsibilities)}${compensation === '' ? '' : `\n${compensation}`}`;
   const detail: Record<string, unknown> = {
     ...summary,
     applyUrl: `${postingUrl}?oga=true`,
@@ -145,6 +149,7 @@ function build(
     employmentType: spec.employment,
     datePosted: new Date(spec.publishedAt).toISOString(),
     description: jobDescription,
+    ...fromDescription(spec), // the salary from the job description
     requirements: spec.requirements.length > 0 ? spec.requirements.join('\n') : null,
   };
   return { externalId: id, url: postingUrl, payload: detail, expected, spec, summary };

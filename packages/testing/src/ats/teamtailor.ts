@@ -10,6 +10,7 @@ import {
   createRandom,
   emptyExpected,
   escapeHtml,
+  fromDescription,
   fullDescriptionHtml,
   generateAtsPostings,
   mixSeed,
@@ -131,6 +132,9 @@ function build(spec: AtsPostingSpec, origin: string, seed: number): Built {
     isRemote: spec.workplace === 'remote',
     datePosted: new Date(Math.floor(spec.publishedAt / 1000) * 1000).toISOString(),
     description,
+
+    // No vendor salary or requirements field: what the description states.
+    ...fromDescription(spec),
   };
   return { externalId: guid, url: link, payload, expected, spec, xml };
 }

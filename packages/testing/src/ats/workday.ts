@@ -20,6 +20,7 @@ import { listenOrigin } from '../listen.js';
 import {
   companyForSeed,
   emptyExpected,
+  fromDescription,
   fullDescriptionHtml,
   generateAtsPostings,
   type AtsPostingSpec,
@@ -149,6 +150,9 @@ function build(
     employmentType: timeType === null ? null : timeType === 'Part time' ? 'PART_TIME' : 'FULL_TIME',
     datePosted: startDate,
     description: fullDescriptionHtml(spec),
+
+    // No vendor salary or requirements field: what the description states.
+    ...fromDescription(spec),
   };
   return {
     externalId: externalPath,
