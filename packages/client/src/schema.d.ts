@@ -4919,7 +4919,7 @@ export interface components {
             description: string | null;
             description_text: string | null;
             requirements: string | null;
-            /** @description Where each field came from: ats, json-ld, microdata, rdfa, dom or llm */
+            /** @description Where each field came from: ats, description (read from an ATS description), json-ld, microdata, rdfa, dom or llm */
             provenance: {
                 [key: string]: string;
             } | null;

@@ -151,3 +151,18 @@ describe('page reader: pages that are not one posting', () => {
     expect(extractPosting(`<html><body>${body}${DESCRIPTION}</body></html>`)).toBeNull();
   });
 });
+
+describe('page reader: pay', () => {
+  it('reads a bare $ by the job’s country, and as US dollars where it names none', () => {
+    const page = (location: string) =>
+      `<html><body><h1>Route Planner</h1><p>Location: ${location}</p><p>Salary: $80,000 - $95,000 per year</p><h2>Responsibilities</h2>${DESCRIPTION}<a href="/apply">Apply</a></body></html>`;
+    expect(extractPosting(page('Toronto, Canada'))?.posting).toMatchObject({
+      salaryMin: 80_000,
+      salaryMax: 95_000,
+      salaryCurrency: 'CAD',
+      salaryPeriod: 'year',
+    });
+    expect(extractPosting(page('Melbourne, Australia'))?.posting.salaryCurrency).toBe('AUD');
+    expect(extractPosting(page('Austin, TX'))?.posting.salaryCurrency).toBe('USD');
+  });
+});

@@ -574,9 +574,14 @@ function readDomIsRemote(
   return hasPlace ? false : null;
 }
 
-function readDomSalary(labelledText: string | null, descriptionText: string | null): Salary | null {
-  const labelled = labelledText === null ? null : parseSalaryText(labelledText);
-  return labelled ?? findSalaryInText(descriptionText);
+/** The labelled pay, else pay in the description; a bare `$` is read by the job's country. */
+function readDomSalary(
+  labelledText: string | null,
+  descriptionText: string | null,
+  country: string | null,
+): Salary | null {
+  const labelled = labelledText === null ? null : parseSalaryText(labelledText, null, country);
+  return labelled ?? findSalaryInText(descriptionText, country);
 }
 
 function readDomDate(page: PageIndex, labelled: string | null): string | null {
@@ -664,7 +669,7 @@ export function findDomPosting(
   if (description.text === null || description.text.length < MIN_DESCRIPTION_CHARS) return null;
 
   const location = labelled.location === null ? null : parseLocationText(labelled.location);
-  const salary = readDomSalary(labelled.salary, description.text);
+  const salary = readDomSalary(labelled.salary, description.text, location?.country ?? null);
   const company = findCompany(page, labelled, title, meta, siteNames);
   const locationParts =
     location === null

@@ -100,7 +100,9 @@ export const postingView = z
     provenance: z
       .record(z.string(), z.string().optional())
       .nullable()
-      .describe('Where each field came from: ats, json-ld, microdata, rdfa, dom or llm'),
+      .describe(
+        'Where each field came from: ats, description (read from an ATS description), json-ld, microdata, rdfa, dom or llm',
+      ),
     error: z.string().nullable(),
     first_seen_at: isoDateTime,
     last_seen_at: isoDateTime,
