@@ -308,6 +308,8 @@ function hinted(name: string, random: Random, known: Known): unknown {
   if (name === 'cursor') return cursorOf(`1767225600000000_${known.siteId}`);
   if (name === 'runId') return known.runId;
   if (name === 'max_pause_seconds') return 8;
+  // Workday's career host has a shape of its own (`{tenant}.wd{N}.myworkdayjobs.com`).
+  if (name === 'host') return 'acme.wd5.myworkdayjobs.com';
   return undefined;
 }
 
@@ -329,6 +331,7 @@ function plausible(schema: JsonSchema, name: string, random: Random, known: Know
   if (schema.format === 'uuid') return known.siteId;
   if (schema.format === 'date-time') return '2026-01-01T00:00:00Z';
   if (schema.format === 'uri') return 'https://acme.example/jobs';
+  if (type === 'string' && typeof schema.default === 'string') return schema.default;
   if (type === 'object') {
     return Object.fromEntries(
       Object.entries(schema.properties ?? {}).map(([key, property]) => [

@@ -1,24 +1,32 @@
 /**
  * Vendor failures, classified the same way by every ATS adapter: permanent when retrying cannot
- * help (the board does not exist), transient otherwise, each with its stable code.
+ * help (the board does not exist), transient otherwise, each with its stable code. Workday (a
+ * search by POST), Personio (XML) and Teamtailor (RSS) test the same classes in their own files,
+ * against fixtures of their own shape.
  */
 import { createFetcher } from '@gleaner/http';
 import {
   createFixtureAshby,
+  createFixtureBambooHr,
+  createFixtureBreezy,
   createFixtureGreenhouse,
   createFixtureLever,
   createFixtureRecruitee,
   createFixtureSmartRecruiters,
+  createFixtureWorkable,
   type FixtureAtsServer,
 } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SourceError, type ListingResult, type ListOptions, type SiteAdapter } from '../types.js';
 import { ashbyAdapter } from './ashby.js';
 import { AtsRequestError } from './ats-request-error.js';
+import { bambooHrAdapter } from './bamboohr.js';
+import { breezyAdapter } from './breezy.js';
 import { greenhouseAdapter } from './greenhouse.js';
 import { leverAdapter } from './lever.js';
 import { recruiteeAdapter } from './recruitee.js';
 import { smartRecruitersAdapter } from './smartrecruiters.js';
+import { workableAdapter } from './workable.js';
 
 const fetcher = createFetcher({
   userAgent: 'GleanerTest',
@@ -70,6 +78,24 @@ const vendors: Vendor[] = [
     name: 'recruitee',
     start: () => createFixtureRecruitee({ postings: 5 }),
     adapter: recruiteeAdapter,
+    config: (fixture) => ({ company: 'acme', baseUrl: fixture.baseUrl }),
+  },
+  {
+    name: 'workable',
+    start: () => createFixtureWorkable({ postings: 5 }),
+    adapter: workableAdapter,
+    config: (fixture) => ({ subdomain: 'acme', baseUrl: fixture.baseUrl }),
+  },
+  {
+    name: 'bamboohr',
+    start: () => createFixtureBambooHr({ postings: 5 }),
+    adapter: bambooHrAdapter,
+    config: (fixture) => ({ company: 'acme', baseUrl: fixture.baseUrl }),
+  },
+  {
+    name: 'breezy',
+    start: () => createFixtureBreezy({ postings: 5 }),
+    adapter: breezyAdapter,
     config: (fixture) => ({ company: 'acme', baseUrl: fixture.baseUrl }),
   },
 ];

@@ -2,7 +2,6 @@ import { createFetcher } from '@gleaner/http';
 import { createFixtureBambooHr, type FixtureBambooHr } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ListOptions } from '../types.js';
-import { AtsRequestError } from './ats-request-error.js';
 import { bambooHrAdapter, bambooHrBaseUrl, bambooHrConfig } from './bamboohr.js';
 import { vendorFields } from './mapping.test-support.js';
 
@@ -162,52 +161,8 @@ describe('bamboohr adapter', () => {
   });
 });
 
-describe('bamboohr errors', () => {
-  it('a missing careers site is permanent: SOURCE_BOARD_NOT_FOUND', async () => {
-    site.setMissing(true);
-    const error = await list().catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(AtsRequestError);
-    expect(error).toMatchObject({
-      code: 'SOURCE_BOARD_NOT_FOUND',
-      retryClass: 'permanent',
-      status: 404,
-    });
-    expect(site.requests()).toHaveLength(1);
-  });
-
-  it('429 and 5xx are transient, 403 permanent', async () => {
-    site.fail({ status: 429, retryAfter: '7' });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_RATE_LIMITED',
-      retryClass: 'transient',
-      retryAfterMs: 7000,
-    });
-    site.fail({ status: 503 });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_UPSTREAM_UNAVAILABLE',
-      retryClass: 'transient',
-    });
-    site.fail({ status: 403 });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_REQUEST_REJECTED',
-      retryClass: 'permanent',
-    });
-  });
-
-  it('malformed JSON or another shape is SOURCE_RESPONSE_INVALID, transient', async () => {
-    site.fail({ malformed: 'json' });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_RESPONSE_INVALID',
-      retryClass: 'transient',
-      message: expect.stringContaining('malformed JSON'),
-    });
-    site.fail({ malformed: 'shape' });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_RESPONSE_INVALID',
-      message: expect.stringContaining('documented shape'),
-    });
-  });
-
+/** The classes every ATS shares are in ats-errors.test.ts; BambooHR also reads a detail per position. */
+describe('bamboohr detail errors', () => {
   it('a failing detail call fails the listing with its class; every detail gone is not believed', async () => {
     site.fail({ status: 429, retryAfter: '3', pathPrefix: '/careers/4' });
     await expect(list()).rejects.toMatchObject({
@@ -232,19 +187,5 @@ describe('bamboohr errors', () => {
     } finally {
       await small.close();
     }
-  });
-
-  it('an unreachable site is SOURCE_FETCH_FAILED; an aborted listing sends nothing', async () => {
-    const gone = await createFixtureBambooHr({ postings: 1 });
-    await gone.close();
-    await expect(
-      bambooHrAdapter.list(bambooHrConfig.parse({ company: 'acme', baseUrl: gone.baseUrl }), {
-        fetcher,
-      }),
-    ).rejects.toMatchObject({ code: 'SOURCE_FETCH_FAILED', retryClass: 'transient' });
-    await expect(list({}, { signal: AbortSignal.abort() })).rejects.toMatchObject({
-      name: 'AbortError',
-    });
-    expect(site.requests()).toHaveLength(0);
   });
 });

@@ -2,7 +2,6 @@ import { createFetcher } from '@gleaner/http';
 import { createFixtureBreezy, type FixtureBreezy } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ListOptions } from '../types.js';
-import { AtsRequestError } from './ats-request-error.js';
 import { breezyAdapter, breezyBaseUrl, breezyConfig } from './breezy.js';
 import { vendorFields } from './mapping.test-support.js';
 
@@ -127,64 +126,5 @@ describe('breezy adapter', () => {
     for (const company of ['acme.evil.example', 'a/b', '-acme', 'acme@x', ''])
       expect(breezyConfig.safeParse({ company }).success, company).toBe(false);
     expect(breezyConfig.safeParse({ company: 'acme', maxPostings: 0 }).success).toBe(false);
-  });
-});
-
-describe('breezy errors', () => {
-  it('a missing careers site is permanent: SOURCE_BOARD_NOT_FOUND', async () => {
-    site.setMissing(true);
-    const error = await list().catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(AtsRequestError);
-    expect(error).toMatchObject({
-      code: 'SOURCE_BOARD_NOT_FOUND',
-      retryClass: 'permanent',
-      status: 404,
-    });
-  });
-
-  it('429 and 5xx are transient, 403 permanent', async () => {
-    site.fail({ status: 429, retryAfter: '7' });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_RATE_LIMITED',
-      retryClass: 'transient',
-      retryAfterMs: 7000,
-    });
-    site.fail({ status: 500, times: 2 });
-    await expect(list()).rejects.toMatchObject({ code: 'SOURCE_UPSTREAM_UNAVAILABLE' });
-    await expect(list()).rejects.toMatchObject({ code: 'SOURCE_UPSTREAM_UNAVAILABLE' });
-    expect((await list()).postings).toHaveLength(60);
-    site.fail({ status: 403 });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_REQUEST_REJECTED',
-      retryClass: 'permanent',
-    });
-  });
-
-  it('malformed JSON or another shape is SOURCE_RESPONSE_INVALID, transient', async () => {
-    site.fail({ malformed: 'json' });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_RESPONSE_INVALID',
-      retryClass: 'transient',
-      message: expect.stringContaining('malformed JSON'),
-    });
-    site.fail({ malformed: 'shape' });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_RESPONSE_INVALID',
-      message: expect.stringContaining('documented shape'),
-    });
-  });
-
-  it('an unreachable site is SOURCE_FETCH_FAILED; an aborted listing sends nothing', async () => {
-    const gone = await createFixtureBreezy({ postings: 1 });
-    await gone.close();
-    await expect(
-      breezyAdapter.list(breezyConfig.parse({ company: 'acme', baseUrl: gone.baseUrl }), {
-        fetcher,
-      }),
-    ).rejects.toMatchObject({ code: 'SOURCE_FETCH_FAILED', retryClass: 'transient' });
-    await expect(list({}, { signal: AbortSignal.abort() })).rejects.toMatchObject({
-      name: 'AbortError',
-    });
-    expect(site.requests()).toHaveLength(0);
   });
 });

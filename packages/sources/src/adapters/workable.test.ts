@@ -1,7 +1,6 @@
 import { createFetcher } from '@gleaner/http';
 import { createFixtureWorkable, type FixtureWorkable } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AtsRequestError } from './ats-request-error.js';
 import { vendorFields } from './mapping.test-support.js';
 import { workableAdapter, workableConfig } from './workable.js';
 
@@ -157,71 +156,5 @@ describe('workable adapter', () => {
     ]) {
       expect(workableConfig.safeParse(bad).success, JSON.stringify(bad)).toBe(false);
     }
-  });
-});
-
-describe('workable errors', () => {
-  const list = () => workableAdapter.list(config(), { fetcher });
-
-  it('an unknown account is permanent: SOURCE_BOARD_NOT_FOUND', async () => {
-    account.setMissing(true);
-    const error = await list().catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(AtsRequestError);
-    expect(error).toMatchObject({
-      code: 'SOURCE_BOARD_NOT_FOUND',
-      retryClass: 'permanent',
-      status: 404,
-    });
-  });
-
-  it('429 and 5xx are transient, other 4xx permanent', async () => {
-    account.fail({ status: 429, retryAfter: '7' });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_RATE_LIMITED',
-      retryClass: 'transient',
-      retryAfterMs: 7000,
-    });
-    account.fail({ status: 503 });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_UPSTREAM_UNAVAILABLE',
-      retryClass: 'transient',
-    });
-    account.fail({ status: 403 });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_REQUEST_REJECTED',
-      retryClass: 'permanent',
-    });
-    expect((await list()).postings).toHaveLength(60);
-  });
-
-  it('a malformed or misshapen body is SOURCE_RESPONSE_INVALID, transient', async () => {
-    account.fail({ malformed: 'json' });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_RESPONSE_INVALID',
-      retryClass: 'transient',
-      message: expect.stringContaining('malformed JSON'),
-    });
-    account.fail({ malformed: 'shape' });
-    await expect(list()).rejects.toMatchObject({
-      code: 'SOURCE_RESPONSE_INVALID',
-      message: expect.stringContaining('documented shape'),
-    });
-  });
-
-  it('an unreachable API is SOURCE_FETCH_FAILED, transient', async () => {
-    const gone = await createFixtureWorkable({ postings: 1 });
-    await gone.close();
-    await expect(
-      workableAdapter.list(workableConfig.parse({ subdomain: 'acme', baseUrl: gone.baseUrl }), {
-        fetcher,
-      }),
-    ).rejects.toMatchObject({ code: 'SOURCE_FETCH_FAILED', retryClass: 'transient' });
-  });
-
-  it('an aborted listing stops before its first request', async () => {
-    await expect(
-      workableAdapter.list(config(), { fetcher }, { signal: AbortSignal.abort() }),
-    ).rejects.toMatchObject({ name: 'AbortError' });
-    expect(account.requests()).toHaveLength(0);
   });
 });
