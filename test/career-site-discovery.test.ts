@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSite } from '@gleaner/db';
+import { createRedisConnection, readRunLogTail, runLogKey, waitForRedis } from '@gleaner/queue';
 import { createFixtureCareerSite, type FixtureCareerSite } from '@gleaner/testing';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 
@@ -65,6 +66,26 @@ describe('a career site registered with only its url', () => {
     expect(await postingRows(row.id)).toEqual(expected);
     expect(site.requestCount('/robots.txt')).toBeGreaterThanOrEqual(1);
     expect(site.requestCount('/sitemaps/postings-1.xml.gz')).toBe(1);
+
+    // The run's log says how the postings were found.
+    const redis = createRedisConnection(system.namespace.url, 'producer');
+    try {
+      await waitForRedis(redis);
+      const log = await readRunLogTail(
+        redis,
+        runLogKey(system.namespace.prefix, first.runId),
+        1000,
+      );
+      const listing = log.map((entry) => entry.line).find((line) => line.msg === 'listing done');
+      expect(listing?.fields).toMatchObject({
+        discovery: 'robots-sitemaps',
+        sitemaps: `${new URL(site.url).origin}/sitemaps/index.xml`,
+        sitemapsSkipped: 0,
+      });
+      expect(listing?.fields?.sitemapsRead).toBeGreaterThanOrEqual(3);
+    } finally {
+      redis.disconnect();
+    }
 
     // The same site again: the same keys, no new rows.
     const second = await system.runToEnd(row.id, 120_000);

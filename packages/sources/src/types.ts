@@ -37,6 +37,27 @@ export interface ListingResult {
    * in pages the site controls: sitemaps, listing pages).
    */
   refused?: DiscoveryRefusals;
+  /** How the postings were found, for adapters that discover them (career sites). */
+  discovery?: ListingDiscovery;
+}
+
+/** How a listing found its postings: sitemaps or pages (career sites). */
+export interface ListingDiscovery {
+  /**
+   * - 'sitemap': the configured `sitemapUrl`;
+   * - 'listing-pages': the configured `listingUrl`;
+   * - 'robots-sitemaps': sitemaps named by robots.txt;
+   * - 'common-sitemaps': robots.txt named none, sitemaps found at the usual locations;
+   * - 'url-listing-page': no sitemap found, or none listing a posting; `url` itself read as a
+   *   listing page (`sitemaps` then names those that were tried).
+   */
+  method: 'sitemap' | 'listing-pages' | 'robots-sitemaps' | 'common-sitemaps' | 'url-listing-page';
+  /** The sitemaps the walk started from (configured, named by robots.txt, or guessed). */
+  sitemaps: string[];
+  /** Sitemap files fetched. */
+  sitemapsRead: number;
+  /** Sitemaps passed over (missing, not a sitemap, too deep), with why; the first 20. */
+  skipped: { url: string; reason: string }[];
 }
 
 export interface ListOptions {

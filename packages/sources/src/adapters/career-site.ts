@@ -2,6 +2,7 @@ import * as cheerio from 'cheerio/slim';
 import { z } from 'zod';
 import type {
   ListedPosting,
+  ListingDiscovery,
   ListOptions,
   ListingResult,
   SiteAdapter,
@@ -171,23 +172,8 @@ async function fetchText(
  * How a listing found its postings. Kept on the result of `listCareerSite` (the adapter's result
  * carries it too, beside the common fields).
  */
-export interface CareerSiteDiscovery {
-  /**
-   * - 'sitemap': the configured `sitemapUrl`;
-   * - 'listing-pages': the configured `listingUrl`;
-   * - 'robots-sitemaps': sitemaps named by robots.txt;
-   * - 'common-sitemaps': robots.txt named none, sitemaps found at the usual locations;
-   * - 'url-listing-page': no sitemap found, or none listing a posting; `url` itself read as a
-   *   listing page (`sitemaps` then names those that were tried).
-   */
-  method: 'sitemap' | 'listing-pages' | 'robots-sitemaps' | 'common-sitemaps' | 'url-listing-page';
-  /** The sitemaps the walk started from (configured, named by robots.txt, or guessed). */
-  sitemaps: string[];
-  /** Sitemap files fetched. */
-  sitemapsRead: number;
-  /** Sitemaps passed over (missing, not a sitemap, too deep), with why; the first 20. */
-  skipped: { url: string; reason: string }[];
-}
+/** How a career site's postings were found (`ListingResult.discovery`). */
+export type CareerSiteDiscovery = ListingDiscovery;
 
 export interface CareerSiteListing extends ListingResult {
   discovery: CareerSiteDiscovery;

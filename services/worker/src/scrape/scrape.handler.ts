@@ -100,13 +100,21 @@ export const scrapeHandler: JobHandler<'scrape'> = {
       requestedPages: rows.length,
       listingComplete: listing.complete,
     });
-    // URLs the site's pages listed but the adapter refused (off-site, non-http, credentials).
+    // URLs the site's pages listed but the adapter refused (off-site, non-http, credentials),
+    // and, for a career site, how its postings were found (which sitemaps, which passed over).
     log.info(
       {
         listed: rows.length,
         enqueued,
         complete: listing.complete,
         refused: listing.refused,
+        // Scalars, so that the run page's log shows them too.
+        ...(listing.discovery && {
+          discovery: listing.discovery.method,
+          sitemaps: listing.discovery.sitemaps.join(' '),
+          sitemapsRead: listing.discovery.sitemapsRead,
+          sitemapsSkipped: listing.discovery.skipped.length,
+        }),
       },
       'listing done',
     );
