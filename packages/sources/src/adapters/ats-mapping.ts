@@ -5,6 +5,7 @@
 import {
   findSalaryInText,
   parseLocationText,
+  parseSalaryText,
   requirementsFromHtml,
   htmlToText as textOfHtml,
   type ExtractedPosting,
@@ -80,6 +81,23 @@ export function mapped(mappedFields: ExtractedPosting): AtsMappedPosting {
 }
 
 /** The country that decides a bare "$": the vendor's, else one its location text names. */
+/**
+ * A vendor's free-text pay field ("80,000 - 95,000 USD per year", "$80k - $95k / year") as the
+ * salary fields, a bare "$" read by `country`; all null when it states no amount.
+ */
+export function salaryFromText(
+  value: string | null | undefined,
+  country: string | null,
+): Pick<ExtractedPosting, (typeof SALARY_KEYS)[number]> {
+  const salary = text(value) === null ? null : parseSalaryText(value!, null, country);
+  return {
+    salaryMin: salary?.min ?? null,
+    salaryMax: salary?.max ?? null,
+    salaryCurrency: salary?.currency ?? null,
+    salaryPeriod: salary?.period ?? null,
+  };
+}
+
 function postingCountry(posting: ExtractedPosting): string | null {
   if (posting.locationCountry !== null) return posting.locationCountry;
   return posting.location === null ? null : parseLocationText(posting.location).country;

@@ -29,6 +29,7 @@ import {
   locationFromParts,
   mapped,
   postedDate,
+  salaryFromText,
   text,
   titleSchema,
   vendorIdSchema,
@@ -115,6 +116,7 @@ const bambooHrDetail = z.looseObject({
       jobOpeningName: titleSchema,
       description: lenient(z.string()),
       datePosted: lenient(z.string()),
+      compensation: lenient(z.string()),
       employmentStatusLabel: lenient(z.string()),
       location: place,
       atsLocation: place,
@@ -154,8 +156,10 @@ function mapPosting(payload: unknown): AtsMappedPosting | null {
   return mapped({
     ...emptyPosting(),
     title: opening.jobOpeningName,
-    // The careers JSON does not name the company; `compensation` is free text ("$80k–$95k").
+    // The careers JSON does not name the company.
     ...location,
+    // `compensation` is free text ("80,000 - 95,000 USD per year").
+    ...salaryFromText(opening.compensation, location.locationCountry),
     isRemote: remote ?? (location.location !== null ? false : null),
     employmentType: employmentTypeFromText(opening.employmentStatusLabel),
     datePosted: postedDate(opening.datePosted),

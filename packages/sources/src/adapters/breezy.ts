@@ -23,6 +23,7 @@ import {
   locationFromText,
   mapped,
   postedDate,
+  salaryFromText,
   text,
   titleSchema,
 } from './ats-mapping.js';
@@ -87,6 +88,7 @@ function nameOf(value: z.output<typeof named>): string | null {
 const breezyPosition = z.looseObject({
   name: titleSchema,
   published_date: lenient(z.string()),
+  salary: lenient(z.string()),
   type: lenient(z.looseObject({ id: lenient(z.string()), name: lenient(z.string()) })),
   location: lenient(
     z.looseObject({
@@ -122,7 +124,8 @@ function mapPosting(payload: unknown): AtsMappedPosting | null {
     isRemote: typeof remote === 'boolean' ? remote : location.location !== null ? false : null,
     // The label the company shows ("Full-Time", "Contract", "Internship"), else the code.
     employmentType: employmentTypeFromText(position.type?.name ?? position.type?.id),
-    // `salary` is free text ("$80k - $95k / year"): not split into amounts here.
+    // `salary` is free text ("USD 80,000 - 95,000 / year").
+    ...salaryFromText(position.salary, location.locationCountry),
     datePosted: postedDate(position.published_date),
     description: text(position.description),
   });

@@ -110,8 +110,15 @@ function build(spec: AtsPostingSpec, origin: string, seed: number): FixtureAtsPo
     datePosted: new Date(spec.publishedAt).toISOString(),
     description,
 
-    // No vendor salary or requirements field: what the description states.
+    // No requirements field: what the description states; the salary from the pay field
+    // when the position has one, else from the description.
     ...fromDescription(spec),
+    ...(spec.salary && {
+      salaryMin: spec.salary.min,
+      salaryMax: spec.salary.max,
+      salaryCurrency: spec.salary.currency,
+      salaryPeriod: spec.salary.period,
+    }),
   };
   return { externalId: id, url, payload: position, expected, spec };
 }
