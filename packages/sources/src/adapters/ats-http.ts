@@ -39,6 +39,11 @@ export const boardIdentifier = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,19
   message: 'must be letters, digits, ".", "_" or "-" (at most 200)',
 });
 
+/** A company name that becomes a host name label (`acme` in acme.recruitee.com). */
+export const hostLabel = z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, {
+  message: 'must be a host name label (letters, digits, "-")',
+});
+
 /** Postings per run, whatever the caller's own limit. */
 export const maxPostingsSchema = z.int().min(1).max(100_000).default(10_000);
 

@@ -18,6 +18,7 @@ import {
   baseUrlSchema,
   fetchDetails,
   fetchVendorJson,
+  hostLabel,
   joinUrl,
   maxPostingsSchema,
 } from './ats-http.js';
@@ -38,9 +39,7 @@ import {
 export const bambooHrConfig = z
   .object({
     /** The company's subdomain: `acme` in acme.bamboohr.com. It becomes a host name label. */
-    company: z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, {
-      message: 'must be a host name label (letters, digits, "-")',
-    }),
+    company: hostLabel,
     /** Overrides https://{company}.bamboohr.com (a loopback fixture in tests). */
     baseUrl: baseUrlSchema.optional(),
     /** Budget of postings per run, and so of detail calls. */

@@ -13,7 +13,13 @@ import type {
   SiteAdapter,
   SourceContext,
 } from '../types.js';
-import { baseUrlSchema, fetchVendorJson, joinUrl, maxPostingsSchema } from './ats-http.js';
+import {
+  baseUrlSchema,
+  fetchVendorJson,
+  hostLabel,
+  joinUrl,
+  maxPostingsSchema,
+} from './ats-http.js';
 import { ListingBudget } from './ats-listing.js';
 import {
   emptyPosting,
@@ -31,9 +37,7 @@ import {
 export const breezyConfig = z
   .object({
     /** The company's subdomain: `acme` in acme.breezy.hr. It becomes a host name label. */
-    company: z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, {
-      message: 'must be a host name label (letters, digits, "-")',
-    }),
+    company: hostLabel,
     /** Overrides https://{company}.breezy.hr (a loopback fixture in tests). */
     baseUrl: baseUrlSchema.optional(),
     /** Budget of postings per run. */

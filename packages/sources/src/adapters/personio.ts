@@ -19,7 +19,13 @@ import type {
   SiteAdapter,
   SourceContext,
 } from '../types.js';
-import { baseUrlSchema, fetchVendorDocument, joinUrl, maxPostingsSchema } from './ats-http.js';
+import {
+  baseUrlSchema,
+  fetchVendorDocument,
+  hostLabel,
+  joinUrl,
+  maxPostingsSchema,
+} from './ats-http.js';
 import { ListingBudget } from './ats-listing.js';
 import {
   emptyPosting,
@@ -38,9 +44,7 @@ import {
 export const personioConfig = z
   .object({
     /** The company's subdomain: `acme` in acme.jobs.personio.de. It becomes a host name label. */
-    company: z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, {
-      message: 'must be a host name label (letters, digits, "-")',
-    }),
+    company: hostLabel,
     /** Personio serves each company's feed under one of two domains. */
     domain: z.enum(['jobs.personio.de', 'jobs.personio.com']).default('jobs.personio.de'),
     /** The language of the job texts (`language`), where the company wrote them in it. */

@@ -11,7 +11,13 @@ import type {
   SiteAdapter,
   SourceContext,
 } from '../types.js';
-import { baseUrlSchema, fetchVendorJson, joinUrl, maxPostingsSchema } from './ats-http.js';
+import {
+  baseUrlSchema,
+  fetchVendorJson,
+  hostLabel,
+  joinUrl,
+  maxPostingsSchema,
+} from './ats-http.js';
 import { ListingBudget } from './ats-listing.js';
 import {
   amount,
@@ -32,9 +38,7 @@ import {
 export const recruiteeConfig = z
   .object({
     /** The company's subdomain: `acme` in acme.recruitee.com. It becomes a host name label. */
-    company: z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, {
-      message: 'must be a host name label (letters, digits, "-")',
-    }),
+    company: hostLabel,
     /** Overrides https://{company}.recruitee.com (a custom careers domain, a loopback fixture). */
     baseUrl: baseUrlSchema.optional(),
     /** Budget of postings per run. */

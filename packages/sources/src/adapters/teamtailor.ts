@@ -22,6 +22,7 @@ import type {
 } from '../types.js';
 import {
   baseUrlSchema,
+  hostLabel,
   joinUrl,
   maxPostingsSchema,
   translateFetchError,
@@ -43,9 +44,7 @@ import {
 export const teamtailorConfig = z
   .object({
     /** The career site's subdomain: `acme` in acme.teamtailor.com. It becomes a host name label. */
-    company: z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/, {
-      message: 'must be a host name label (letters, digits, "-")',
-    }),
+    company: hostLabel,
     /**
      * Overrides https://{company}.teamtailor.com: a career site on the company's own domain
      * (https://careers.acme.example), or a loopback fixture in tests.
