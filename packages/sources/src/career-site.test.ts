@@ -2,7 +2,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createFetcher } from '@gleaner/http';
 import {
   createFixtureCareerSite,
   type FixtureCareerSite,
@@ -15,15 +14,10 @@ import {
   listCareerSite,
 } from './adapters/career-site.js';
 import { describeAdapters } from './registry.js';
+import { createTestFetcher } from './adapters/mapping.test-support.js';
 
 let site: FixtureCareerSite;
-const fetcher = createFetcher({
-  userAgent: 'GleanerTest',
-  timeoutMs: 5000,
-  maxBodyBytes: 5_000_000,
-  maxRedirects: 3,
-  allowPrivateNetworks: true,
-});
+const fetcher = createTestFetcher();
 
 beforeAll(async () => {
   site = await createFixtureCareerSite({ postings: 60, listingPageSize: 25, seed: 3 });

@@ -4,7 +4,6 @@
  * search by POST), Personio (XML) and Teamtailor (RSS) test the same classes in their own files,
  * against fixtures of their own shape.
  */
-import { createFetcher } from '@gleaner/http';
 import {
   createFixtureAshby,
   createFixtureBambooHr,
@@ -27,14 +26,9 @@ import { leverAdapter } from './lever.js';
 import { recruiteeAdapter } from './recruitee.js';
 import { smartRecruitersAdapter } from './smartrecruiters.js';
 import { workableAdapter } from './workable.js';
+import { createTestFetcher } from './mapping.test-support.js';
 
-const fetcher = createFetcher({
-  userAgent: 'GleanerTest',
-  timeoutMs: 5000,
-  maxBodyBytes: 5_000_000,
-  maxRedirects: 3,
-  allowPrivateNetworks: true,
-});
+const fetcher = createTestFetcher();
 
 type Fixture = FixtureAtsServer & { setMissing(missing: boolean): void };
 

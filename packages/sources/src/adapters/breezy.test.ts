@@ -1,17 +1,10 @@
-import { createFetcher } from '@gleaner/http';
 import { createFixtureBreezy, type FixtureBreezy } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ListOptions } from '../types.js';
 import { breezyAdapter, breezyBaseUrl, breezyConfig } from './breezy.js';
-import { vendorFields } from './mapping.test-support.js';
+import { createTestFetcher, vendorFields } from './mapping.test-support.js';
 
-const fetcher = createFetcher({
-  userAgent: 'GleanerTest',
-  timeoutMs: 5000,
-  maxBodyBytes: 5_000_000,
-  maxRedirects: 3,
-  allowPrivateNetworks: true,
-});
+const fetcher = createTestFetcher();
 let site: FixtureBreezy;
 
 beforeAll(async () => {

@@ -1,16 +1,9 @@
-import { createFetcher } from '@gleaner/http';
 import { createFixtureGreenhouse, type FixtureGreenhouse } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { greenhouseAdapter, greenhouseConfig } from './greenhouse.js';
-import { vendorFields } from './mapping.test-support.js';
+import { createTestFetcher, vendorFields } from './mapping.test-support.js';
 
-const fetcher = createFetcher({
-  userAgent: 'GleanerTest',
-  timeoutMs: 5000,
-  maxBodyBytes: 5_000_000,
-  maxRedirects: 3,
-  allowPrivateNetworks: true,
-});
+const fetcher = createTestFetcher();
 let board: FixtureGreenhouse;
 
 beforeAll(async () => {
@@ -130,13 +123,7 @@ describe('greenhouse adapter', () => {
   });
 
   it('falls back to per-job details when the board with content outgrows the body cap', async () => {
-    const small = createFetcher({
-      userAgent: 'GleanerTest',
-      timeoutMs: 5000,
-      maxBodyBytes: 60_000,
-      maxRedirects: 3,
-      allowPrivateNetworks: true,
-    });
+    const small = createTestFetcher({ maxBodyBytes: 60_000 });
     try {
       const result = await greenhouseAdapter.list(config(), { fetcher: small });
       expect(result.complete).toBe(true);

@@ -1,4 +1,5 @@
 import { htmlToText, type ExtractedPosting } from '@gleaner/extraction';
+import { createFetcher, type Fetcher } from '@gleaner/http';
 import { expect } from 'vitest';
 
 /**
@@ -12,4 +13,18 @@ export function vendorFields(
   const { descriptionText, ...fields } = posting;
   expect(descriptionText).toBe(fields.description === null ? null : htmlToText(fields.description));
   return fields;
+}
+
+/**
+ * The fetcher the adapter tests list their loopback fixtures with (5 MB bodies unless
+ * `maxBodyBytes` says otherwise). Close it after the tests.
+ */
+export function createTestFetcher({ maxBodyBytes = 5_000_000 } = {}): Fetcher {
+  return createFetcher({
+    userAgent: 'GleanerTest',
+    timeoutMs: 5000,
+    maxBodyBytes,
+    maxRedirects: 3,
+    allowPrivateNetworks: true,
+  });
 }

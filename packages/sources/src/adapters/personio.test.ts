@@ -1,17 +1,10 @@
-import { createFetcher } from '@gleaner/http';
 import { createFixturePersonio, type FixturePersonio } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AtsRequestError } from './ats-request-error.js';
-import { vendorFields } from './mapping.test-support.js';
+import { createTestFetcher, vendorFields } from './mapping.test-support.js';
 import { parsePersonioXml, personioAdapter, personioBaseUrl, personioConfig } from './personio.js';
 
-const fetcher = createFetcher({
-  userAgent: 'GleanerTest',
-  timeoutMs: 5000,
-  maxBodyBytes: 5_000_000,
-  maxRedirects: 3,
-  allowPrivateNetworks: true,
-});
+const fetcher = createTestFetcher();
 let feed: FixturePersonio;
 
 beforeAll(async () => {

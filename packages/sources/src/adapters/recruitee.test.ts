@@ -1,16 +1,9 @@
-import { createFetcher } from '@gleaner/http';
 import { createFixtureRecruitee, type FixtureRecruitee } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { recruiteeAdapter, recruiteeBaseUrl, recruiteeConfig } from './recruitee.js';
-import { vendorFields } from './mapping.test-support.js';
+import { createTestFetcher, vendorFields } from './mapping.test-support.js';
 
-const fetcher = createFetcher({
-  userAgent: 'GleanerTest',
-  timeoutMs: 5000,
-  maxBodyBytes: 5_000_000,
-  maxRedirects: 3,
-  allowPrivateNetworks: true,
-});
+const fetcher = createTestFetcher();
 let site: FixtureRecruitee;
 
 beforeAll(async () => {

@@ -1,4 +1,3 @@
-import { createFetcher } from '@gleaner/http';
 import { createFixtureSmartRecruiters, type FixtureSmartRecruiters } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -6,15 +5,9 @@ import {
   smartRecruitersConfig,
   smartRecruitersDetailUrl,
 } from './smartrecruiters.js';
-import { vendorFields } from './mapping.test-support.js';
+import { createTestFetcher, vendorFields } from './mapping.test-support.js';
 
-const fetcher = createFetcher({
-  userAgent: 'GleanerTest',
-  timeoutMs: 5000,
-  maxBodyBytes: 5_000_000,
-  maxRedirects: 3,
-  allowPrivateNetworks: true,
-});
+const fetcher = createTestFetcher();
 let company: FixtureSmartRecruiters;
 
 beforeAll(async () => {

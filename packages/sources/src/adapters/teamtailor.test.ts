@@ -1,9 +1,8 @@
-import { createFetcher } from '@gleaner/http';
 import { createFixtureTeamtailor, type FixtureTeamtailor } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ListOptions } from '../types.js';
 import { AtsRequestError } from './ats-request-error.js';
-import { vendorFields } from './mapping.test-support.js';
+import { createTestFetcher, vendorFields } from './mapping.test-support.js';
 import {
   parseTeamtailorFeed,
   teamtailorAdapter,
@@ -11,13 +10,7 @@ import {
   teamtailorConfig,
 } from './teamtailor.js';
 
-const fetcher = createFetcher({
-  userAgent: 'GleanerTest',
-  timeoutMs: 5000,
-  maxBodyBytes: 5_000_000,
-  maxRedirects: 3,
-  allowPrivateNetworks: true,
-});
+const fetcher = createTestFetcher();
 let site: FixtureTeamtailor;
 
 beforeAll(async () => {

@@ -1,16 +1,9 @@
-import { createFetcher } from '@gleaner/http';
 import { createFixtureWorkable, type FixtureWorkable } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { vendorFields } from './mapping.test-support.js';
+import { createTestFetcher, vendorFields } from './mapping.test-support.js';
 import { workableAdapter, workableConfig } from './workable.js';
 
-const fetcher = createFetcher({
-  userAgent: 'GleanerTest',
-  timeoutMs: 5000,
-  maxBodyBytes: 5_000_000,
-  maxRedirects: 3,
-  allowPrivateNetworks: true,
-});
+const fetcher = createTestFetcher();
 let account: FixtureWorkable;
 
 beforeAll(async () => {

@@ -1,4 +1,3 @@
-import { createFetcher } from '@gleaner/http';
 import {
   createFixtureWorkday,
   type FixtureWorkday,
@@ -6,16 +5,10 @@ import {
 } from '@gleaner/testing';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AtsRequestError } from './ats-request-error.js';
-import { vendorFields } from './mapping.test-support.js';
+import { createTestFetcher, vendorFields } from './mapping.test-support.js';
 import { workdayAdapter, workdayBaseUrl, workdayConfig, workdaySiteFromUrl } from './workday.js';
 
-const fetcher = createFetcher({
-  userAgent: 'GleanerTest',
-  timeoutMs: 5000,
-  maxBodyBytes: 5_000_000,
-  maxRedirects: 3,
-  allowPrivateNetworks: true,
-});
+const fetcher = createTestFetcher();
 let site: FixtureWorkday;
 // Above the 2,000 results one search reaches, so that only a facet split lists it all.
 let large: FixtureWorkday;
