@@ -184,12 +184,32 @@ export const postings = pgTable(
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
     fetchedAt: timestamp('fetched_at', { withTimezone: true }),
     extractedAt: timestamp('extracted_at', { withTimezone: true }),
+    /**
+     * Title above company above location above description, English stemming: what
+     * `GET /postings?q=` matches and ranks. Kept by a trigger (migration 0010) that recomputes it
+     * only when one of those columns changes, so the pipeline's status updates never re-parse a
+     * description.
+     */
+    search: tsvector('search'),
     ...timestamps,
   },
   (t) => [
     uniqueIndex('postings_site_external_id').on(t.siteId, t.externalId),
-    index('postings_run_status_idx').on(t.runId, t.status),
-    index('postings_site_status_idx').on(t.siteId, t.status),
+    // The list's cursor order (newest updated first) alone, and behind each filter the API offers;
+    // `updated_since` is a range of the same order.
+    index('postings_updated_idx').on(t.updatedAt, t.id),
+    index('postings_site_updated_idx').on(t.siteId, t.updatedAt, t.id),
+    index('postings_site_status_idx').on(t.siteId, t.status, t.updatedAt, t.id),
+    index('postings_status_updated_idx').on(t.status, t.updatedAt, t.id),
+    index('postings_remote_updated_idx')
+      .on(t.updatedAt, t.id)
+      .where(sql`${t.isRemote}`),
+    // A run's postings: its counts by status, and its cursor-paged list (all, or one status).
+    index('postings_run_status_idx').on(t.runId, t.status, t.id),
+    index('postings_run_idx').on(t.runId, t.id),
+    // The body sweeper asks, per stored body, whether any posting still points at it.
+    index('postings_body_sha256_idx').using('hash', t.bodySha256),
+    index('postings_search_idx').using('gin', t.search),
     check(
       'postings_status_valid',
       sql`${t.status} IN ('pending','ready','skipped','error','expired')`,
@@ -215,7 +235,10 @@ export const postingVersions = pgTable(
     extractedAt: timestamp('extracted_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [uniqueIndex('posting_versions_posting_version').on(t.postingId, t.version)],
+  (t) => [
+    uniqueIndex('posting_versions_posting_version').on(t.postingId, t.version),
+    index('posting_versions_body_sha256_idx').using('hash', t.bodySha256),
+  ],
 );
 
 export const backfillStatuses = ['running', 'completed', 'superseded'] as const;
@@ -258,7 +281,12 @@ export const extractionBackfills = pgTable(
   ],
 );
 
-/** Raw fetched bodies, content-addressed and compressed by Postgres, so later stages never refetch. */
+/**
+ * Raw fetched bodies, content-addressed and compressed by Postgres, so later stages never refetch.
+ * A body no posting and no kept version points at is removed by the body sweeper, once it has not
+ * been stored again for a grace period (`stored_at`): a worker stores a body before it points a
+ * posting at it, and storing bytes already kept moves `stored_at` on.
+ */
 export const pageBodies = pgTable('page_bodies', {
   sha256: text('sha256').primaryKey(),
   content: bytea('content').notNull(),
@@ -267,6 +295,8 @@ export const pageBodies = pgTable('page_bodies', {
   contentType: text('content_type'),
   byteLength: bigint('byte_length', { mode: 'number' }).notNull(),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  /** When a writer last stored these bytes: the sweeper leaves bodies stored within its grace. */
+  storedAt: timestamp('stored_at', { withTimezone: true }).notNull().defaultNow(),
 });
 
 export const documentKinds = ['resume', 'posting', 'other'] as const;
