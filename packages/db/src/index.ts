@@ -11,6 +11,7 @@ export {
 export * from './repositories/sites.js';
 export * from './repositories/runs.js';
 export * from './repositories/postings.js';
+export * from './repositories/posting-lists.js';
 export * from './repositories/postings-backfill.js';
 export { CursorInvalidError } from './repositories/cursor.js';
 export * from './repositories/bodies.js';

@@ -66,6 +66,8 @@ export const siteSchedules = pgTable(
     index('site_schedules_due_idx')
       .on(t.nextRunAt)
       .where(sql`${t.enabled}`),
+    // A tenant's sites: the postings list's `tenant_id` filter.
+    index('site_schedules_tenant_idx').on(t.tenantId),
   ],
 );
 

@@ -1,6 +1,5 @@
-import { and, asc, desc, eq, gte, sql, type SQL } from 'drizzle-orm';
+import { desc, eq } from 'drizzle-orm';
 import type { Database } from '../client.js';
-import { afterCursor, microsOf, pageOf } from './cursor.js';
 import { jsonForPg, withoutNul } from '../pg-text.js';
 import {
   postings,
@@ -76,40 +75,6 @@ export async function getPosting(db: Database, id: string): Promise<PostingRow |
   return db.query.postings.findFirst({ where: eq(postings.id, id) });
 }
 
-/** Postings of one run, oldest first. */
-export async function listRunPostings(
-  db: Database,
-  runId: string,
-  limit = 100,
-): Promise<PostingRow[]> {
-  return db
-    .select()
-    .from(postings)
-    .where(eq(postings.runId, runId))
-    .orderBy(asc(postings.externalId))
-    .limit(limit);
-}
-
-export async function countRunPostingsByStatus(
-  db: Database,
-  runId: string,
-): Promise<Record<PostingStatus, number>> {
-  const rows = await db
-    .select({ status: postings.status, count: sql<number>`count(*)::int` })
-    .from(postings)
-    .where(eq(postings.runId, runId))
-    .groupBy(postings.status);
-  const counts: Record<PostingStatus, number> = {
-    pending: 0,
-    ready: 0,
-    skipped: 0,
-    error: 0,
-    expired: 0,
-  };
-  for (const row of rows) counts[row.status] = row.count;
-  return counts;
-}
-
 /** A posting's earlier versions, newest first. */
 export async function listPostingVersions(
   db: Database,
@@ -120,47 +85,4 @@ export async function listPostingVersions(
     .from(postingVersions)
     .where(eq(postingVersions.postingId, postingId))
     .orderBy(desc(postingVersions.version));
-}
-
-export interface PostingSearch {
-  siteId?: string;
-  status?: PostingStatus;
-  /** Words matched against title, company and description (Postgres full-text search). */
-  query?: string;
-  isRemote?: boolean;
-  updatedSince?: Date;
-  limit: number;
-  /** Opaque cursor from a previous page. */
-  cursor?: string;
-}
-
-const updatedMicros = microsOf(postings.updatedAt);
-
-/** Postings newest-updated first, filtered, one page at a time. */
-export async function searchPostings(
-  db: Database,
-  search: PostingSearch,
-): Promise<{ postings: PostingRow[]; nextCursor: string | null }> {
-  const conditions: SQL[] = [];
-  if (search.siteId) conditions.push(eq(postings.siteId, search.siteId));
-  if (search.status) conditions.push(eq(postings.status, search.status));
-  if (search.isRemote !== undefined) conditions.push(eq(postings.isRemote, search.isRemote));
-  if (search.updatedSince) conditions.push(gte(postings.updatedAt, search.updatedSince));
-  if (search.query) {
-    conditions.push(
-      sql`to_tsvector('simple', coalesce(${postings.title}, '') || ' ' || coalesce(${postings.company}, '') || ' ' || coalesce(${postings.descriptionText}, ${postings.description}, '')) @@ websearch_to_tsquery('simple', ${search.query})`,
-    );
-  }
-  if (search.cursor) conditions.push(afterCursor(postings.updatedAt, postings.id, search.cursor));
-  const rows = await db
-    .select({ posting: postings, micros: updatedMicros })
-    .from(postings)
-    .where(conditions.length > 0 ? and(...conditions) : undefined)
-    .orderBy(desc(postings.updatedAt), desc(postings.id))
-    .limit(search.limit + 1);
-  const { page, nextCursor } = pageOf(rows, search.limit, (row) => ({
-    micros: row.micros,
-    id: row.posting.id,
-  }));
-  return { postings: page.map((row) => row.posting), nextCursor };
 }

@@ -93,6 +93,7 @@ const postingFieldViews = Object.fromEntries(
 export const postingView = z
   .strictObject({
     id: z.uuid(),
+    site_id: z.uuid(),
     external_id: z.string(),
     url: z.string(),
     status: z.enum(postingStatuses),
@@ -107,11 +108,51 @@ export const postingView = z
     first_seen_at: isoDateTime,
     last_seen_at: isoDateTime,
     extracted_at: isoDateTime.nullable(),
+    updated_at: isoDateTime.describe('Last change by a run (the order lists use)'),
   })
   .meta({ id: 'Posting', description: 'A job posting and its extracted fields' });
 
-/** A run with its postings (`GET /jobs/scrape/:runId`, a finished `?mode=sync` start). */
-export const runWithPostings = runView.extend({ postings: z.array(postingView) });
+/**
+ * A posting in a list: by default a summary (every field but description, description_text,
+ * requirements and provenance); `include=` adds those, `fields=` picks. A search hit adds its
+ * rank and snippet.
+ */
+export const postingListItem = postingView
+  .partial()
+  .required({ id: true })
+  .extend({
+    rank: z
+      .number()
+      .optional()
+      .describe('Search only: relevance (ts_rank_cd); a title match outranks a description match'),
+    snippet: z
+      .string()
+      .optional()
+      .describe('Search only: passages of the description, the words found between <b> and </b>'),
+  })
+  .meta({
+    id: 'PostingListItem',
+    description:
+      'A posting in a list: the summary fields unless `fields` or `include` asked for others',
+  });
+
+const postingCounts = z
+  .strictObject(Object.fromEntries(postingStatuses.map((status) => [status, z.int()])))
+  .describe("The run's postings by status")
+  .meta({ id: 'PostingCounts' }) as z.ZodObject<Record<(typeof postingStatuses)[number], z.ZodInt>>;
+
+/**
+ * A run with its counts and one page of its postings (`GET /jobs/scrape/:runId`, a finished
+ * `?mode=sync` start), in id order: `next_cursor` pages on.
+ */
+export const runWithPostings = runView.extend({
+  posting_counts: postingCounts,
+  postings: z.array(postingListItem),
+  next_cursor: z
+    .string()
+    .nullable()
+    .describe("Pass as `cursor` for the run's next page of postings; null: last"),
+});
 
 /** `POST /jobs/scrape` in the default async mode: the run is queued. */
 export const runQueued = z.strictObject({

@@ -1,6 +1,8 @@
 import {
   getPosting,
   getSiteByName,
+  listPostings,
+  listTenantSiteIds,
   listPostingVersions,
   postingFields,
   postingStatuses,
@@ -15,22 +17,41 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { problemResponses } from '../openapi/problem.js';
-import { page, postingVersionView, postingView, success } from '../openapi/views.js';
+import {
+  page,
+  postingListItem,
+  postingVersionView,
+  postingView,
+  success,
+} from '../openapi/views.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableDateTime, storableText } from '../storable.js';
 import { presentPosting } from './jobs/presenters.js';
+import {
+  columnsOf,
+  listedFields,
+  postingFieldsQuery,
+  presentPostingFields,
+} from './posting-fields.js';
 
 const postingsQuery = z
   .object({
     site_id: z.uuid().optional(),
     site_name: storableText().min(1).max(200).optional(),
+    tenant_id: storableText()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe("Postings of the sites this tenant owns (a site's tenant_id)"),
     status: z.enum(postingStatuses).optional(),
     q: storableText()
       .trim()
       .min(1)
       .max(200)
       .optional()
-      .describe('Words to find in title, company or description'),
+      .describe(
+        'Search: words to find in title, company, location or description (web search syntax: "a phrase", -excluded, or). Results are ranked, best first, among the newest 1,000 matches, each with its rank and a snippet',
+      ),
     remote: z
       .enum(['true', 'false'])
       .transform((value) => value === 'true')
@@ -38,6 +59,7 @@ const postingsQuery = z
     updated_since: storableDateTime().optional().describe('ISO 8601 date-time'),
     limit: z.coerce.number().int().min(1).max(200).default(50),
     cursor: storableText().max(200).optional().describe('next_cursor from the previous page'),
+    ...postingFieldsQuery,
   })
   .strict();
 
@@ -49,10 +71,13 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
     {
       schema: {
         tags: ['postings'],
-        summary: 'Postings, most recently updated first, filtered, with cursor paging',
+        summary:
+          'Postings, most recently updated first (or best first for `q`), filtered, with cursor paging',
+        description:
+          'Each posting is a summary unless `fields` or `include` ask for more; `GET /postings/{id}` has everything. Every filter combines with `q`.',
         querystring: postingsQuery,
         response: {
-          200: page(postingView).describe('A page of postings'),
+          200: page(postingListItem).describe('A page of postings'),
           ...problemResponses(400, 404),
         },
       },
@@ -74,19 +99,38 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
         }
         siteId = site.id;
       }
-      // A cursor this API did not issue throws DB_CURSOR_INVALID, which the problem handler answers.
-      const page = await searchPostings(db, {
-        siteId,
+      let siteIds = siteId === undefined ? undefined : [siteId];
+      if (query.tenant_id !== undefined) {
+        const owned = await listTenantSiteIds(db, query.tenant_id);
+        siteIds = siteIds ? siteIds.filter((id) => owned.includes(id)) : owned;
+      }
+      const fields = listedFields(query);
+      const list = {
+        siteIds,
         status: query.status,
-        query: query.q,
         isRemote: query.remote,
         updatedSince: query.updated_since ? new Date(query.updated_since) : undefined,
+        columns: columnsOf(fields),
         limit: query.limit,
         cursor: query.cursor,
-      });
+      };
+      // A cursor this API did not issue throws DB_CURSOR_INVALID, which the problem handler answers.
+      if (query.q !== undefined) {
+        const hits = await searchPostings(db, { ...list, query: query.q });
+        return {
+          status: 'success' as const,
+          data: hits.postings.map((hit) => ({
+            ...presentPostingFields(hit, fields),
+            rank: hit.rank,
+            snippet: hit.snippet,
+          })),
+          next_cursor: hits.nextCursor,
+        };
+      }
+      const page = await listPostings(db, list);
       return {
         status: 'success' as const,
-        data: page.postings.map(presentPosting),
+        data: page.postings.map((posting) => presentPostingFields(posting, fields)),
         next_cursor: page.nextCursor,
       };
     },

@@ -1,4 +1,7 @@
-import { snakeCasePostingFields, type PostingRow, type RunRow, type SiteRow } from '@gleaner/db';
+import type { PostingRow, RunRow, SiteRow } from '@gleaner/db';
+import type { z } from 'zod';
+import type { postingView } from '../../openapi/views.js';
+import { postingApiFieldNames, presentPostingFields } from '../posting-fields.js';
 
 /** The API's snake_case views of rows (seed 003's field names). */
 /** A run's view; `pendingCount` (from `withProgress`) adds `pending_count`. */
@@ -29,19 +32,9 @@ export function presentRun(
   };
 }
 
+/** A posting with every field (`GET /postings/:id`). */
 export function presentPosting(posting: PostingRow) {
-  return {
-    id: posting.id,
-    external_id: posting.externalId,
-    url: posting.url,
-    status: posting.status,
-    ...snakeCasePostingFields(posting),
-    provenance: posting.provenance,
-    error: posting.error,
-    first_seen_at: posting.firstSeenAt.toISOString(),
-    last_seen_at: posting.lastSeenAt.toISOString(),
-    extracted_at: posting.extractedAt?.toISOString() ?? null,
-  };
+  return presentPostingFields(posting, postingApiFieldNames) as z.infer<typeof postingView>;
 }
 
 export function presentSite(site: SiteRow) {

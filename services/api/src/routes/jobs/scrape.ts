@@ -6,8 +6,11 @@ import {
   getRunByPublicId,
   getSiteById,
   getSiteByName,
+  countRunPostingsByStatus,
   listRunPostings,
+  postingStatuses,
   withProgress,
+  type RunRow,
 } from '@gleaner/db';
 import { cancelScrapeRun, startScrapeRun } from '@gleaner/queue';
 import type { FastifyBaseLogger } from 'fastify';
@@ -19,7 +22,14 @@ import { problemResponses } from '../../openapi/problem.js';
 import { runQueued, runSynced, runView, runWithPostings, success } from '../../openapi/views.js';
 import { ProblemError } from '../../plugins/problem.js';
 import { storableText } from '../../storable.js';
-import { presentPosting, presentRun } from './presenters.js';
+import {
+  columnsOf,
+  listedFields,
+  postingFieldsQuery,
+  presentPostingFields,
+  type PostingApiField,
+} from '../posting-fields.js';
+import { presentRun } from './presenters.js';
 
 /**
  * Cancels a site's run for the API (the cancel route, and site deletion): through the one cancel
@@ -78,6 +88,36 @@ const scrapeQuery = z.object({ mode: z.enum(['async', 'sync']).default('async') 
 const runParams = z.object({
   runId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'is not a run id' }),
 });
+
+/** A run's counts by status and one page of its postings, in id order. */
+async function runPostings(
+  deps: Pick<ApiDeps, 'db'>,
+  run: RunRow,
+  page: {
+    fields: PostingApiField[];
+    limit: number;
+    status?: (typeof postingStatuses)[number];
+    cursor?: string;
+  },
+) {
+  const [counts, listed] = await Promise.all([
+    countRunPostingsByStatus(deps.db, run.id),
+    page.limit > 0
+      ? listRunPostings(deps.db, {
+          runId: run.id,
+          status: page.status,
+          columns: columnsOf(page.fields),
+          limit: page.limit,
+          cursor: page.cursor,
+        })
+      : Promise.resolve({ postings: [], nextCursor: null }),
+  ]);
+  return {
+    posting_counts: counts,
+    postings: listed.postings.map((posting) => presentPostingFields(posting, page.fields)),
+    next_cursor: listed.nextCursor,
+  };
+}
 
 function unknownRun(runId: string): ProblemError {
   return new ProblemError(404, 'Unknown Run', `no run has id ${runId}`, {
@@ -202,7 +242,10 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         if (current.status !== 'queued' && current.status !== 'running') break;
       }
       const finished = current.status !== 'queued' && current.status !== 'running';
-      const postings = finished ? await listRunPostings(db, run.id, SYNC_MAX_RESULTS) : [];
+      const postings = await runPostings(deps, current, {
+        fields: listedFields({}),
+        limit: finished ? SYNC_MAX_RESULTS : 0,
+      });
       return reply.code(finished ? 200 : 202).send({
         status: 'success',
         data: {
@@ -210,7 +253,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
           execution_mode: 'sync',
           timed_out: !finished,
           status_url: statusUrl(run.runId, origin),
-          postings: postings.map(presentPosting),
+          ...postings,
         },
       });
     },
@@ -221,10 +264,20 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
     {
       schema: {
         tags: ['jobs'],
-        summary: 'Status, counters and postings of a run',
+        summary: 'Status and counters of a run, with one page of its postings',
+        description:
+          'The run, its postings counted by status, and a page of them in a stable order (summaries unless `fields` or `include` ask for more); `next_cursor` pages on. `limit=0` leaves the postings out.',
         params: runParams,
         querystring: z
-          .object({ limit: z.coerce.number().int().min(0).max(1000).default(100) })
+          .object({
+            limit: z.coerce.number().int().min(0).max(1000).default(50),
+            status: z.enum(postingStatuses).optional().describe('Only postings of this status'),
+            cursor: storableText()
+              .max(200)
+              .optional()
+              .describe('next_cursor from the previous page'),
+            ...postingFieldsQuery,
+          })
           .strict(),
         response: {
           200: success(runWithPostings).describe('The run, its counters and postings'),
@@ -235,19 +288,14 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
     async (request) => {
       const run = await getRunByPublicId(db, request.params.runId);
       if (!run) throw unknownRun(request.params.runId);
-      const [site, [progress], postings] = await Promise.all([
-        getSiteById(db, run.siteScheduleId),
-        withProgress(db, [run]),
-        request.query.limit > 0
-          ? listRunPostings(db, run.id, request.query.limit)
-          : Promise.resolve([]),
-      ]);
+      const site = await getSiteById(db, run.siteScheduleId);
       // A tenant key sees the runs of its tenant's sites only; others do not exist for it.
       if (!canSeeTenant(request, site?.tenantId ?? null)) throw unknownRun(request.params.runId);
-      return {
-        status: 'success' as const,
-        data: { ...presentRun(progress!, site), postings: postings.map(presentPosting) },
-      };
+      const [[progress], postings] = await Promise.all([
+        withProgress(db, [run]),
+        runPostings(deps, run, { ...request.query, fields: listedFields(request.query) }),
+      ]);
+      return { status: 'success' as const, data: { ...presentRun(progress!, site), ...postings } };
     },
   );
 
