@@ -26,6 +26,7 @@ export interface ApiDeps {
     | 'API_RATE_LIMIT_PER_MINUTE'
     | 'API_CORS_ORIGINS'
     | 'API_LOG_REQUESTS'
+    | 'POSTINGS_SEARCH_CACHE_MS'
     | 'SYNC_SCRAPE_TIMEOUT_MS'
   > &
     Pick<FetchConfig, 'HTTP_ALLOW_PRIVATE_NETWORKS'> &

@@ -192,6 +192,33 @@ describe('GET /postings?q=', () => {
     expect(mixed.json().errors[0].field).toBe('querystring.cursor');
   });
 
+  it('answers a repeated search from memory for POSTINGS_SEARCH_CACHE_MS', async () => {
+    const cached = await stack.buildApp({ POSTINGS_SEARCH_CACHE_MS: 60_000 });
+    const headers = { authorization: `Bearer ${stack.adminKey}` };
+    const url = `/postings?q=analyst&site_id=${sites.a}`;
+    try {
+      const before = await cached.inject({ method: 'GET', url, headers });
+      expect(before.json().data.map((p: { title: string }) => p.title)).toEqual([
+        'Reliability Analyst',
+      ]);
+      await stack.handle.pool.query(
+        "UPDATE postings SET title = 'Reliability Lead' WHERE external_id = 'words-apart'",
+      );
+      // The cached app still answers what it found; an app without the cache sees the change.
+      expect((await cached.inject({ method: 'GET', url, headers })).body).toBe(before.body);
+      expect((await search(`q=analyst&site_id=${sites.a}`)).data).toEqual([]);
+      // Another search is not the cached one.
+      expect(
+        (await cached.inject({ method: 'GET', url: `${url}&limit=5`, headers })).json().data,
+      ).toEqual([]);
+    } finally {
+      await stack.handle.pool.query(
+        "UPDATE postings SET title = 'Reliability Analyst' WHERE external_id = 'words-apart'",
+      );
+      await cached.close();
+    }
+  });
+
   it('finds nothing for stop words alone, without an error', async () => {
     expect((await search('q=the%20and')).data).toEqual([]);
   });

@@ -17,6 +17,8 @@ export function testApiConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     API_RATE_LIMIT_PER_MINUTE: 100_000,
     API_CORS_ORIGINS: [],
     API_LOG_REQUESTS: false,
+    // Tests change postings between searches; the cache's own test turns it on.
+    POSTINGS_SEARCH_CACHE_MS: 0,
     SYNC_SCRAPE_TIMEOUT_MS: 1000,
     HTTP_ALLOW_PRIVATE_NETWORKS: false,
     DOCUMENT_MAX_BYTES: 1024 * 1024,

@@ -26,6 +26,7 @@ import {
 } from '../openapi/views.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableDateTime, storableText } from '../storable.js';
+import { createAnswerCache } from './answer-cache.js';
 import { presentPosting } from './jobs/presenters.js';
 import {
   columnsOf,
@@ -65,6 +66,12 @@ const postingsQuery = z
 
 export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
   const { db } = deps;
+  // Repeated searches within POSTINGS_SEARCH_CACHE_MS are answered from memory, keyed by
+  // everything that shapes the answer.
+  const searches = createAnswerCache<Awaited<ReturnType<typeof searchPostings>>>({
+    ttlMs: deps.config.POSTINGS_SEARCH_CACHE_MS,
+    maxEntries: 2_000,
+  });
 
   app.get(
     '/postings',
@@ -116,7 +123,8 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
       };
       // A cursor this API did not issue throws DB_CURSOR_INVALID, which the problem handler answers.
       if (query.q !== undefined) {
-        const hits = await searchPostings(db, { ...list, query: query.q });
+        const search = { ...list, query: query.q.replace(/\s+/g, ' ') };
+        const hits = await searches.get(JSON.stringify(search), () => searchPostings(db, search));
         return {
           status: 'success' as const,
           data: hits.postings.map((hit) => ({
