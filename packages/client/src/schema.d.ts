@@ -935,14 +935,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Postings, most recently updated first, filtered, with cursor paging */
+        /**
+         * Postings, most recently updated first (or best first for `q`), filtered, with cursor paging
+         * @description Each posting is a summary unless `fields` or `include` ask for more; `GET /postings/{id}` has everything. Every filter combines with `q`.
+         */
         get: {
             parameters: {
                 query?: {
                     site_id?: string;
                     site_name?: string;
+                    /** @description Postings of the sites this tenant owns (a site's tenant_id) */
+                    tenant_id?: string;
                     status?: "pending" | "ready" | "skipped" | "error" | "expired";
-                    /** @description Words to find in title, company or description */
+                    /** @description Search: words to find in title, company, location or description (web search syntax: "a phrase", -excluded, or). Results are ranked, best first, among the newest 1,000 matches, each with its rank and a snippet */
                     q?: string;
                     remote?: "true" | "false";
                     /** @description ISO 8601 date-time */
@@ -950,6 +955,10 @@ export interface paths {
                     limit?: number;
                     /** @description next_cursor from the previous page */
                     cursor?: string;
+                    /** @description Comma-separated fields to send (id always comes). Without it, a summary: every field but description, description_text, requirements and provenance */
+                    fields?: string;
+                    /** @description Comma-separated long fields to add to the summary: description, description_text, requirements, provenance */
+                    include?: string;
                 };
                 header?: never;
                 path?: never;
@@ -966,7 +975,7 @@ export interface paths {
                         "application/json": {
                             /** @enum {string} */
                             status: "success";
-                            data: components["schemas"]["Posting"][];
+                            data: components["schemas"]["PostingListItem"][];
                             /** @description Pass as `cursor` for the next page; null: last */
                             next_cursor: string | null;
                         };
@@ -1330,7 +1339,10 @@ export interface paths {
                                 scheduled_for: string | null;
                                 /** Format: date-time */
                                 created_at: string;
-                                postings: components["schemas"]["Posting"][];
+                                posting_counts: components["schemas"]["PostingCounts"];
+                                postings: components["schemas"]["PostingListItem"][];
+                                /** @description Pass as `cursor` for the run's next page of postings; null: last */
+                                next_cursor: string | null;
                                 /** @enum {string} */
                                 execution_mode: "sync";
                                 timed_out: boolean;
@@ -1385,7 +1397,10 @@ export interface paths {
                                 scheduled_for: string | null;
                                 /** Format: date-time */
                                 created_at: string;
-                                postings: components["schemas"]["Posting"][];
+                                posting_counts: components["schemas"]["PostingCounts"];
+                                postings: components["schemas"]["PostingListItem"][];
+                                /** @description Pass as `cursor` for the run's next page of postings; null: last */
+                                next_cursor: string | null;
                                 /** @enum {string} */
                                 execution_mode: "sync";
                                 timed_out: boolean;
@@ -1481,11 +1496,22 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Status, counters and postings of a run */
+        /**
+         * Status and counters of a run, with one page of its postings
+         * @description The run, its postings counted by status, and a page of them in a stable order (summaries unless `fields` or `include` ask for more); `next_cursor` pages on. `limit=0` leaves the postings out.
+         */
         get: {
             parameters: {
                 query?: {
                     limit?: number;
+                    /** @description Only postings of this status */
+                    status?: "pending" | "ready" | "skipped" | "error" | "expired";
+                    /** @description next_cursor from the previous page */
+                    cursor?: string;
+                    /** @description Comma-separated fields to send (id always comes). Without it, a summary: every field but description, description_text, requirements and provenance */
+                    fields?: string;
+                    /** @description Comma-separated long fields to add to the summary: description, description_text, requirements, provenance */
+                    include?: string;
                 };
                 header?: never;
                 path: {
@@ -1532,7 +1558,10 @@ export interface paths {
                                 scheduled_for: string | null;
                                 /** Format: date-time */
                                 created_at: string;
-                                postings: components["schemas"]["Posting"][];
+                                posting_counts: components["schemas"]["PostingCounts"];
+                                postings: components["schemas"]["PostingListItem"][];
+                                /** @description Pass as `cursor` for the run's next page of postings; null: last */
+                                next_cursor: string | null;
                             };
                         };
                     };
@@ -4899,6 +4928,8 @@ export interface components {
         Posting: {
             /** Format: uuid */
             id: string;
+            /** Format: uuid */
+            site_id: string;
             external_id: string;
             url: string;
             /** @enum {string} */
@@ -4929,6 +4960,65 @@ export interface components {
             /** Format: date-time */
             last_seen_at: string;
             extracted_at: string | null;
+            /**
+             * Format: date-time
+             * @description Last change by a run (the order lists use)
+             */
+            updated_at: string;
+        };
+        /** @description A posting in a list: the summary fields unless `fields` or `include` asked for others */
+        PostingListItem: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            site_id?: string;
+            external_id?: string;
+            url?: string;
+            /** @enum {string} */
+            status?: "pending" | "ready" | "skipped" | "error" | "expired";
+            title?: string | null;
+            company?: string | null;
+            location?: string | null;
+            location_city?: string | null;
+            location_region?: string | null;
+            location_country?: string | null;
+            is_remote?: boolean | null;
+            employment_type?: string | null;
+            salary_min?: number | null;
+            salary_max?: number | null;
+            salary_currency?: string | null;
+            salary_period?: string | null;
+            date_posted?: string | null;
+            description?: string | null;
+            description_text?: string | null;
+            requirements?: string | null;
+            /** @description Where each field came from: ats, description (read from an ATS description), json-ld, microdata, rdfa, dom or llm */
+            provenance?: {
+                [key: string]: string;
+            } | null;
+            error?: string | null;
+            /** Format: date-time */
+            first_seen_at?: string;
+            /** Format: date-time */
+            last_seen_at?: string;
+            extracted_at?: string | null;
+            /**
+             * Format: date-time
+             * @description Last change by a run (the order lists use)
+             */
+            updated_at?: string;
+            /** @description Search only: relevance (ts_rank_cd); a title match outranks a description match */
+            rank?: number;
+            /** @description Search only: passages of the description, the words found between <b> and </b> */
+            snippet?: string;
+        };
+        /** @description The run's postings by status */
+        PostingCounts: {
+            pending: number;
+            ready: number;
+            skipped: number;
+            error: number;
+            expired: number;
         };
         /** @description One field set of a posting, current or earlier */
         PostingVersion: {

@@ -78,7 +78,16 @@ describe('the OpenAPI document', () => {
 
   it('names the shared views as components', () => {
     expect(Object.keys(document.components.schemas).sort()).toEqual(
-      ['ExtractionBackfill', 'Posting', 'PostingVersion', 'Problem', 'Run', 'Site'].sort(),
+      [
+        'ExtractionBackfill',
+        'Posting',
+        'PostingCounts',
+        'PostingListItem',
+        'PostingVersion',
+        'Problem',
+        'Run',
+        'Site',
+      ].sort(),
     );
     expect(
       document.paths['/sites/{site}/runs'].get.responses['200'].content['application/json'].schema
