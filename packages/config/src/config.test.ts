@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, parseConfig } from './parse.js';
-import { apiFragment, databaseFragment, fetchFragment, workerFragment } from './fragments.js';
+import {
+  apiFragment,
+  databaseFragment,
+  fetchFragment,
+  schedulerFragment,
+  workerFragment,
+} from './fragments.js';
 
 const schema = z.object({
   ...apiFragment,
@@ -58,5 +64,28 @@ describe('parseConfig', () => {
 
   it('treats empty strings as unset', () => {
     expect(parseConfig(schema, { API_PORT: '' }).API_PORT).toBe(8000);
+  });
+
+  it('bounds the storage settings: one version kept at least, a grace past the re-store minute', () => {
+    const scheduler = z.object(schedulerFragment);
+    expect(parseConfig(scheduler, {})).toMatchObject({
+      POSTING_HISTORY_VERSIONS: 10,
+      BODY_SWEEP_INTERVAL_MS: 3_600_000,
+      BODY_SWEEP_GRACE_MS: 3_600_000,
+      BODY_SWEEP_BATCH_SIZE: 500,
+      BODY_SWEEP_PAUSE_MS: 200,
+    });
+    expect(
+      parseConfig(scheduler, { POSTING_HISTORY_VERSIONS: '1', BODY_SWEEP_GRACE_MS: '300000' }),
+    ).toMatchObject({ POSTING_HISTORY_VERSIONS: 1, BODY_SWEEP_GRACE_MS: 300_000 });
+    expect(() => parseConfig(scheduler, { POSTING_HISTORY_VERSIONS: '0' })).toThrow(
+      /POSTING_HISTORY_VERSIONS must be a whole number from 1 to/,
+    );
+    expect(() => parseConfig(scheduler, { BODY_SWEEP_GRACE_MS: '299999' })).toThrow(
+      /BODY_SWEEP_GRACE_MS must be a whole number from 300000 to/,
+    );
+    expect(() => parseConfig(scheduler, { BODY_SWEEP_BATCH_SIZE: '0' })).toThrow(
+      /BODY_SWEEP_BATCH_SIZE must be a whole number from 1 to/,
+    );
   });
 });

@@ -193,6 +193,23 @@ export const schedulerFragment = {
    * its missing job as lost and queues it again. Jobs are added milliseconds after their rows.
    */
   RECONCILE_GRACE_MS: integerFromEnv(30_000, { min: 1_000, max: 3_600_000 }),
+  /**
+   * Storage (decision 0014). Earlier versions of a posting kept beyond its current fields: the
+   * sweeper deletes older ones. A version row is small, but it keeps its page body from the sweep.
+   */
+  POSTING_HISTORY_VERSIONS: integerFromEnv(10, { min: 1, max: 10_000 }),
+  /** How often the body sweeper passes, across every scheduler replica (one sweeps at a time). */
+  BODY_SWEEP_INTERVAL_MS: integerFromEnv(3_600_000, { min: 60_000, max: 7 * 24 * 3_600_000 }),
+  /**
+   * A body nothing points at is deleted only once it has not been stored for this long: a worker
+   * stores a body and then points its posting at it. At least 5 minutes, well past the minute
+   * within which storing the same bytes again does not move `stored_at`.
+   */
+  BODY_SWEEP_GRACE_MS: integerFromEnv(3_600_000, { min: 5 * 60_000, max: 30 * 24 * 3_600_000 }),
+  /** Bodies (and postings' histories) looked at per statement. */
+  BODY_SWEEP_BATCH_SIZE: integerFromEnv(500, { min: 1, max: 10_000 }),
+  /** Pause between two batches, so that a pass never competes with the pipeline for Postgres. */
+  BODY_SWEEP_PAUSE_MS: integerFromEnv(200, { min: 0, max: 60_000 }),
 };
 
 /**

@@ -25,3 +25,4 @@ export * from './repositories/llm-extractions.js';
 export * from './repositories/api-keys.js';
 export * from './repositories/dead-letters.js';
 export * from './repositories/metrics.js';
+export * from './repositories/storage.js';

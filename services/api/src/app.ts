@@ -22,6 +22,7 @@ import { adminDeadLetterRoutes } from './routes/admin-dead-letters.js';
 import { adminDocumentRoutes } from './routes/admin-documents.js';
 import { adminExtractionRoutes } from './routes/admin-extraction.js';
 import { adminKeyRoutes } from './routes/admin-keys.js';
+import { adminStorageRoutes } from './routes/admin-storage.js';
 import { documentRoutes } from './routes/documents.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -142,6 +143,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(adminDocumentRoutes, { deps });
   await app.register(adminExtractionRoutes, { deps });
   await app.register(adminBackfillRoutes, { deps });
+  await app.register(adminStorageRoutes, { deps });
   await app.register(adminKeyRoutes, { deps, keys });
   await app.register(adminDeadLetterRoutes, { deps });
   await app.register(metricsRoutes, { deps });

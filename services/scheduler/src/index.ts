@@ -4,3 +4,4 @@ export { createReconciler, type Reconciler, type ReconcilerOptions } from './rec
 export { createSiteLocks, type SiteLocks } from './locks.js';
 export { startForcedPasses } from './forced-passes.js';
 export { createBackfillResumer, type BackfillResumer } from './backfill.js';
+export { createBodySweeper, type BodySweeper, type BodySweeperOptions } from './body-sweeper.js';

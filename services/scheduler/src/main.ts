@@ -5,6 +5,7 @@ import { pingDb } from '@gleaner/db';
 import { waitForRedis, writeSchedulerReplica } from '@gleaner/queue';
 import { startForcedPasses } from './forced-passes.js';
 import { createBackfillResumer } from './backfill.js';
+import { createBodySweeper } from './body-sweeper.js';
 import { createSiteLocks } from './locks.js';
 import { createSchedulerLoop } from './loop.js';
 import { createSchedulePass } from './pass.js';
@@ -14,8 +15,9 @@ const started = await startService({
   name: 'scheduler',
   env: process.env,
   settings: { ...schedulerFragment, ...documentFragment, ...extractionFragment },
-  // One pass at a time needs one connection; the second serves the health check.
-  poolMax: () => 2,
+  // One pass at a time needs one connection, the body sweeper a second; the third serves the
+  // health check.
+  poolMax: () => 3,
   healthPort: (config) => config.SCHEDULER_HEALTH_PORT,
   async start({ config, logger, database, redis, queues, workerConnection, onShutdown }) {
     // Unlike the API, the scheduler has nothing to do without both: wait for them, or fail.
@@ -66,6 +68,24 @@ const started = await startService({
     });
     loop.start();
     onShutdown('scheduler loop', () => loop.stop());
+    const sweeper = createBodySweeper({
+      db,
+      logger,
+      replica,
+      locks: createSiteLocks({
+        redis,
+        prefix: config.QUEUE_PREFIX,
+        holder: replica,
+        ttlMs: config.BODY_SWEEP_INTERVAL_MS,
+      }),
+      intervalMs: config.BODY_SWEEP_INTERVAL_MS,
+      graceMs: config.BODY_SWEEP_GRACE_MS,
+      batchSize: config.BODY_SWEEP_BATCH_SIZE,
+      pauseMs: config.BODY_SWEEP_PAUSE_MS,
+      historyVersions: config.POSTING_HISTORY_VERSIONS,
+    });
+    sweeper.start();
+    onShutdown('body sweeper', () => sweeper.stop());
     const forced = startForcedPasses({
       connection: workerConnection(),
       prefix: config.QUEUE_PREFIX,
@@ -90,6 +110,8 @@ const started = await startService({
         replica,
         pollIntervalMs: config.SCHEDULER_POLL_INTERVAL_MS,
         runDeadlineMs: config.RUN_DEADLINE_MS,
+        bodySweepIntervalMs: config.BODY_SWEEP_INTERVAL_MS,
+        postingHistoryVersions: config.POSTING_HISTORY_VERSIONS,
       },
     };
   },

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import type { Database } from '../client.js';
 import { pageBodies } from '../schema.js';
 
@@ -12,9 +12,16 @@ export function sha256Hex(body: Uint8Array): string {
 }
 
 /**
- * Stores a raw body content-addressed; storing the same bytes twice is a no-op. The bytes go
- * in as fetched and Postgres compresses them (lz4 column compression, migration 0003): a
- * fraction of gzip's CPU, and none of it on a worker's event loop.
+ * Stores a raw body content-addressed. The bytes go in as fetched and Postgres compresses them
+ * (lz4 column compression, migration 0003): a fraction of gzip's CPU, and none of it on a
+ * worker's event loop.
+ *
+ * Storing bytes already kept moves their `stored_at` to now, which keeps the body sweeper
+ * (`deleteUnreferencedBodies`) off them for its grace period while the caller points a posting
+ * at them. The move is skipped when `stored_at` is under a minute old, so bytes stored again and
+ * again cost a row lock rather than a new row version each time; the sweeper's grace is at least
+ * five minutes (`BODY_SWEEP_GRACE_MS`), so a body stored within the last minute is never its.
+ * A body the sweeper deletes meanwhile is inserted again: `ON CONFLICT` waits for the delete.
  */
 export async function storeBody(
   db: Database,
@@ -31,7 +38,11 @@ export async function storeBody(
       contentType,
       byteLength: body.byteLength,
     })
-    .onConflictDoNothing();
+    .onConflictDoUpdate({
+      target: pageBodies.sha256,
+      set: { storedAt: sql`now()` },
+      setWhere: sql`${pageBodies.storedAt} < now() - interval '1 minute'`,
+    });
   return sha256;
 }
 

@@ -6,6 +6,7 @@ import { llmMetrics } from './llm-metrics.js';
 import { queueMetrics } from './queue-metrics.js';
 import { schedulerMetrics } from './scheduler-metrics.js';
 import { siteMetrics } from './site-metrics.js';
+import { storageMetrics } from './storage-metrics.js';
 import { workMetrics } from './work-metrics.js';
 
 /** A collector that has not answered by then is reported failed (Prometheus gives up at 10 s). */
@@ -32,6 +33,7 @@ export function createSystemMetrics(sources: MetricSources, logger: Logger): Sys
     workMetrics(registry, sources),
     llmMetrics(registry, sources),
     schedulerMetrics(registry, sources),
+    storageMetrics(registry, sources),
   ];
   const success = new Gauge({
     name: 'gleaner_metrics_collector_success',

@@ -65,6 +65,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
   'GET /admin/extraction/status': 'tenant-read',
   'POST /admin/extraction/requeue': 'admin',
   'GET /admin/backfill': 'admin',
+  'GET /admin/storage': 'admin',
   'GET /admin/keys': 'admin',
   'POST /admin/keys': 'admin',
   'DELETE /admin/keys/:id': 'admin',
