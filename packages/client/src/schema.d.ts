@@ -3918,6 +3918,130 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/storage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Storage by table, bytes per posting, and the body sweeper’s latest pass
+         * @description Sizes come from `pg_table_size`, `pg_indexes_size` and the TOAST table of each; rows are estimated from `pg_class.reltuples` (scaled to the table’s current size), never counted. Bodies no posting or posting version points at are deleted by the scheduler’s body sweeper once they have not been stored for `BODY_SWEEP_GRACE_MS`; freed space is reused by Postgres after autovacuum, not returned to the disk.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Storage now, and the latest sweep */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: {
+                                tables: {
+                                    /** @enum {string} */
+                                    table: "postings" | "posting_versions" | "page_bodies" | "llm_extractions" | "documents";
+                                    /** @description The table's own pages, with its free space and visibility maps */
+                                    heap_bytes: number;
+                                    /** @description Its TOAST table and index: large bodies, descriptions and fields */
+                                    toast_bytes: number;
+                                    /** @description Its indexes */
+                                    index_bytes: number;
+                                    /** @description heap + TOAST + indexes */
+                                    total_bytes: number;
+                                    /** @description Postgres's estimate (no count is run); null until the table was first analysed */
+                                    estimated_rows: number | null;
+                                }[];
+                                /** @description postings + posting_versions + page_bodies, every part, per estimated posting; null without postings */
+                                bytes_per_posting: number | null;
+                                /** @description Null before the first pass */
+                                last_sweep: {
+                                    /** @description The scheduler replica that ran it */
+                                    replica: string;
+                                    /** Format: date-time */
+                                    started_at: string;
+                                    duration_ms: number;
+                                    postings_with_history: number;
+                                    /** @description Versions beyond each posting’s newest POSTING_HISTORY_VERSIONS, deleted */
+                                    versions_trimmed: number;
+                                    bodies_scanned: number;
+                                    bodies_deleted: number;
+                                    /** @description What the deleted bodies took as stored (after compression) */
+                                    bytes_freed: number;
+                                    /** @description The scheduler was stopping: the pass ended between batches */
+                                    stopped: boolean;
+                                    /** @description Why the pass ended early; the next pass retries */
+                                    error: string | null;
+                                } | null;
+                            };
+                        };
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/keys": {
         parameters: {
             query?: never;
