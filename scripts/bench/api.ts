@@ -59,6 +59,7 @@ environment:
   BENCH_API_WARM_UP_SECONDS  uncounted seconds before them (2)
   BENCH_API_CONNECTIONS      the generator's connections to the API (100)
   BENCH_API_TIMEOUT_MS       a request unanswered this long after its scheduled time is an error (10000)
+  BENCH_API_PROCESSES        API_PROCESSES of the API under load (2: one per core of this host)
 goals: p99 < ${TARGET_P99_MS} ms (search < ${TARGET_SEARCH_P99_MS} ms), >= ${TARGET_RATE_SHARE * 100} % of the offered rate, no errors
 `;
 
@@ -73,6 +74,7 @@ interface Settings {
   warmUpSeconds: number;
   connections: number;
   timeoutMs: number;
+  apiProcesses: number;
 }
 
 function readSettings(args: string[]): Settings | 'help' {
@@ -92,6 +94,7 @@ function readSettings(args: string[]): Settings | 'help' {
     warmUpSeconds: integerFrom('BENCH_API_WARM_UP_SECONDS', 2, { min: 0, max: 60 }, USAGE),
     connections: integerFrom('BENCH_API_CONNECTIONS', 100, { min: 1, max: 1000 }, USAGE),
     timeoutMs: integerFrom('BENCH_API_TIMEOUT_MS', 10_000, { min: 100 }, USAGE),
+    apiProcesses: integerFrom('BENCH_API_PROCESSES', 2, { min: 1, max: 64 }, USAGE),
   };
 }
 
@@ -252,7 +255,7 @@ async function routePaths(handle: DbHandle, postings: number): Promise<Record<st
 }
 
 /** Starts the API on the bench's database and its own Redis prefix; resolves once /health answers. */
-async function startApi(databaseName: string, teardown: Teardown) {
+async function startApi(databaseName: string, settings: Settings, teardown: Teardown) {
   const redis = createTestRedisNamespace('bench-api');
   teardown.add('delete bench redis keys', () => redis.cleanup());
   const port = await freePort();
@@ -264,6 +267,8 @@ async function startApi(databaseName: string, teardown: Teardown) {
     API_PORT: String(port),
     // The per-key budget is not what is measured: 1,000 requests/s is 60,000 a minute.
     API_RATE_LIMIT_PER_MINUTE: '1000000',
+    // One API process per core, as this host would run it (a Node process answers on one core).
+    API_PROCESSES: String(settings.apiProcesses),
     LOG_LEVEL: 'warn',
   });
   teardown.add('stop api', () => api.stop());
@@ -344,7 +349,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       handle.pool.query('DELETE FROM api_keys WHERE id = $1', [row.id]),
     );
     const paths = await routePaths(handle, settings.postings);
-    const { api, origin } = await startApi(name, teardown);
+    const { api, origin } = await startApi(name, settings, teardown);
     const load = startGenerator(teardown);
 
     const results: Partial<Record<(typeof RUN_ORDER)[number], LoadResult>> = {};

@@ -5,7 +5,13 @@ import type { Database } from '../client.js';
 import { ActiveRunExistsError, isUniqueViolation } from '../errors.js';
 import { withoutNul } from '../pg-text.js';
 import { afterCursor, microsOf, pageOf } from './cursor.js';
-import { activeRunStatuses, scrapeRuns, type RunRow, type RunTrigger } from '../schema.js';
+import {
+  activeRunStatuses,
+  scrapeRuns,
+  type PostingStatus,
+  type RunRow,
+  type RunTrigger,
+} from '../schema.js';
 
 /** Share of errored postings up to which a run is `partial` rather than `failed` (seed 003). */
 export const PARTIAL_ERROR_RATIO = 0.3;
@@ -417,8 +423,11 @@ export async function settleIfCancelled(
   return status;
 }
 
-/** A run with its counters as of now. */
-export type RunWithProgress = RunRow & { pendingCount: number };
+/** A run with its counters as of now, and its postings counted by status. */
+export type RunWithProgress = RunRow & {
+  pendingCount: number;
+  postingCounts: Record<PostingStatus, number>;
+};
 
 /**
  * Runs with live counters: a run's stored counters are written when it ends, so for a queued
@@ -435,6 +444,7 @@ export async function withProgress(db: Database, runs: RunRow[]): Promise<RunWit
     skipped: number;
     errors: number;
     pending: number;
+    expired: number;
   }>({
     name: 'gleaner-run-progress',
     text: `
@@ -442,7 +452,8 @@ export async function withProgress(db: Database, runs: RunRow[]): Promise<RunWit
              count(*) FILTER (WHERE status = 'ready')::int AS ready,
              count(*) FILTER (WHERE status = 'skipped')::int AS skipped,
              count(*) FILTER (WHERE status = 'error')::int AS errors,
-             count(*) FILTER (WHERE status = 'pending')::int AS pending
+             count(*) FILTER (WHERE status = 'pending')::int AS pending,
+             count(*) FILTER (WHERE status = 'expired')::int AS expired
       FROM postings WHERE run_id = ANY($1::uuid[]) GROUP BY run_id`,
     values: [runs.map((run) => run.id)],
   });
@@ -450,10 +461,19 @@ export async function withProgress(db: Database, runs: RunRow[]): Promise<RunWit
   return runs.map((run) => {
     const now = counts.get(run.id);
     const pendingCount = now?.pending ?? 0;
-    if (run.status !== 'queued' && run.status !== 'running') return { ...run, pendingCount };
+    const postingCounts = {
+      pending: pendingCount,
+      ready: now?.ready ?? 0,
+      skipped: now?.skipped ?? 0,
+      error: now?.errors ?? 0,
+      expired: now?.expired ?? 0,
+    };
+    if (run.status !== 'queued' && run.status !== 'running')
+      return { ...run, pendingCount, postingCounts };
     return {
       ...run,
       pendingCount,
+      postingCounts,
       requestedPages: Math.max(run.requestedPages, now?.total ?? 0),
       readyCount: now?.ready ?? 0,
       skippedCount: now?.skipped ?? 0,

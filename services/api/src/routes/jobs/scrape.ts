@@ -6,11 +6,11 @@ import {
   getRunByPublicId,
   getSiteById,
   getSiteByName,
-  countRunPostingsByStatus,
   listRunPostings,
   postingStatuses,
   withProgress,
   type RunRow,
+  type SiteRow,
 } from '@gleaner/db';
 import { cancelScrapeRun, startScrapeRun } from '@gleaner/queue';
 import type { FastifyBaseLogger } from 'fastify';
@@ -89,10 +89,14 @@ const runParams = z.object({
   runId: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'is not a run id' }),
 });
 
-/** A run's counts by status and one page of its postings, in id order. */
-async function runPostings(
+/**
+ * A run with its live counters, its postings counted by status, and one page of its postings in
+ * id order.
+ */
+async function runAnswer(
   deps: Pick<ApiDeps, 'db'>,
   run: RunRow,
+  site: SiteRow | undefined,
   page: {
     fields: PostingApiField[];
     limit: number;
@@ -100,8 +104,8 @@ async function runPostings(
     cursor?: string;
   },
 ) {
-  const [counts, listed] = await Promise.all([
-    countRunPostingsByStatus(deps.db, run.id),
+  const [[progress], listed] = await Promise.all([
+    withProgress(deps.db, [run]),
     page.limit > 0
       ? listRunPostings(deps.db, {
           runId: run.id,
@@ -113,7 +117,8 @@ async function runPostings(
       : Promise.resolve({ postings: [], nextCursor: null }),
   ]);
   return {
-    posting_counts: counts,
+    ...presentRun(progress!, site),
+    posting_counts: progress!.postingCounts,
     postings: listed.postings.map((posting) => presentPostingFields(posting, page.fields)),
     next_cursor: listed.nextCursor,
   };
@@ -242,18 +247,17 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         if (current.status !== 'queued' && current.status !== 'running') break;
       }
       const finished = current.status !== 'queued' && current.status !== 'running';
-      const postings = await runPostings(deps, current, {
+      const answer = await runAnswer(deps, current, site, {
         fields: listedFields({}),
         limit: finished ? SYNC_MAX_RESULTS : 0,
       });
       return reply.code(finished ? 200 : 202).send({
         status: 'success',
         data: {
-          ...presentRun(current, site),
+          ...answer,
           execution_mode: 'sync',
           timed_out: !finished,
           status_url: statusUrl(run.runId, origin),
-          ...postings,
         },
       });
     },
@@ -291,11 +295,11 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       const site = await getSiteById(db, run.siteScheduleId);
       // A tenant key sees the runs of its tenant's sites only; others do not exist for it.
       if (!canSeeTenant(request, site?.tenantId ?? null)) throw unknownRun(request.params.runId);
-      const [[progress], postings] = await Promise.all([
-        withProgress(db, [run]),
-        runPostings(deps, run, { ...request.query, fields: listedFields(request.query) }),
-      ]);
-      return { status: 'success' as const, data: { ...presentRun(progress!, site), ...postings } };
+      const data = await runAnswer(deps, run, site, {
+        ...request.query,
+        fields: listedFields(request.query),
+      });
+      return { status: 'success' as const, data };
     },
   );
 
