@@ -78,10 +78,11 @@ export const apiFragment = {
   API_LOG_REQUESTS: booleanFromEnv(false),
   /**
    * How long an API process answers a repeated posting search from memory: a search reads and
-   * ranks up to a thousand postings' vectors, a few to tens of milliseconds, and the same words
-   * come back often. Postings change run by run, so a few seconds stale costs nothing. 0: never.
+   * ranks hundreds of postings' vectors (tens to a few hundred milliseconds at two million
+   * postings), and the same words come back often. For as long again a stale answer is served
+   * while one refresh runs. Postings change run by run, so a minute stale costs little. 0: never.
    */
-  POSTINGS_SEARCH_CACHE_MS: integerFromEnv(10_000, { min: 0, max: 3_600_000 }),
+  POSTINGS_SEARCH_CACHE_MS: integerFromEnv(30_000, { min: 0, max: 3_600_000 }),
   /** Up to 5 minutes (seed 004's sync job timeout): a sync scrape waits that long at most. */
   SYNC_SCRAPE_TIMEOUT_MS: integerFromEnv(20_000, { min: 1000, max: 300_000 }),
 };

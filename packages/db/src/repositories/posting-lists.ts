@@ -148,9 +148,10 @@ export async function countRunPostingsByStatus(
  * How many of the newest matching postings a search ranks. A word as common as "engineer"
  * matches a third of two million postings; ranking them all would read every one of their
  * vectors. Search ranks the newest matches instead (postings are refreshed by their runs, so the
- * newest are the live ones), which bounds a query's work whatever the words.
+ * newest are the live ones), which bounds the ranking's work whatever the words; finding them
+ * still costs in proportion to how rare the words are (decision 0015).
  */
-export const SEARCH_CANDIDATES = 1_000;
+export const SEARCH_CANDIDATES = 500;
 /** Snippets are cut from this much of the description: `ts_headline` re-parses what it is given. */
 const SNIPPET_CHARS = 8_000;
 

@@ -51,7 +51,7 @@ const postingsQuery = z
       .max(200)
       .optional()
       .describe(
-        'Search: words to find in title, company, location or description (web search syntax: "a phrase", -excluded, or). Results are ranked, best first, among the newest 1,000 matches, each with its rank and a snippet',
+        'Search: words to find in title, company, location or description (web search syntax: "a phrase", -excluded, or). Results are ranked, best first, among the newest 500 matches, each with its rank and a snippet',
       ),
     remote: z
       .enum(['true', 'false'])

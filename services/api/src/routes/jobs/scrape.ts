@@ -274,7 +274,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         params: runParams,
         querystring: z
           .object({
-            limit: z.coerce.number().int().min(0).max(1000).default(50),
+            limit: z.coerce.number().int().min(0).max(1000).default(20),
             status: z.enum(postingStatuses).optional().describe('Only postings of this status'),
             cursor: storableText()
               .max(200)
