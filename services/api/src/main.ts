@@ -12,7 +12,7 @@ try {
   process.exit(1);
 }
 if (isApiPrimary(processes)) {
-  await runApiPrimary(processes);
+  await runApiPrimary(processes, process.env.LOG_LEVEL || 'info');
 } else {
   await startApi();
 }

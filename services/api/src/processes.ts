@@ -29,8 +29,8 @@ export function isApiPrimary(processes: number): boolean {
   return processes > 1 && cluster.isPrimary;
 }
 
-export async function runApiPrimary(processes: number): Promise<void> {
-  const logger = createLogger({ service: 'api', level: process.env.LOG_LEVEL ?? 'info' });
+export async function runApiPrimary(processes: number, logLevel: string): Promise<void> {
+  const logger = createLogger({ service: 'api', level: logLevel });
   const startedAt = new Map<Worker, number>();
   let stopping = false;
   let earlyExits = 0;
