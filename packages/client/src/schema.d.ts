@@ -947,7 +947,7 @@ export interface paths {
                     /** @description Postings of the sites this tenant owns (a site's tenant_id) */
                     tenant_id?: string;
                     status?: "pending" | "ready" | "skipped" | "error" | "expired";
-                    /** @description Search: words to find in title, company, location or description (web search syntax: "a phrase", -excluded, or). Results are ranked, best first, among the newest 1,000 matches, each with its rank and a snippet */
+                    /** @description Search: words to find in title, company, location or description (web search syntax: "a phrase", -excluded, or). Results are ranked, best first, among the newest 500 matches, each with its rank and a snippet */
                     q?: string;
                     remote?: "true" | "false";
                     /** @description ISO 8601 date-time */
