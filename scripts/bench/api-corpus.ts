@@ -4,18 +4,10 @@
  * and sentences are common, most are rare), so that word frequencies in the search index vary
  * the way they do in real postings: "engineer" and "team" in a large share, "haskell" in few.
  */
+import { seededRandom } from '@gleaner/testing';
 
-/** A small, fast, seedable PRNG (mulberry32): the same seed gives the same posting every run. */
-export function randomFrom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+/** A seeded generator (mulberry32): the same seed gives the same posting every run. */
+export const randomFrom = seededRandom;
 
 export type Random = () => number;
 

@@ -29,8 +29,11 @@ const WORDS = [
   'French', 'volunteer', 'award', 'published', 'conference', 'the', 'and', 'with', 'for', 'in',
 ];
 
-/** mulberry32: a tiny seeded generator, so that a seed always makes the same document. */
-function random(seed: number): () => number {
+/**
+ * mulberry32: a tiny seeded generator of numbers in [0, 1), so that a seed always makes the same
+ * document (or bench data).
+ */
+export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -43,7 +46,7 @@ function random(seed: number): () => number {
 
 /** `count` words of plain ASCII (what a PDF standard font can draw), seeded. */
 export function seededWords(count: number, seed: number): string[] {
-  const next = random(seed);
+  const next = seededRandom(seed);
   return Array.from({ length: count }, () => WORDS[Math.floor(next() * WORDS.length)]!);
 }
 
