@@ -80,9 +80,9 @@ export const apiFragment = {
    * How long an API process answers a repeated posting search from memory: a search reads and
    * ranks hundreds of postings' vectors (tens to a few hundred milliseconds at two million
    * postings), and the same words come back often. For as long again a stale answer is served
-   * while one refresh runs. Postings change run by run, so a minute stale costs little. 0: never.
+   * while one refresh runs. Postings change run by run, so two minutes stale cost little. 0: never.
    */
-  POSTINGS_SEARCH_CACHE_MS: integerFromEnv(30_000, { min: 0, max: 3_600_000 }),
+  POSTINGS_SEARCH_CACHE_MS: integerFromEnv(60_000, { min: 0, max: 3_600_000 }),
   /** Up to 5 minutes (seed 004's sync job timeout): a sync scrape waits that long at most. */
   SYNC_SCRAPE_TIMEOUT_MS: integerFromEnv(20_000, { min: 1000, max: 300_000 }),
 };

@@ -8,6 +8,7 @@ import { afterCursor, microsOf, pageOf } from './cursor.js';
 import {
   activeRunStatuses,
   scrapeRuns,
+  siteSchedules,
   type PostingStatus,
   type RunRow,
   type RunTrigger,
@@ -437,15 +438,7 @@ export type RunWithProgress = RunRow & {
  */
 export async function withProgress(db: Database, runs: RunRow[]): Promise<RunWithProgress[]> {
   if (runs.length === 0) return [];
-  const { rows } = await db.$client.query<{
-    run_id: string;
-    total: number;
-    ready: number;
-    skipped: number;
-    errors: number;
-    pending: number;
-    expired: number;
-  }>({
+  const { rows } = await db.$client.query<RunCounts & { run_id: string }>({
     name: 'gleaner-run-progress',
     text: `
       SELECT run_id, count(*)::int AS total,
@@ -458,27 +451,74 @@ export async function withProgress(db: Database, runs: RunRow[]): Promise<RunWit
     values: [runs.map((run) => run.id)],
   });
   const counts = new Map(rows.map((row) => [row.run_id, row]));
-  return runs.map((run) => {
-    const now = counts.get(run.id);
-    const pendingCount = now?.pending ?? 0;
-    const postingCounts = {
-      pending: pendingCount,
-      ready: now?.ready ?? 0,
-      skipped: now?.skipped ?? 0,
-      error: now?.errors ?? 0,
-      expired: now?.expired ?? 0,
-    };
-    if (run.status !== 'queued' && run.status !== 'running')
-      return { ...run, pendingCount, postingCounts };
-    return {
-      ...run,
-      pendingCount,
-      postingCounts,
-      requestedPages: Math.max(run.requestedPages, now?.total ?? 0),
-      readyCount: now?.ready ?? 0,
-      skippedCount: now?.skipped ?? 0,
-      errorsCount: now?.errors ?? 0,
-      completedPages: (now?.ready ?? 0) + (now?.skipped ?? 0),
-    };
-  });
+  return runs.map((run) => progressOf(run, counts.get(run.id)));
+}
+
+interface RunCounts {
+  total: number;
+  ready: number;
+  skipped: number;
+  errors: number;
+  pending: number;
+  expired: number;
+}
+
+function progressOf(run: RunRow, now: RunCounts | undefined): RunWithProgress {
+  const pendingCount = now?.pending ?? 0;
+  const postingCounts = {
+    pending: pendingCount,
+    ready: now?.ready ?? 0,
+    skipped: now?.skipped ?? 0,
+    error: now?.errors ?? 0,
+    expired: now?.expired ?? 0,
+  };
+  if (run.status !== 'queued' && run.status !== 'running')
+    return { ...run, pendingCount, postingCounts };
+  return {
+    ...run,
+    pendingCount,
+    postingCounts,
+    requestedPages: Math.max(run.requestedPages, now?.total ?? 0),
+    readyCount: now?.ready ?? 0,
+    skippedCount: now?.skipped ?? 0,
+    errorsCount: now?.errors ?? 0,
+    completedPages: (now?.ready ?? 0) + (now?.skipped ?? 0),
+  };
+}
+
+/**
+ * A run by its public id with its live progress and its site's name and tenant, in one statement
+ * (the status route, polled by every watcher of a run).
+ */
+export async function getRunStatus(
+  db: Database,
+  publicId: string,
+): Promise<
+  | { run: RunWithProgress; site: { siteName: string; tenantId: string | null } | undefined }
+  | undefined
+> {
+  const [row] = await db
+    .select({
+      run: scrapeRuns,
+      siteName: siteSchedules.siteName,
+      tenantId: siteSchedules.tenantId,
+      counts: sql<RunCounts>`(
+        SELECT json_build_object(
+          'total', count(*),
+          'ready', count(*) FILTER (WHERE p.status = 'ready'),
+          'skipped', count(*) FILTER (WHERE p.status = 'skipped'),
+          'errors', count(*) FILTER (WHERE p.status = 'error'),
+          'pending', count(*) FILTER (WHERE p.status = 'pending'),
+          'expired', count(*) FILTER (WHERE p.status = 'expired'))
+        FROM postings p WHERE p.run_id = ${scrapeRuns.id})`,
+    })
+    .from(scrapeRuns)
+    .leftJoin(siteSchedules, eq(siteSchedules.id, scrapeRuns.siteScheduleId))
+    .where(eq(scrapeRuns.runId, publicId))
+    .limit(1);
+  if (!row) return undefined;
+  return {
+    run: progressOf(row.run, row.counts),
+    site: row.siteName === null ? undefined : { siteName: row.siteName, tenantId: row.tenantId },
+  };
 }

@@ -73,6 +73,52 @@ describe('createAnswerCache', () => {
     expect(await cache.get('k', () => Promise.resolve('unused'))).toBe('fresh');
   });
 
+  it("takes another process's fresh answer from the shared store instead of computing", async () => {
+    let clock = 0;
+    const store = new Map<string, string>();
+    const shared = {
+      get: (key: string) => Promise.resolve(store.get(key) ?? null),
+      set: (key: string, value: string) => Promise.resolve(store.set(key, value)),
+    };
+    const one = createAnswerCache<string>({
+      ttlMs: 1000,
+      maxEntries: 10,
+      shared,
+      now: () => clock,
+    });
+    const two = createAnswerCache<string>({
+      ttlMs: 1000,
+      maxEntries: 10,
+      shared,
+      now: () => clock,
+    });
+    expect(await one.get('k', () => Promise.resolve('computed by one'))).toBe('computed by one');
+    clock = 500;
+    let computedByTwo = false;
+    const compute = () => {
+      computedByTwo = true;
+      return Promise.resolve('computed by two');
+    };
+    expect(await two.get('k', compute)).toBe('computed by one');
+    expect(computedByTwo).toBe(false);
+    // Too old to be fresh in the store: the process computes its own.
+    clock = 1200;
+    const three = createAnswerCache<string>({
+      ttlMs: 1000,
+      maxEntries: 10,
+      shared,
+      now: () => clock,
+    });
+    expect(await three.get('k', compute)).toBe('computed by two');
+    // A store that fails is passed over.
+    const broken = {
+      get: () => Promise.reject(new Error('down')),
+      set: () => Promise.reject(new Error('down')),
+    };
+    const four = createAnswerCache<string>({ ttlMs: 1000, maxEntries: 10, shared: broken });
+    expect(await four.get('k', () => Promise.resolve('alone'))).toBe('alone');
+  });
+
   it('computes every time when turned off', async () => {
     const cache = createAnswerCache<number>({ ttlMs: 0, maxEntries: 10 });
     let calls = 0;

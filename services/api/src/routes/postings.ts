@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   getPosting,
   getSiteByName,
@@ -35,6 +36,14 @@ import {
   presentPostingFields,
 } from './posting-fields.js';
 
+/** A page of search hits as the route sends it (what the search cache keeps). */
+interface SearchPage {
+  data: z.infer<typeof postingListItem>[];
+  next_cursor: string | null;
+}
+
+const hashOf = (key: string) => createHash('sha256').update(key).digest('base64url');
+
 const postingsQuery = z
   .object({
     site_id: z.uuid().optional(),
@@ -66,11 +75,16 @@ const postingsQuery = z
 
 export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
   const { db } = deps;
-  // Repeated searches within POSTINGS_SEARCH_CACHE_MS are answered from memory, keyed by
-  // everything that shapes the answer.
-  const searches = createAnswerCache<Awaited<ReturnType<typeof searchPostings>>>({
+  // Repeated searches within POSTINGS_SEARCH_CACHE_MS are answered from memory, or from what
+  // another API process stored in Redis, keyed by everything that shapes the answer.
+  const answersPrefix = `${deps.queues.scrape.opts.prefix ?? 'bull'}:answers:postings-search:`;
+  const searches = createAnswerCache<SearchPage>({
     ttlMs: deps.config.POSTINGS_SEARCH_CACHE_MS,
     maxEntries: 2_000,
+    shared: {
+      get: (key) => deps.redis.get(answersPrefix + hashOf(key)),
+      set: (key, value, ttlMs) => deps.redis.set(answersPrefix + hashOf(key), value, 'PX', ttlMs),
+    },
   });
 
   app.get(
@@ -124,15 +138,19 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
       // A cursor this API did not issue throws DB_CURSOR_INVALID, which the problem handler answers.
       if (query.q !== undefined) {
         const search = { ...list, query: query.q.replace(/\s+/g, ' ') };
-        const hits = await searches.get(JSON.stringify(search), () => searchPostings(db, search));
         return {
           status: 'success' as const,
-          data: hits.postings.map((hit) => ({
-            ...presentPostingFields(hit, fields),
-            rank: hit.rank,
-            snippet: hit.snippet,
+          ...(await searches.get(JSON.stringify({ search, fields }), async () => {
+            const hits = await searchPostings(db, search);
+            return {
+              data: hits.postings.map((hit) => ({
+                ...presentPostingFields(hit, fields),
+                rank: hit.rank,
+                snippet: hit.snippet,
+              })),
+              next_cursor: hits.nextCursor,
+            };
           })),
-          next_cursor: hits.nextCursor,
         };
       }
       const page = await listPostings(db, list);

@@ -6,10 +6,11 @@ import {
   getRunByPublicId,
   getSiteById,
   getSiteByName,
+  getRunStatus,
   listRunPostings,
   postingStatuses,
   withProgress,
-  type RunRow,
+  type RunWithProgress,
   type SiteRow,
 } from '@gleaner/db';
 import { cancelScrapeRun, startScrapeRun } from '@gleaner/queue';
@@ -95,8 +96,8 @@ const runParams = z.object({
  */
 async function runAnswer(
   deps: Pick<ApiDeps, 'db'>,
-  run: RunRow,
-  site: SiteRow | undefined,
+  progress: RunWithProgress,
+  site: Pick<SiteRow, 'siteName'> | undefined,
   page: {
     fields: PostingApiField[];
     limit: number;
@@ -104,21 +105,19 @@ async function runAnswer(
     cursor?: string;
   },
 ) {
-  const [[progress], listed] = await Promise.all([
-    withProgress(deps.db, [run]),
+  const listed =
     page.limit > 0
-      ? listRunPostings(deps.db, {
-          runId: run.id,
+      ? await listRunPostings(deps.db, {
+          runId: progress.id,
           status: page.status,
           columns: columnsOf(page.fields),
           limit: page.limit,
           cursor: page.cursor,
         })
-      : Promise.resolve({ postings: [], nextCursor: null }),
-  ]);
+      : { postings: [], nextCursor: null };
   return {
-    ...presentRun(progress!, site),
-    posting_counts: progress!.postingCounts,
+    ...presentRun(progress, site),
+    posting_counts: progress.postingCounts,
     postings: listed.postings.map((posting) => presentPostingFields(posting, page.fields)),
     next_cursor: listed.nextCursor,
   };
@@ -247,7 +246,8 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         if (current.status !== 'queued' && current.status !== 'running') break;
       }
       const finished = current.status !== 'queued' && current.status !== 'running';
-      const answer = await runAnswer(deps, current, site, {
+      const [progress] = await withProgress(db, [current]);
+      const answer = await runAnswer(deps, progress!, site, {
         fields: listedFields({}),
         limit: finished ? SYNC_MAX_RESULTS : 0,
       });
@@ -290,12 +290,11 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       },
     },
     async (request) => {
-      const run = await getRunByPublicId(db, request.params.runId);
-      if (!run) throw unknownRun(request.params.runId);
-      const site = await getSiteById(db, run.siteScheduleId);
+      const status = await getRunStatus(db, request.params.runId);
       // A tenant key sees the runs of its tenant's sites only; others do not exist for it.
-      if (!canSeeTenant(request, site?.tenantId ?? null)) throw unknownRun(request.params.runId);
-      const data = await runAnswer(deps, run, site, {
+      if (!status || !canSeeTenant(request, status.site?.tenantId ?? null))
+        throw unknownRun(request.params.runId);
+      const data = await runAnswer(deps, status.run, status.site, {
         ...request.query,
         fields: listedFields(request.query),
       });
