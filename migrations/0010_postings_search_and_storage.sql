@@ -50,4 +50,4 @@ CREATE INDEX "postings_body_sha256_idx" ON "postings" USING hash ("body_sha256")
 CREATE INDEX "site_schedules_tenant_idx" ON "site_schedules" USING btree ("tenant_id");--> statement-breakpoint
 CREATE INDEX "postings_search_idx" ON "postings" USING gin ("search");--> statement-breakpoint
 CREATE INDEX "postings_run_status_idx" ON "postings" USING btree ("run_id","status","id");--> statement-breakpoint
-CREATE INDEX "postings_site_status_idx" ON "postings" USING btree ("site_id","status","updated_at","id");
+CREATE INDEX "postings_site_status_idx" ON "postings" USING btree ("site_id","status","is_remote","updated_at","id");

@@ -37,6 +37,8 @@ export interface LoadResult {
   errors: Record<string, number>;
   /** How late the generator itself sent requests (p99, ms): above a few ms it is the bottleneck. */
   sendLagP99: number;
+  /** The counted second whose requests waited longest (by schedule), and that wait: where a stall was. */
+  worstSecond: { at: number; maxMs: number };
 }
 
 const percentile = (sorted: Float64Array, share: number) =>
@@ -117,6 +119,12 @@ async function runLoad(request: LoadRequest): Promise<LoadResult> {
   await done;
   await pool.close();
 
+  const perSecond = Math.round(request.rate);
+  let worstSecond = { at: 0, maxMs: 0 };
+  for (let index = 0; index < latencies.length; index++) {
+    if (latencies[index]! > worstSecond.maxMs)
+      worstSecond = { at: Math.floor(index / perSecond), maxMs: round1(latencies[index]!) };
+  }
   const sorted = latencies.slice().sort();
   return {
     route: request.route,
@@ -128,6 +136,7 @@ async function runLoad(request: LoadRequest): Promise<LoadResult> {
     ok,
     errors,
     sendLagP99: round1(percentile(sendLag.slice().sort(), 0.99)),
+    worstSecond,
   };
 }
 

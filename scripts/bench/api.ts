@@ -60,11 +60,24 @@ environment:
   BENCH_API_CONNECTIONS      the generator's connections to the API (100)
   BENCH_API_TIMEOUT_MS       a request unanswered this long after its scheduled time is an error (10000)
   BENCH_API_SEARCH_WARM_UP_SECONDS  uncounted seconds before the search route's (15): each API process computes each search once
+  BENCH_API_API_WARM_UP_SECONDS  seconds of uncounted mixed requests at half the rate before the routes (10)
+  BENCH_API_ROUTES           comma-separated routes to run (all: first,filtered,deep,search,posting,run)
   BENCH_API_PROCESSES        API_PROCESSES of the API under load (2: one per core of this host)
 goals: p99 < ${TARGET_P99_MS} ms (search < ${TARGET_SEARCH_P99_MS} ms), >= ${TARGET_RATE_SHARE * 100} % of the offered rate, no errors
 `;
 
 const progress = progressFor('api');
+
+const ROUTES = ['first', 'filtered', 'deep', 'search', 'posting', 'run'];
+
+function routesFrom(value: string | undefined): readonly string[] {
+  if (!value?.trim()) return ROUTES;
+  const routes = value.split(',').map((route) => route.trim());
+  const unknown = routes.filter((route) => !ROUTES.includes(route));
+  if (unknown.length > 0)
+    throw new BenchUsageError(`BENCH_API_ROUTES: unknown route ${unknown.join(', ')}\n${USAGE}`);
+  return routes;
+}
 
 interface Settings {
   postings: number;
@@ -77,6 +90,8 @@ interface Settings {
   timeoutMs: number;
   apiProcesses: number;
   searchWarmUpSeconds: number;
+  routes: readonly string[];
+  apiWarmUpSeconds: number;
 }
 
 function readSettings(args: string[]): Settings | 'help' {
@@ -97,6 +112,8 @@ function readSettings(args: string[]): Settings | 'help' {
     connections: integerFrom('BENCH_API_CONNECTIONS', 100, { min: 1, max: 1000 }, USAGE),
     timeoutMs: integerFrom('BENCH_API_TIMEOUT_MS', 10_000, { min: 100 }, USAGE),
     apiProcesses: integerFrom('BENCH_API_PROCESSES', 2, { min: 1, max: 64 }, USAGE),
+    routes: routesFrom(process.env.BENCH_API_ROUTES),
+    apiWarmUpSeconds: integerFrom('BENCH_API_API_WARM_UP_SECONDS', 10, { min: 0, max: 120 }, USAGE),
     searchWarmUpSeconds: integerFrom(
       'BENCH_API_SEARCH_WARM_UP_SECONDS',
       15,
@@ -381,13 +398,37 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     const paths = await routePaths(handle, settings.postings);
     const { api, origin } = await startApi(name, settings, teardown);
     const load = startGenerator(teardown);
-    const searchCold = await coldSearches(origin, key, paths.search!);
-    progress(
-      `search, first computation of each of ${paths.search!.length}: p50 ${searchCold.p50} ms, p99 ${searchCold.p99} ms, max ${searchCold.max} ms`,
-    );
+    const searchCold = settings.routes.includes('search')
+      ? await coldSearches(origin, key, paths.search!)
+      : undefined;
+    if (searchCold)
+      progress(
+        `search, first computation of each of ${paths.search!.length}: p50 ${searchCold.p50} ms, p99 ${searchCold.p99} ms, max ${searchCold.max} ms`,
+      );
+
+    // A new process answers slowly while V8 compiles its hot paths and its pools open their
+    // connections: the API under load is one that has been serving for a while. Its warm-up sends
+    // the list, posting and run routes' paths in turn, uncounted.
+    if (settings.apiWarmUpSeconds > 0) {
+      const mixed = ['first', 'filtered', 'deep', 'posting', 'run'].flatMap((route) =>
+        paths[route]!.slice(0, 200),
+      );
+      progress(`warming the API: ${mixed.length} paths for ${settings.apiWarmUpSeconds} s`);
+      await load({
+        route: 'warm-up',
+        origin,
+        authorization: `Bearer ${key}`,
+        paths: mixed.sort(() => Math.random() - 0.5),
+        rate: Math.round(settings.rate / 2),
+        seconds: settings.apiWarmUpSeconds,
+        warmUpSeconds: 0,
+        connections: settings.connections,
+        timeoutMs: settings.timeoutMs,
+      });
+    }
 
     const results: Partial<Record<(typeof RUN_ORDER)[number], LoadResult>> = {};
-    for (const route of RUN_ORDER) {
+    for (const route of RUN_ORDER.filter((name) => settings.routes.includes(name))) {
       progress(
         `${route}: ${settings.rate} requests/s for ${route === 'search' ? Math.max(settings.warmUpSeconds, settings.searchWarmUpSeconds) : settings.warmUpSeconds} + ${settings.seconds} s over ${paths[route]!.length} paths`,
       );
@@ -413,7 +454,8 @@ export const run: BenchModule['run'] = benchRun<Settings>(
         .join(', ');
       progress(
         `${route}: p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms, ` +
-          `${result.rps} ok/s, generator lag p99 ${result.sendLagP99} ms${errors ? `, errors: ${errors}` : ''}`,
+          `${result.rps} ok/s, generator lag p99 ${result.sendLagP99} ms, ` +
+          `slowest second ${result.worstSecond.at} of ${settings.seconds} (${result.worstSecond.maxMs} ms)${errors ? `, errors: ${errors}` : ''}`,
       );
       assertWorkersAlive([api], ` after ${route}`);
     }
@@ -421,7 +463,8 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     const failures: string[] = [];
     const routes: Record<string, { p50: number; p99: number; rps: number; errors: number }> = {};
     for (const route of RESULT_ORDER) {
-      const result = results[route]!;
+      const result = results[route];
+      if (!result) continue;
       const errors = Object.values(result.errors).reduce((sum, count) => sum + count, 0);
       routes[route] = { p50: result.p50, p99: result.p99, rps: result.rps, errors };
       const target = route === 'search' ? TARGET_SEARCH_P99_MS : TARGET_P99_MS;
@@ -436,7 +479,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     return report(progress, failures, {
       postings: settings.postings,
       routes,
-      searchCold,
+      ...(searchCold ? { searchCold } : {}),
       bytesPerPosting,
       ...(seedSeconds === null ? {} : { seedSeconds }),
     });

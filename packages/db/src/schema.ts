@@ -201,7 +201,8 @@ export const postings = pgTable(
     // `updated_since` is a range of the same order.
     index('postings_updated_idx').on(t.updatedAt, t.id),
     index('postings_site_updated_idx').on(t.siteId, t.updatedAt, t.id),
-    index('postings_site_status_idx').on(t.siteId, t.status, t.updatedAt, t.id),
+    // Site and status, with or without remote: equality on all three reads exactly one page.
+    index('postings_site_status_idx').on(t.siteId, t.status, t.isRemote, t.updatedAt, t.id),
     index('postings_status_updated_idx').on(t.status, t.updatedAt, t.id),
     index('postings_remote_updated_idx')
       .on(t.updatedAt, t.id)
