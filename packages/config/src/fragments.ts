@@ -77,6 +77,12 @@ export const apiFragment = {
   /** Log every request at info (otherwise at debug, out of the way). */
   API_LOG_REQUESTS: booleanFromEnv(false),
   /**
+   * API processes sharing the API's port (node:cluster), one per core the API may use: a Node
+   * process answers on one core. With more than one, a primary starts them and restarts one that
+   * dies.
+   */
+  API_PROCESSES: integerFromEnv(1, { min: 1, max: 64 }),
+  /**
    * How long an API process answers a repeated posting search from memory: a search reads and
    * ranks hundreds of postings' vectors (tens to a few hundred milliseconds at two million
    * postings), and the same words come back often. For as long again a stale answer is served

@@ -1,4 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
+import { apiFragment } from '@gleaner/config';
 import { createLogger } from '@gleaner/logger';
 
 /**
@@ -17,12 +18,12 @@ const MAX_EARLY_EXITS = 5;
 const RESTART_DELAY_MS = 1_000;
 
 export function apiProcessesFrom(env: NodeJS.ProcessEnv): number {
-  const raw = env.API_PROCESSES?.trim();
-  if (!raw) return 1;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1 || value > 64)
-    throw new Error(`API_PROCESSES must be an integer from 1 to 64, got ${JSON.stringify(raw)}`);
-  return value;
+  const parsed = apiFragment.API_PROCESSES.safeParse(env.API_PROCESSES);
+  if (!parsed.success)
+    throw new Error(
+      `API_PROCESSES: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`,
+    );
+  return parsed.data;
 }
 
 export function isApiPrimary(processes: number): boolean {
