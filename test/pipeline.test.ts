@@ -58,7 +58,10 @@ async function scrapeToEnd(siteName: string): Promise<RunView> {
   const runId = started.body.data.run_id as string;
   return waitFor(
     async () => {
-      const { body } = await call('GET', `/jobs/scrape/${runId}?limit=1000&include=description,requirements`);
+      const { body } = await call(
+        'GET',
+        `/jobs/scrape/${runId}?limit=1000&include=description,requirements`,
+      );
       const run = body.data as RunView;
       return run.status === 'queued' || run.status === 'running' ? undefined : run;
     },
