@@ -73,7 +73,13 @@ describe('npm start', () => {
       const run = await waitFor(
         async () => {
           const body = (await (await fetch(statusUrl, { headers: adminHeaders })).json()) as {
-            data: { status: string; ready_count: number; postings: unknown[] };
+            data: {
+              status: string;
+              ready_count: number;
+              posting_counts: { ready: number };
+              postings: unknown[];
+              next_cursor: string | null;
+            };
           };
           return body.data.status === 'succeeded' ? body.data : undefined;
         },
@@ -84,7 +90,10 @@ describe('npm start', () => {
         },
       );
       expect(run.ready_count).toBe(50);
-      expect(run.postings).toHaveLength(50);
+      expect(run.posting_counts.ready).toBe(50);
+      // The status URL sends the first page of the run's postings; next_cursor pages on.
+      expect(run.postings).toHaveLength(20);
+      expect(run.next_cursor).not.toBeNull();
     } finally {
       child.kill('SIGTERM');
     }
@@ -107,6 +116,7 @@ describe('npm start', () => {
     ]);
     expect(steps.scheduler).toEqual([
       'forced passes',
+      'body sweeper',
       'scheduler loop',
       'queues',
       'redis',
