@@ -1,10 +1,12 @@
--- Postings get a stored search vector (title above company above location above description)
--- kept by a trigger, a GIN index over it, and an index behind every filter the API offers;
+-- Postings get a stored search vector (title above company above location above description),
+-- brought up to date by the scheduler's search indexer for the postings a trigger marks, a GIN
+-- index over it, and an index behind every filter the API offers;
 -- page bodies get `stored_at` and the hash indexes the body sweeper asks whether a body is still
 -- referenced through.
 DROP INDEX "postings_run_status_idx";--> statement-breakpoint
 DROP INDEX "postings_site_status_idx";--> statement-breakpoint
 ALTER TABLE "page_bodies" ADD COLUMN "stored_at" timestamp with time zone DEFAULT now() NOT NULL;--> statement-breakpoint
+ALTER TABLE "postings" ADD COLUMN "search_pending" boolean DEFAULT false NOT NULL;--> statement-breakpoint
 ALTER TABLE "postings" ADD COLUMN "search" "tsvector";--> statement-breakpoint
 -- A search reads the vector of every posting it considers (the match, then the rank). Out of line
 -- (TOAST), each read is an index lookup and a chunk fetch, about 13 µs; kept in the row,
@@ -23,22 +25,27 @@ RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
       || setweight(to_tsvector('english'::regconfig, coalesce(location, '')), 'C')
       || setweight(to_tsvector('english'::regconfig, left(coalesce(description_text, ''), 100000)), 'D')
 $$;--> statement-breakpoint
-CREATE FUNCTION postings_search_refresh() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Parsing a description costs Postgres about 0.1 ms per KB: on the crawl's path it would cost
+-- every posting that. The triggers only mark the posting; the search indexer (the scheduler's)
+-- computes the vectors of marked postings in batches, off the pipeline's path, within seconds.
+CREATE FUNCTION postings_search_mark() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  NEW.search := postings_search_vector(NEW.title, NEW.company, NEW.location, NEW.description_text);
+  NEW.search_pending := true;
   RETURN NEW;
 END
 $$;--> statement-breakpoint
--- Not a generated column: Postgres recomputes those on every update of the row, and the
--- pipeline updates a posting's status, run and timestamps several times per run. The update
--- trigger fires only when a searched column really changes.
 CREATE TRIGGER "postings_search_insert" BEFORE INSERT ON "postings"
-  FOR EACH ROW EXECUTE FUNCTION postings_search_refresh();--> statement-breakpoint
+  FOR EACH ROW
+  WHEN (NEW.title IS NOT NULL OR NEW.company IS NOT NULL OR NEW.location IS NOT NULL
+        OR NEW.description_text IS NOT NULL)
+  EXECUTE FUNCTION postings_search_mark();--> statement-breakpoint
+-- Only when a searched column really changes: the pipeline updates a posting's status, run and
+-- timestamps several times a run.
 CREATE TRIGGER "postings_search_update" BEFORE UPDATE OF "title", "company", "location", "description_text" ON "postings"
   FOR EACH ROW
   WHEN (OLD.title IS DISTINCT FROM NEW.title OR OLD.company IS DISTINCT FROM NEW.company
         OR OLD.location IS DISTINCT FROM NEW.location OR OLD.description_text IS DISTINCT FROM NEW.description_text)
-  EXECUTE FUNCTION postings_search_refresh();--> statement-breakpoint
+  EXECUTE FUNCTION postings_search_mark();--> statement-breakpoint
 UPDATE "postings" SET "search" = postings_search_vector("title", "company", "location", "description_text");--> statement-breakpoint
 CREATE INDEX "posting_versions_body_sha256_idx" ON "posting_versions" USING hash ("body_sha256");--> statement-breakpoint
 CREATE INDEX "postings_updated_idx" ON "postings" USING btree ("updated_at","id");--> statement-breakpoint
@@ -48,6 +55,7 @@ CREATE INDEX "postings_remote_updated_idx" ON "postings" USING btree ("updated_a
 CREATE INDEX "postings_run_idx" ON "postings" USING btree ("run_id","id");--> statement-breakpoint
 CREATE INDEX "postings_body_sha256_idx" ON "postings" USING hash ("body_sha256");--> statement-breakpoint
 CREATE INDEX "site_schedules_tenant_idx" ON "site_schedules" USING btree ("tenant_id");--> statement-breakpoint
+CREATE INDEX "postings_search_pending_idx" ON "postings" USING btree ("id") WHERE "postings"."search_pending";--> statement-breakpoint
 CREATE INDEX "postings_search_idx" ON "postings" USING gin ("search");--> statement-breakpoint
 CREATE INDEX "postings_run_status_idx" ON "postings" USING btree ("run_id","status","id");--> statement-breakpoint
 CREATE INDEX "postings_site_status_idx" ON "postings" USING btree ("site_id","status","is_remote","updated_at","id");

@@ -116,6 +116,7 @@ describe('npm start', () => {
     ]);
     expect(steps.scheduler).toEqual([
       'forced passes',
+      'search indexer',
       'body sweeper',
       'scheduler loop',
       'queues',

@@ -217,6 +217,14 @@ export const schedulerFragment = {
   BODY_SWEEP_BATCH_SIZE: integerFromEnv(500, { min: 1, max: 10_000 }),
   /** Pause between two batches, so that a pass never competes with the pipeline for Postgres. */
   BODY_SWEEP_PAUSE_MS: integerFromEnv(200, { min: 0, max: 60_000 }),
+  /**
+   * The search indexer (decision 0015): how often it looks for postings whose search vector is
+   * behind their text, and how many it computes per statement. It works through all of them,
+   * pausing SEARCH_INDEX_PAUSE_MS between statements, then waits for the next look.
+   */
+  SEARCH_INDEX_INTERVAL_MS: integerFromEnv(2_000, { min: 100, max: 3_600_000 }),
+  SEARCH_INDEX_BATCH_SIZE: integerFromEnv(200, { min: 1, max: 10_000 }),
+  SEARCH_INDEX_PAUSE_MS: integerFromEnv(20, { min: 0, max: 60_000 }),
 };
 
 /**

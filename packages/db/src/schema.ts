@@ -188,11 +188,12 @@ export const postings = pgTable(
     extractedAt: timestamp('extracted_at', { withTimezone: true }),
     /**
      * Title above company above location above description, English stemming: what
-     * `GET /postings?q=` matches and ranks. Kept by a trigger (migration 0010) that recomputes it
-     * only when one of those columns changes, so the pipeline's status updates never re-parse a
-     * description.
+     * `GET /postings?q=` matches and ranks. Computed by the search indexer (the scheduler's), off
+     * the pipeline's path: a trigger (migration 0010) marks a posting `search_pending` when one
+     * of those columns changes, and the indexer brings its vector up to date within seconds.
      */
     search: tsvector('search'),
+    searchPending: boolean('search_pending').notNull().default(false),
     ...timestamps,
   },
   (t) => [
@@ -213,6 +214,10 @@ export const postings = pgTable(
     // The body sweeper asks, per stored body, whether any posting still points at it.
     index('postings_body_sha256_idx').using('hash', t.bodySha256),
     index('postings_search_idx').using('gin', t.search),
+    // The search indexer's queue: the postings whose vector is behind their text.
+    index('postings_search_pending_idx')
+      .on(t.id)
+      .where(sql`${t.searchPending}`),
     check(
       'postings_status_valid',
       sql`${t.status} IN ('pending','ready','skipped','error','expired')`,

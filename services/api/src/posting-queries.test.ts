@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
+import { indexPendingSearch } from '@gleaner/db';
 import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
 
 /**
@@ -85,6 +86,8 @@ async function seed(query: (...args: unknown[]) => Promise<pg.QueryResult>) {
      JOIN sites s ON s.n = g % ${SITES}
      CROSS JOIN words w`,
   );
+  // What the scheduler's search indexer does within seconds of the inserts.
+  while ((await indexPendingSearch(stack.handle.db, 20_000)) > 0);
   await query('ANALYZE');
 }
 

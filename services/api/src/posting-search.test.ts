@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRun, upsertListedPostings } from '@gleaner/db';
+import { createRun, indexPendingSearch, upsertListedPostings } from '@gleaner/db';
 import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
 
 let stack: ApiTestStack;
@@ -58,6 +58,11 @@ async function addPostings(siteId: string, run: string, postings: Record<string,
   }
 }
 
+/** What the scheduler's search indexer does within seconds of a change. */
+async function indexSearch() {
+  while ((await indexPendingSearch(stack.handle.db, 100)) > 0);
+}
+
 beforeAll(async () => {
   stack = await createApiTestStack('posting-search');
   sites.a = await addSite('search-a', 'tenant-a');
@@ -101,6 +106,7 @@ beforeAll(async () => {
       description: 'Run Kubernetes clusters for Globex.',
     },
   });
+  await indexSearch();
 });
 
 afterAll(async () => {
@@ -204,6 +210,7 @@ describe('GET /postings?q=', () => {
       await stack.handle.pool.query(
         "UPDATE postings SET title = 'Reliability Lead' WHERE external_id = 'words-apart'",
       );
+      await indexSearch();
       // The cached app still answers what it found; an app without the cache sees the change.
       expect((await cached.inject({ method: 'GET', url, headers })).body).toBe(before.body);
       expect((await search(`q=analyst&site_id=${sites.a}`)).data).toEqual([]);
@@ -215,8 +222,31 @@ describe('GET /postings?q=', () => {
       await stack.handle.pool.query(
         "UPDATE postings SET title = 'Reliability Analyst' WHERE external_id = 'words-apart'",
       );
+      await indexSearch();
       await cached.close();
     }
+  });
+
+  it('finds a changed posting by its new words once the search indexer has passed', async () => {
+    const pending = async () =>
+      (
+        await stack.handle.pool.query<{ search_pending: boolean }>(
+          "SELECT search_pending FROM postings WHERE external_id = 'java'",
+        )
+      ).rows[0]!.search_pending;
+    // The pipeline's updates that leave the text alone do not mark it.
+    await stack.handle.pool.query(
+      "UPDATE postings SET status = 'ready', title = title, updated_at = now() WHERE external_id = 'java'",
+    );
+    expect(await pending()).toBe(false);
+    await stack.handle.pool.query(
+      "UPDATE postings SET description_text = description_text || ' Some Scala too.' WHERE external_id = 'java'",
+    );
+    expect(await pending()).toBe(true);
+    expect(externalIds(await search('q=scala'))).toEqual([]);
+    expect(await indexPendingSearch(stack.handle.db, 100)).toBe(1);
+    expect(await pending()).toBe(false);
+    expect(externalIds(await search('q=scala'))).toEqual(['java']);
   });
 
   it('finds nothing for stop words alone, without an error', async () => {

@@ -6,6 +6,7 @@ import { waitForRedis, writeSchedulerReplica } from '@gleaner/queue';
 import { startForcedPasses } from './forced-passes.js';
 import { createBackfillResumer } from './backfill.js';
 import { createBodySweeper } from './body-sweeper.js';
+import { createSearchIndexer } from './search-indexer.js';
 import { createSiteLocks } from './locks.js';
 import { createSchedulerLoop } from './loop.js';
 import { createSchedulePass } from './pass.js';
@@ -15,9 +16,9 @@ const started = await startService({
   name: 'scheduler',
   env: process.env,
   settings: { ...schedulerFragment, ...documentFragment, ...extractionFragment },
-  // One pass at a time needs one connection, the body sweeper a second; the third serves the
-  // health check.
-  poolMax: () => 3,
+  // One pass at a time needs one connection, the body sweeper a second, the search indexer a
+  // third; the fourth serves the health check.
+  poolMax: () => 4,
   healthPort: (config) => config.SCHEDULER_HEALTH_PORT,
   async start({ config, logger, database, redis, queues, workerConnection, onShutdown }) {
     // Unlike the API, the scheduler has nothing to do without both: wait for them, or fail.
@@ -86,6 +87,15 @@ const started = await startService({
     });
     sweeper.start();
     onShutdown('body sweeper', () => sweeper.stop());
+    const indexer = createSearchIndexer({
+      db,
+      logger,
+      intervalMs: config.SEARCH_INDEX_INTERVAL_MS,
+      batchSize: config.SEARCH_INDEX_BATCH_SIZE,
+      pauseMs: config.SEARCH_INDEX_PAUSE_MS,
+    });
+    indexer.start();
+    onShutdown('search indexer', () => indexer.stop());
     const forced = startForcedPasses({
       connection: workerConnection(),
       prefix: config.QUEUE_PREFIX,

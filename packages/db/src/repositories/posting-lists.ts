@@ -233,3 +233,26 @@ export async function searchPostings(
         : null,
   };
 }
+
+/**
+ * Brings up to `limit` postings' search vectors up to date: those the triggers marked
+ * `search_pending` because their title, company, location or description changed. Replicas may
+ * index at once (`SKIP LOCKED`); a posting changed again while its vector was computed is marked
+ * again by its own update, and computed from its newest text when the row is re-read under lock.
+ * Returns how many were indexed.
+ */
+export async function indexPendingSearch(db: Database, limit: number): Promise<number> {
+  const { rowCount } = await db.$client.query({
+    name: 'gleaner-index-pending-search',
+    text: `
+      WITH batch AS (
+        SELECT id FROM postings WHERE search_pending ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+      )
+      UPDATE postings p
+      SET search = postings_search_vector(p.title, p.company, p.location, p.description_text),
+          search_pending = false
+      FROM batch WHERE p.id = batch.id AND p.search_pending`,
+    values: [limit],
+  });
+  return rowCount ?? 0;
+}
