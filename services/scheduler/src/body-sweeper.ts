@@ -1,4 +1,3 @@
-import { setTimeout as sleepFor } from 'node:timers/promises';
 import {
   deleteUnreferencedBodies,
   recordBodySweep,
@@ -9,6 +8,7 @@ import {
   type HistoryBatch,
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
+import { createIntervalLoop, sleepUnlessAborted, type Sleep } from './interval-loop.js';
 import type { SiteLocks } from './locks.js';
 
 export interface BodySweeperOptions {
@@ -32,7 +32,7 @@ export interface BodySweeperOptions {
   /** Versions kept per posting (`POSTING_HISTORY_VERSIONS`). */
   historyVersions: number;
   /** Waits between batches and passes; rejects when `signal` aborts. Tests count the pauses. */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  sleep?: Sleep;
 }
 
 export interface BodySweeper {
@@ -62,11 +62,21 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
  */
 export function createBodySweeper(options: BodySweeperOptions): BodySweeper {
   const { db, logger, replica, locks, intervalMs, batchSize, pauseMs } = options;
-  const sleep =
-    options.sleep ?? ((ms: number, signal: AbortSignal) => sleepFor(ms, undefined, { signal }));
-  const controller = new AbortController();
-  const { signal } = controller;
-  let looping: Promise<void> | undefined;
+  const sleep = options.sleep ?? sleepUnlessAborted;
+  const background = createIntervalLoop(
+    async () => {
+      try {
+        const held = await locks.acquire([LEASE]);
+        if (held.has(LEASE)) await pass();
+        else logger.debug('body sweep left to the replica holding its lease');
+      } catch (error) {
+        logger.warn({ err: error }, 'body sweep skipped: its lease could not be taken');
+      }
+    },
+    intervalMs,
+    sleep,
+  );
+  const { signal } = background;
 
   async function pass(overrides: { graceMs?: number } = {}): Promise<BodySweepReport> {
     const graceMs = overrides.graceMs ?? options.graceMs;
@@ -135,31 +145,5 @@ export function createBodySweeper(options: BodySweeperOptions): BodySweeper {
     return report;
   }
 
-  async function loop(): Promise<void> {
-    while (!signal.aborted) {
-      try {
-        const held = await locks.acquire([LEASE]);
-        if (held.has(LEASE)) await pass();
-        else logger.debug('body sweep left to the replica holding its lease');
-      } catch (error) {
-        logger.warn({ err: error }, 'body sweep skipped: its lease could not be taken');
-      }
-      try {
-        await sleep(intervalMs, signal);
-      } catch {
-        return; // aborted: stop() was called
-      }
-    }
-  }
-
-  return {
-    start() {
-      looping ??= loop();
-    },
-    async stop() {
-      controller.abort();
-      await looping;
-    },
-    pass,
-  };
+  return { start: background.start, stop: background.stop, pass };
 }

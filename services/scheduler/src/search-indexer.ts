@@ -1,6 +1,6 @@
-import { setTimeout as sleepFor } from 'node:timers/promises';
 import { indexPendingSearch, type Database } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
+import { createIntervalLoop, sleepUnlessAborted, type Sleep } from './interval-loop.js';
 
 export interface SearchIndexerOptions {
   db: Database;
@@ -12,7 +12,7 @@ export interface SearchIndexerOptions {
   /** Pause between two statements (`SEARCH_INDEX_PAUSE_MS`). */
   pauseMs: number;
   /** Waits between batches and looks; rejects when `signal` aborts. */
-  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  sleep?: Sleep;
 }
 
 export interface SearchIndexer {
@@ -32,46 +32,31 @@ export interface SearchIndexer {
  */
 export function createSearchIndexer(options: SearchIndexerOptions): SearchIndexer {
   const { db, logger, intervalMs, batchSize, pauseMs } = options;
-  const sleep = options.sleep ?? ((ms, signal) => sleepFor(ms, undefined, { signal }));
-  const controller = new AbortController();
-  let looping: Promise<void> | undefined;
-
-  async function drain(): Promise<number> {
-    let total = 0;
-    while (!controller.signal.aborted) {
-      const indexed = await indexPendingSearch(db, batchSize);
-      total += indexed;
-      if (indexed < batchSize) break;
-      await sleep(pauseMs, controller.signal);
-    }
-    return total;
-  }
-
-  async function loop(): Promise<void> {
-    while (!controller.signal.aborted) {
+  const sleep = options.sleep ?? sleepUnlessAborted;
+  const background = createIntervalLoop(
+    async () => {
       try {
         const indexed = await drain();
         if (indexed > 0) logger.debug({ indexed }, 'search index: postings brought up to date');
       } catch (error) {
-        if (controller.signal.aborted) return;
-        logger.warn({ err: error }, 'search index: a batch failed; retried at the next look');
+        if (!background.signal.aborted)
+          logger.warn({ err: error }, 'search index: a batch failed; retried at the next look');
       }
-      try {
-        await sleep(intervalMs, controller.signal);
-      } catch {
-        return; // aborted: stop() was called
-      }
+    },
+    intervalMs,
+    sleep,
+  );
+
+  async function drain(): Promise<number> {
+    let total = 0;
+    while (!background.signal.aborted) {
+      const indexed = await indexPendingSearch(db, batchSize);
+      total += indexed;
+      if (indexed < batchSize) break;
+      await sleep(pauseMs, background.signal);
     }
+    return total;
   }
 
-  return {
-    start() {
-      looping ??= loop();
-    },
-    async stop() {
-      controller.abort();
-      await looping;
-    },
-    drain,
-  };
+  return { start: background.start, stop: background.stop, drain };
 }
