@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import {
   createRun,
+  indexPendingSearch,
   failRun,
   settlePostings,
   startRun,
@@ -248,6 +249,8 @@ describe('GET /postings', () => {
         },
       ]);
     }
+    // What the scheduler's search indexer does within seconds.
+    await indexPendingSearch(handle.db, 100);
   });
 
   it('pages with a cursor, newest first, without gaps or repeats', async () => {
