@@ -151,10 +151,17 @@ describe('cancelling a run', () => {
       (counts.ready ?? 0) + (counts.error ?? 0),
     );
 
-    // Jobs aborted in flight completed as cancelled: none failed, none was dead-lettered.
-    const completed = await system.queues.crawl.getCompleted(0, POSTINGS);
-    const aborted = completed.filter(
-      (job) => (job.returnvalue as { cancelled?: boolean } | null)?.cancelled === true,
+    // Jobs aborted in flight completed as cancelled (each as its handler returns, which on a busy
+    // machine can come after the last page request): none failed, none was dead-lettered.
+    const aborted = await waitFor(
+      async () => {
+        const completed = await system.queues.crawl.getCompleted(0, POSTINGS);
+        const cancelledJobs = completed.filter(
+          (job) => (job.returnvalue as { cancelled?: boolean } | null)?.cancelled === true,
+        );
+        return cancelledJobs.length > 0 ? cancelledJobs : undefined;
+      },
+      { timeoutMs: 10_000, what: 'the crawl jobs aborted in flight to complete as cancelled' },
     );
     expect(aborted.length).toBeGreaterThan(0);
     expect(await system.queues.crawl.getFailedCount()).toBe(0);
