@@ -111,9 +111,7 @@ describe('a job failed by the stall check', () => {
         const current = await getRun(handle.db, run.id);
         return current?.status === 'running' ? undefined : current;
       },
-      // 60 s: with 20 s it timed out in one of four CI runs on a loaded machine (cause not found;
-      // it ends within a few seconds when run alone).
-      { timeoutMs: 60_000, what: 'the run to end' },
+      { timeoutMs: 20_000, what: 'the run to end' },
     );
     expect(ended).toMatchObject({ status: 'failed', errorsCount: 1 });
     const { rows } = await handle.pool.query<{ status: string; error: string }>(
