@@ -20,7 +20,13 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createApiKey, createDb, runMigrations, type DbHandle } from '@gleaner/db';
+import {
+  createApiKey,
+  createDb,
+  readStorageReport,
+  runMigrations,
+  type DbHandle,
+} from '@gleaner/db';
 import {
   createTestRedisNamespace,
   freePort,
@@ -337,17 +343,20 @@ function startGenerator(teardown: Teardown) {
 }
 
 /** Heap, TOAST and indexes of the tables a posting's data lives in, and the whole database. */
+/** The database's size, and what postings, their versions and their bodies take (`GET /admin/storage`'s report). */
 async function sizes(handle: DbHandle) {
-  const { rows } = await handle.pool.query<{ tables: string; database: string }>(
-    `SELECT (SELECT sum(pg_total_relation_size(t))
-             FROM unnest(ARRAY['postings', 'posting_versions', 'page_bodies']::regclass[]) AS t
-            )::text AS tables,
-            pg_database_size(current_database())::text AS database`,
-  );
-  return { tables: Number(rows[0]!.tables), database: Number(rows[0]!.database) };
+  const [report, { rows }] = await Promise.all([
+    readStorageReport(handle.db),
+    handle.pool.query<{ database: string }>(
+      'SELECT pg_database_size(current_database())::text AS database',
+    ),
+  ]);
+  const tables = report.tables
+    .filter((row) => ['postings', 'posting_versions', 'page_bodies'].includes(row.table))
+    .reduce((sum, row) => sum + row.totalBytes, 0);
+  return { tables, database: Number(rows[0]!.database) };
 }
 
-/** The order routes run in: search last, so that a backlog of slow searches slows no other route. */
 /**
  * Each search of the rotation once, one after another, before any is cached: what a search costs
  * the first time (the route's load then measures answers as a busy API gives them, mostly from
@@ -370,6 +379,7 @@ async function coldSearches(origin: string, key: string, paths: readonly string[
   return { p50: at(0.5), p99: at(0.99), max: at(1) };
 }
 
+/** The order routes run in: search last, so that a backlog of slow searches slows no other route. */
 const RUN_ORDER = ['first', 'filtered', 'deep', 'posting', 'run', 'search'] as const;
 /** The order of the result's keys. */
 const RESULT_ORDER = ['first', 'filtered', 'deep', 'search', 'posting', 'run'] as const;

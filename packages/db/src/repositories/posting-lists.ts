@@ -1,7 +1,6 @@
-import { ClassifiedError } from '@gleaner/errors';
 import { and, desc, asc, eq, gt, gte, inArray, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../client.js';
-import { afterCursor, microsOf, pageOf } from './cursor.js';
+import { afterCursor, CursorInvalidError, microsOf, pageOf } from './cursor.js';
 import { postings, siteSchedules, type PostingRow, type PostingStatus } from '../schema.js';
 
 /**
@@ -70,18 +69,12 @@ export async function listPostings(
   return { postings: page.map((row) => row.posting as PostingSlice), nextCursor };
 }
 
-export class RunCursorInvalidError extends ClassifiedError {
-  constructor() {
-    super('cursor is not one this API issued', 'DB_CURSOR_INVALID', 'permanent');
-  }
-}
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** A run's postings in id order: the cursor is the last id of the page, opaque (base64url). */
 function decodeIdCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!UUID.test(id)) throw new RunCursorInvalidError();
+  if (!UUID.test(id)) throw new CursorInvalidError();
   return id;
 }
 
@@ -155,17 +148,11 @@ export const SEARCH_CANDIDATES = 500;
 /** Snippets are cut from this much of the description: `ts_headline` re-parses what it is given. */
 const SNIPPET_CHARS = 8_000;
 
-export class SearchCursorInvalidError extends ClassifiedError {
-  constructor() {
-    super('cursor is not one this search issued', 'DB_CURSOR_INVALID', 'permanent');
-  }
-}
-
 /** A search page's cursor: the offset of the next page among the ranked candidates. */
 function decodeSearchCursor(cursor: string): number {
   const match = /^s(\d{1,5})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
   const offset = match ? Number(match[1]) : Number.NaN;
-  if (!(offset > 0 && offset < SEARCH_CANDIDATES)) throw new SearchCursorInvalidError();
+  if (!(offset > 0 && offset < SEARCH_CANDIDATES)) throw new CursorInvalidError();
   return offset;
 }
 
