@@ -22,8 +22,8 @@ import { testWorkerDeps } from './support/in-process-system.js';
 import { seedRunWithPostings } from './support/seed.js';
 
 /**
- * A crawl job whose worker dies more often than `maxStalledCount` allows is failed by BullMQ's
- * stall check, without its processor running again: its posting must still settle `error`, its
+ * A crawl job whose worker dies more often than `maxStalledCount` allows is failed without its
+ * processor running again (BullMQ's stall check defers the failure to the next worker to take it): its posting must still settle `error`, its
  * run must still end, and the job must be parked in the dead letters.
  */
 let database: TestDatabase;
@@ -127,7 +127,12 @@ describe('a job failed by the stall check', () => {
       },
       { what: 'the job in the dead letters' },
     );
-    expect(parked.data).toMatchObject({ queue: 'crawl', payload: { postingId: posting.id } });
+    expect(parked.data).toMatchObject({
+      queue: 'crawl',
+      payload: { postingId: posting.id },
+      errorClass: 'transient',
+    });
+    expect(await queues['dead-letter'].getJobCounts('waiting')).toEqual({ waiting: 1 });
     await fetcher.close();
   });
 });

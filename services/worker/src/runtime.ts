@@ -196,20 +196,19 @@ async function parkDeadLetter(
 }
 
 /**
- * A job orphaned more often than `maxStalledCount` is failed by BullMQ's stall check itself: its
- * processor never runs again, and BullMQ 6.7 emits only `stalled` for it, no `failed`. Here
- * its handler still gives up (settling its row, so its run can end) and it is parked in the
- * dead letters. A stalled job that was put back to wait will simply run again.
+ * A job orphaned more often than `maxStalledCount` allows is failed without its processor running
+ * again. BullMQ 6.7's stall check only marks it (a deferred failure) and puts it back to wait;
+ * the next worker to take it fails it at once, and that worker's `failed` event brings it here.
+ * Its handler still gives up (settling its row, so its run can end) and it is parked in the dead
+ * letters as a transient failure, so a requeue can run it again.
  */
 async function settleFailedStall(
   queue: WorkQueueName,
-  jobId: string,
+  job: Job,
   deps: WorkerDeps,
   { settlement, analyser, documentWorker, loggers }: ProcessorParts,
 ): Promise<void> {
-  const job = await Job.fromId(deps.queues[queue], jobId);
-  if (!job || (await job.getState()) !== 'failed') return;
-  const error = new Error(job.failedReason || 'job stalled more than allowable limit');
+  const error = new Error(job.deferredFailure || 'job stalled more than allowable limit');
   const parsed = jobs[queue].payload.safeParse(job.data);
   if (parsed.success) {
     const log = await loggers.forJob(queue, job, parsed.data);
@@ -301,17 +300,18 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
       ...(backoffStrategy ? { settings: { backoffStrategy } } : {}),
       ...options.stalls,
     });
-    worker.on('stalled', (jobId) => {
-      settleFailedStall(queue, jobId, deps, parts).catch((error: unknown) => {
-        deps.logger.error(
-          { err: error, queue, jobId },
-          'could not settle a job failed by stalling',
-        );
-      });
-    });
     worker.on('completed', () => deps.counters.jobCompleted(queue));
     worker.on('failed', (job, error) => {
       if (!job) return;
+      if (job.deferredFailure) {
+        settleFailedStall(queue, job, deps, parts).catch((settleError: unknown) => {
+          deps.logger.error(
+            { err: settleError, queue, jobId: job.id },
+            'could not settle a job failed by stalling',
+          );
+        });
+        return;
+      }
       deps.counters.jobFailed(queue, failureOf(error));
       parkDeadLetter(deps, job, error).catch((parkError: unknown) => {
         deps.logger.error(
