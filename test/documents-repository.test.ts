@@ -74,6 +74,51 @@ describe('documents', () => {
     expect(first!.document).toMatchObject({ status: 'pending', byteSize: bytes.byteLength });
   });
 
+  it('finds a single upload of stored bytes as the same document', async () => {
+    const content = Buffer.from('uploaded twice, one at a time');
+    const [first] = await insertDocuments(handle.db, [
+      { tenantId: 'tenant-a', kind: 'resume', content },
+    ]);
+    const [second] = await insertDocuments(handle.db, [
+      { tenantId: 'tenant-a', kind: 'other', content, filename: 'again.txt' },
+    ]);
+    expect(first).toMatchObject({ duplicate: false, document: { kind: 'resume', filename: null } });
+    expect(second).toMatchObject({ duplicate: true, document: { id: first!.document.id } });
+  });
+
+  it("writes the completed attempt's metrics row with the text, and again for a refused one", async () => {
+    const document = await newDocument();
+    const claimed = await claimDocument(handle.db, document.id, 0, 'worker-1');
+    const metric = { workerId: 'worker-1', attempt: claimed!.attempts, bytes: claimed!.byteSize };
+    const result = { ...extracted, pageCount: 2, extractionMs: 41 };
+    expect(await completeDocument(handle.db, document.id, 0, result, metric)).toBe(true);
+    expect(await completeDocument(handle.db, document.id, 0, result, metric)).toBe(false);
+    const { rows } = await handle.pool.query(
+      `SELECT worker_id, attempt, duration_ms, bytes, pages, outcome, error_type
+       FROM document_extraction_metrics WHERE document_id = $1`,
+      [document.id],
+    );
+    const row = {
+      worker_id: 'worker-1',
+      attempt: 1,
+      duration_ms: 41,
+      bytes: claimed!.byteSize,
+      pages: 2,
+      outcome: 'complete',
+      error_type: null,
+    };
+    // The refused completion ran its attempt too; without a metric, no row is written.
+    expect(rows).toEqual([row, row]);
+    const other = await newDocument();
+    await claimDocument(handle.db, other.id, 0, 'worker-1');
+    expect(await completeDocument(handle.db, other.id, 0, extracted)).toBe(true);
+    const none = await handle.pool.query(
+      'SELECT 1 FROM document_extraction_metrics WHERE document_id = $1',
+      [other.id],
+    );
+    expect(none.rowCount).toBe(0);
+  });
+
   it('goes pending → processing → complete once', async () => {
     const document = await newDocument();
     const claimed = await claimDocument(handle.db, document.id, 0, 'worker-1');

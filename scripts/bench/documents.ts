@@ -51,6 +51,7 @@ import {
   sampleTreeRss,
   startWorkerProcesses,
   wantsHelp,
+  workerProcessEnv,
   workerWarnings,
 } from './support.js';
 
@@ -229,6 +230,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       ...stack.workerEnv,
       API_HOST: '127.0.0.1',
       API_PORT: String(apiPort),
+      ...workerProcessEnv(),
     });
     teardown.add('stop api', () => api.stop());
     await waitFor(

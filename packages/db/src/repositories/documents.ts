@@ -4,6 +4,7 @@ import type { Database } from '../client.js';
 import { withoutNul } from '../pg-text.js';
 import { afterCursor, microsOf, pageOf } from './cursor.js';
 import { sha256Hex } from './bodies.js';
+import { preparedFor } from './prepared.js';
 import {
   DOCUMENT_SEARCH_CHARS,
   documentExtractionMetrics,
@@ -91,6 +92,27 @@ export interface DocumentWork {
   nextRetryAt?: Date | null;
 }
 
+/** One upload's insert, prepared once per pool: each `POST /documents` runs it. */
+const insertOneStatement = preparedFor((db) =>
+  db
+    .insert(documents)
+    .values({
+      tenantId: sql.placeholder('tenantId'),
+      kind: sql.placeholder('kind'),
+      externalId: sql.placeholder('externalId'),
+      filename: sql.placeholder('filename'),
+      mediaType: sql.placeholder('mediaType'),
+      byteSize: sql.placeholder('byteSize'),
+      contentSha256: sql.placeholder('contentSha256'),
+      content: sql.placeholder('content'),
+      priority: sql.placeholder('priority'),
+      correlationId: sql.placeholder('correlationId'),
+    })
+    .onConflictDoNothing({ target: [documents.tenantId, documents.contentSha256] })
+    .returning(summaryColumns)
+    .prepare('gleaner-insert-document'),
+);
+
 /**
  * Stores documents, each once per tenant and content: the same bytes for the same tenant are one
  * document, whatever its name. Returns one entry per input, in order, with `duplicate` set when
@@ -113,11 +135,15 @@ export async function insertDocuments(
     priority: input.priority ?? 0,
     correlationId: input.correlationId ?? null,
   }));
-  const inserted = await db
-    .insert(documents)
-    .values(values)
-    .onConflictDoNothing({ target: [documents.tenantId, documents.contentSha256] })
-    .returning(summaryColumns);
+  // One document (an upload) through the prepared statement, a batch built for its size.
+  const inserted =
+    values.length === 1
+      ? await insertOneStatement(db).execute(values[0])
+      : await db
+          .insert(documents)
+          .values(values)
+          .onConflictDoNothing({ target: [documents.tenantId, documents.contentSha256] })
+          .returning(summaryColumns);
   const key = (tenantId: string, sha256: string) => `${tenantId}\u0000${sha256}`;
   const fresh = new Map(inserted.map((row) => [key(row.tenantId, row.contentSha256), row]));
   const missing = values.filter((value) => !fresh.has(key(value.tenantId, value.contentSha256)));
@@ -273,6 +299,29 @@ export async function searchDocuments(
 /** A document claimed for extraction: its bytes, and what its attempt is. */
 export type ClaimedDocument = DocumentSummary & { content: Buffer };
 
+/** The claim, prepared once per pool: every document's job runs it, and building it cost more than running it. */
+const claimStatement = preparedFor((db) =>
+  db
+    .update(documents)
+    .set({
+      status: 'processing',
+      attempts: sql`${documents.attempts} + 1`,
+      workerId: sql`${sql.placeholder('workerId')}`,
+      startedAt: sql`now()`,
+      nextRetryAt: null,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(documents.id, sql.placeholder('id')),
+        eq(documents.generation, sql.placeholder('generation')),
+        inArray(documents.status, ['pending', 'retry_pending', 'processing']),
+      ),
+    )
+    .returning({ ...summaryColumns, content: documents.content })
+    .prepare('gleaner-claim-document'),
+);
+
 /**
  * pending | retry_pending → processing, for the job of this generation. A document already
  * `processing` for this generation is claimed again: its job is running again after its worker
@@ -285,24 +334,7 @@ export async function claimDocument(
   generation: number,
   workerId: string,
 ): Promise<ClaimedDocument | undefined> {
-  const [row] = await db
-    .update(documents)
-    .set({
-      status: 'processing',
-      attempts: sql`${documents.attempts} + 1`,
-      workerId,
-      startedAt: sql`now()`,
-      nextRetryAt: null,
-      updatedAt: sql`now()`,
-    })
-    .where(
-      and(
-        eq(documents.id, id),
-        eq(documents.generation, generation),
-        inArray(documents.status, ['pending', 'retry_pending', 'processing']),
-      ),
-    )
-    .returning({ ...summaryColumns, content: documents.content });
+  const [row] = await claimStatement(db).execute({ id, generation, workerId });
   return row;
 }
 
@@ -341,27 +373,55 @@ async function transition(
   return rows.length > 0;
 }
 
-/** processing → complete with the extracted text. False when the document was no longer this job's. */
+/** Who completed an attempt, for its metrics row (seed 001's per-job metrics). */
+export interface CompletionMetric {
+  workerId: string;
+  attempt: number;
+  bytes: number;
+}
+
+/**
+ * processing → complete with the extracted text, and, given `metric`, the attempt's metrics row
+ * (outcome `complete`, its duration and pages from `result`) in the same statement: a document
+ * seen complete has its row. The row is written even when the change is refused, since the
+ * attempt ran. False when the document was no longer this job's.
+ */
 export async function completeDocument(
   db: Database,
   id: string,
   generation: number,
   result: ExtractedText,
+  metric?: CompletionMetric,
 ): Promise<boolean> {
-  return transition(db, id, generation, ['processing'], {
-    status: 'complete',
-    format: result.format,
-    text: withoutNul(result.text),
-    title: result.title === null ? null : withoutNul(result.title),
-    pageCount: result.pageCount,
-    textChars: result.textChars,
-    truncated: result.truncated,
-    extractionMs: result.extractionMs,
-    errorType: null,
-    errorMessage: null,
-    completedAt: sql`now()`,
-    updatedAt: sql`now()`,
+  const { rows } = await db.$client.query<{ id: string }>({
+    name: 'gleaner-complete-document',
+    text: `
+      WITH metric AS (
+        INSERT INTO document_extraction_metrics
+          (document_id, worker_id, attempt, duration_ms, bytes, pages, outcome)
+        SELECT $1, $10, $11, $8, $12, $5, 'complete' WHERE $10::text IS NOT NULL
+      )
+      UPDATE documents SET status = 'complete', format = $3, text = $4, title = $9,
+        page_count = $5, text_chars = $6, truncated = $7, extraction_ms = $8,
+        error_type = NULL, error_message = NULL, completed_at = now(), updated_at = now()
+      WHERE id = $1 AND generation = $2 AND status = 'processing'
+      RETURNING id`,
+    values: [
+      id,
+      generation,
+      result.format,
+      withoutNul(result.text),
+      result.pageCount,
+      result.textChars,
+      result.truncated,
+      result.extractionMs,
+      result.title === null ? null : withoutNul(result.title),
+      metric?.workerId ?? null,
+      metric?.attempt ?? null,
+      metric?.bytes ?? null,
+    ],
   });
+  return rows.length > 0;
 }
 
 export interface DocumentFailure {

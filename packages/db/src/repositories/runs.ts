@@ -5,6 +5,7 @@ import type { Database } from '../client.js';
 import { ActiveRunExistsError, isUniqueViolation } from '../errors.js';
 import { withoutNul } from '../pg-text.js';
 import { afterCursor, microsOf, pageOf } from './cursor.js';
+import { preparedFor } from './prepared.js';
 import {
   activeRunStatuses,
   scrapeRuns,
@@ -491,10 +492,8 @@ function progressOf(run: RunRow, now: RunCounts | undefined): RunWithProgress {
  * count costs Postgres about a millisecond, ten times its execution, and a watched run is asked
  * for every half second by each watcher.
  */
-const runStatusStatements = new WeakMap<Database, ReturnType<typeof prepareRunStatus>>();
-
-function prepareRunStatus(db: Database) {
-  return db
+const runStatusStatement = preparedFor((db) =>
+  db
     .select({
       run: scrapeRuns,
       siteName: siteSchedules.siteName,
@@ -513,17 +512,8 @@ function prepareRunStatus(db: Database) {
     .leftJoin(siteSchedules, eq(siteSchedules.id, scrapeRuns.siteScheduleId))
     .where(eq(scrapeRuns.runId, sql.placeholder('publicId')))
     .limit(1)
-    .prepare('gleaner-run-status');
-}
-
-function runStatusStatement(db: Database) {
-  let statement = runStatusStatements.get(db);
-  if (!statement) {
-    statement = prepareRunStatus(db);
-    runStatusStatements.set(db, statement);
-  }
-  return statement;
-}
+    .prepare('gleaner-run-status'),
+);
 
 /**
  * A run by its public id with its live progress and its site's name and tenant, in one statement

@@ -82,12 +82,6 @@ export const documentsHandler: JobHandler<'documents'> = {
     }
     worker.started(document.id);
     const started = performance.now();
-    const metric = {
-      documentId: document.id,
-      workerId: worker.workerId,
-      attempt: document.attempts,
-      bytes: document.byteSize,
-    };
     try {
       const extracted = await deps.parser.extract(
         document.content,
@@ -95,23 +89,22 @@ export const documentsHandler: JobHandler<'documents'> = {
         { signal, limits: deps.limits },
       );
       const durationMs = Math.round(performance.now() - started);
-      // The attempt's metrics row first: a document seen `complete` has its row already.
-      await recordExtractionMetric(db, {
-        ...metric,
-        durationMs,
-        pages: extracted.pageCount,
-        outcome: 'complete',
-        errorType: null,
-      });
-      const completed = await completeDocument(db, document.id, document.generation, {
-        format: extracted.format,
-        text: extracted.text,
-        title: extracted.title,
-        pageCount: extracted.pageCount,
-        textChars: extracted.textChars,
-        truncated: extracted.truncated,
-        extractionMs: durationMs,
-      });
+      // With the attempt's metrics row, in one statement.
+      const completed = await completeDocument(
+        db,
+        document.id,
+        document.generation,
+        {
+          format: extracted.format,
+          text: extracted.text,
+          title: extracted.title,
+          pageCount: extracted.pageCount,
+          textChars: extracted.textChars,
+          truncated: extracted.truncated,
+          extractionMs: durationMs,
+        },
+        { workerId: worker.workerId, attempt: document.attempts, bytes: document.byteSize },
+      );
       worker.finished(document.id, 'completed');
       if (completed && document.kind === 'resume' && context.extraction)
         await handResumeToLlm(context, document).catch((error: unknown) => {
@@ -148,7 +141,10 @@ export const documentsHandler: JobHandler<'documents'> = {
       const errorType = documentErrorTypeOf(error);
       const retrying = willRetry(job, error);
       await recordExtractionMetric(db, {
-        ...metric,
+        documentId: document.id,
+        workerId: worker.workerId,
+        attempt: document.attempts,
+        bytes: document.byteSize,
         durationMs,
         pages: null,
         outcome: retrying ? 'retry' : 'failed',
