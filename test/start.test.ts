@@ -106,7 +106,8 @@ describe('npm start', () => {
     // once its jobs have.
     expect(steps.worker).toEqual([
       'workers',
-      // The run page's log lines still buffered, sent once the jobs are done.
+      // The metrics' counts and the run page's log lines still buffered, sent once the jobs are done.
+      'counters',
       'run log',
       'document parsers',
       'fetcher',

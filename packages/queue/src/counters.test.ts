@@ -33,6 +33,48 @@ describe('counters', () => {
     });
   });
 
+  it('send what was added up together when flushed, and what is left when closed', async () => {
+    await waitForRedis(redis);
+    const prefix = `${namespace.prefix}:buffered`;
+    const sent: string[][] = [];
+    // Every command Redis runs, to see what the writer sent.
+    const monitor = await redis.monitor();
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args[0]?.toLowerCase() === 'hincrby' && args[1]?.startsWith(prefix)) sent.push(args);
+    });
+    try {
+      const counters = createCounters({ redis, prefix, flushIntervalMs: 60_000 });
+      for (let i = 0; i < 100; i += 1) counters.jobCompleted('documents');
+      counters.llmCall({ model: 'm', outcome: 'ok', promptTokens: 10 });
+      counters.llmCall({ model: 'm', outcome: 'ok', promptTokens: 5 });
+      // Held in memory until the interval is up, or a flush.
+      expect(await readJobCounts(redis, prefix)).toEqual({ completed: [], failed: [] });
+      await counters.flush();
+      expect(await readJobCounts(redis, prefix)).toEqual({
+        completed: [{ queue: 'documents', count: 100 }],
+        failed: [],
+      });
+      // One HINCRBY per field, whatever the number of increments.
+      await expect
+        .poll(() => sent.map((args) => args.slice(2)))
+        .toEqual([
+          ['completed|documents', '100'],
+          ['requests|m|ok', '2'],
+          ['tokens|m|prompt', '15'],
+        ]);
+      counters.jobCompleted('documents');
+      await counters.close();
+      counters.jobCompleted('documents');
+      await counters.flush();
+      expect((await readJobCounts(redis, prefix)).completed).toEqual([
+        { queue: 'documents', count: 101 },
+      ]);
+    } finally {
+      monitor.disconnect();
+      await redis.del(`${prefix}:metrics:jobs`, `${prefix}:metrics:llm`);
+    }
+  });
+
   it('report the first failure of an outage once, without throwing at the caller', async () => {
     // Nothing listens there: a producer connection fails each command at once.
     const away = createRedisConnection(`redis://127.0.0.1:${await freePort()}`, 'producer');

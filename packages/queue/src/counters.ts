@@ -6,10 +6,13 @@ import type { PassReport, RepairCounts } from './scheduler-status.js';
  * Cumulative counts that workers and schedulers add to as things happen and `GET /metrics` reads
  * at scrape time. They live in Redis, one hash per family under the queue prefix
  * (`<prefix>:metrics:jobs|sites|llm|scheduler`), because every replica is its own process: all of
- * them add to the same fields, a replica that restarts loses nothing it counted, and any API
- * replica reports the same totals. Only losing Redis's data resets them (Prometheus reads a lower
- * value as a counter reset). An increment is sent as the event happens and never awaited: while
- * Redis is unreachable increments are dropped, and the first failure of each outage is reported.
+ * them add to the same fields, a replica that stops loses nothing it counted, and any API replica
+ * reports the same totals. Only losing Redis's data resets them (Prometheus reads a lower value as
+ * a counter reset). A writer adds increments up in memory and sends them together, one pipeline
+ * every `flushIntervalMs` at most (a worker completing hundreds of jobs a second sent one each
+ * before, which cost it a write to Redis per job); `close` sends what is left. A replica that dies
+ * loses at most that interval's counts. Never awaited by the caller: while Redis is unreachable
+ * increments are dropped, and the first failure of each outage is reported.
  *
  * Label values stay bounded: queues come from the catalogue, error codes are the packages'
  * constants, models come from the settings, and sites are the operator's.
@@ -59,6 +62,10 @@ export interface Counters {
   llmCall(call: LlmCall): void;
   /** An extraction the fallback model answered, by why the primary's answer was not kept. */
   llmFallback(reason: string): void;
+  /** Sends the increments added so far. */
+  flush(): Promise<void>;
+  /** Sends what is left; later increments are ignored. */
+  close(): Promise<void>;
 }
 
 export interface CountersOptions {
@@ -66,50 +73,75 @@ export interface CountersOptions {
   prefix: string;
   /** Told the first failure of each outage (the first increment that fails after one that did not). */
   onError?: (error: unknown) => void;
+  /** How long an increment waits in memory at most before it is sent; 250 ms by default. */
+  flushIntervalMs?: number;
 }
 
-export function createCounters({ redis, prefix, onError }: CountersOptions): Counters {
+export function createCounters({
+  redis,
+  prefix,
+  onError,
+  flushIntervalMs = 250,
+}: CountersOptions): Counters {
   const keys = counterKeys(prefix);
+  /** Increments not sent yet, by hash key, then by field. */
+  let pending = new Map<string, Map<string, number>>();
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
   let failing = false;
-  const send = (build: (multi: ChainableCommander) => ChainableCommander) => {
-    build(redis.pipeline())
-      .exec()
-      .then((results) => {
-        const error = results?.find(([commandError]) => commandError)?.[0];
-        if (error) throw error;
-        failing = false;
-      })
-      .catch((error: unknown) => {
-        if (!failing) onError?.(error);
-        failing = true;
-      });
+
+  const add = (key: string, name: string, by = 1) => {
+    if (closed) return;
+    const fields = pending.get(key) ?? new Map<string, number>();
+    fields.set(name, (fields.get(name) ?? 0) + by);
+    pending.set(key, fields);
+    timer ??= setTimeout(() => void flush(), flushIntervalMs).unref();
   };
+
+  async function flush(): Promise<void> {
+    clearTimeout(timer);
+    timer = undefined;
+    if (pending.size === 0) return;
+    const batch = pending;
+    pending = new Map();
+    const pipeline = redis.pipeline();
+    for (const [key, fields] of batch)
+      for (const [name, by] of fields) pipeline.hincrby(key, name, by);
+    try {
+      const results = await pipeline.exec();
+      const error = results?.find(([commandError]) => commandError)?.[0];
+      if (error) throw error;
+      failing = false;
+    } catch (error) {
+      if (!failing) onError?.(error);
+      failing = true;
+    }
+  }
+
   return {
     jobCompleted(queue) {
-      send((multi) => multi.hincrby(keys.jobs, field('completed', queue), 1));
+      add(keys.jobs, field('completed', queue));
     },
     jobFailed(queue, { errorClass, code }) {
-      send((multi) => multi.hincrby(keys.jobs, field('failed', queue, errorClass, code), 1));
+      add(keys.jobs, field('failed', queue, errorClass, code));
     },
     siteRequest(siteId, { status, failed }) {
       if (status === undefined && !failed) return;
-      send((multi) => {
-        multi.hincrby(keys.sites, field(siteId, 'requests'), 1);
-        if (status === 429) multi.hincrby(keys.sites, field(siteId, 'rate-limited'), 1);
-        return multi;
-      });
+      add(keys.sites, field(siteId, 'requests'));
+      if (status === 429) add(keys.sites, field(siteId, 'rate-limited'));
     },
     llmCall({ model, outcome, promptTokens, completionTokens }) {
-      send((multi) => {
-        multi.hincrby(keys.llm, field('requests', model, outcome), 1);
-        if (promptTokens) multi.hincrby(keys.llm, field('tokens', model, 'prompt'), promptTokens);
-        if (completionTokens)
-          multi.hincrby(keys.llm, field('tokens', model, 'completion'), completionTokens);
-        return multi;
-      });
+      add(keys.llm, field('requests', model, outcome));
+      if (promptTokens) add(keys.llm, field('tokens', model, 'prompt'), promptTokens);
+      if (completionTokens) add(keys.llm, field('tokens', model, 'completion'), completionTokens);
     },
     llmFallback(reason) {
-      send((multi) => multi.hincrby(keys.llm, field('fallbacks', reason), 1));
+      add(keys.llm, field('fallbacks', reason));
+    },
+    flush,
+    async close() {
+      closed = true;
+      await flush();
     },
   };
 }

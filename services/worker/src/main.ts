@@ -110,12 +110,15 @@ const started = await startService({
       onShutdown('run log', () => writer.close());
       runLog = { writer, level: config.RUN_LOG_LEVEL };
     }
-    // Counted for `GET /metrics` on the producer connection: while Redis is away, counts are lost.
+    // Counted for `GET /metrics` on the producer connection, a pipeline every 250 ms at most:
+    // while Redis is away, counts are lost.
     const counters = createCounters({
       redis,
       prefix: config.QUEUE_PREFIX,
       onError: (error) => logger.warn({ err: error }, 'could not count in Redis for the metrics'),
     });
+    // What is still buffered is sent once the jobs are done (shutdown steps run last-registered first).
+    onShutdown('counters', () => counters.close());
     const backfill: BackfillSettings = {
       version: EXTRACTOR_VERSION,
       batchSize: config.BACKFILL_BATCH_SIZE,
