@@ -23,8 +23,9 @@ import { seedRunWithPostings } from './support/seed.js';
 
 /**
  * A crawl job whose worker dies more often than `maxStalledCount` allows is failed without its
- * processor running again (BullMQ's stall check defers the failure to the next worker to take it): its posting must still settle `error`, its
- * run must still end, and the job must be parked in the dead letters.
+ * processor running again (BullMQ's stall check defers the failure to the next worker to take
+ * it): its posting must still settle `error`, its run must still end, and the job must be parked
+ * in the dead letters.
  */
 let database: TestDatabase;
 let namespace: TestRedisNamespace;

@@ -342,7 +342,6 @@ function startGenerator(teardown: Teardown) {
     });
 }
 
-/** Heap, TOAST and indexes of the tables a posting's data lives in, and the whole database. */
 /** The database's size, and what postings, their versions and their bodies take (`GET /admin/storage`'s report). */
 async function sizes(handle: DbHandle) {
   const [report, { rows }] = await Promise.all([

@@ -52,7 +52,6 @@ import {
   sampleTreeRss,
   startWorkerProcesses,
   wantsHelp,
-  workerProcessEnv,
   workerWarnings,
 } from './support.js';
 
@@ -232,7 +231,6 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       ...stack.workerEnv,
       API_HOST: '127.0.0.1',
       API_PORT: String(apiPort),
-      ...workerProcessEnv(),
     });
     teardown.add('stop api', () => api.stop());
     await waitFor(
@@ -303,9 +301,8 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     // over a minute, so the baseline is the two runs together, one on each side of the pipeline.
     const baselineAfter = await bareLoop(files);
     const baselineRuns = [baselineBefore, baselineAfter];
-    const baselineDocsPerSec =
-      (settings.documents * baselineRuns.length) /
-      baselineRuns.reduce((total, each) => total + each.seconds, 0);
+    const baselineDocuments = settings.documents * baselineRuns.length;
+    const baselineDocsPerSec = baselineDocuments / (baselineBefore.seconds + baselineAfter.seconds);
     progress(`baseline after: ${round2(settings.documents / baselineAfter.seconds)} documents/s`);
     const ratio = docsPerSec / baselineDocsPerSec;
     progress(`pipeline: ${round2(docsPerSec)} documents/s, ratio ${round2(ratio)}`);
@@ -333,8 +330,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       // Where the CPU went, per document: the parsers alone, and the worker and API processes.
       cpuMsPerDocument: {
         baseline: round2(
-          (baselineRuns.reduce((total, each) => total + each.cpuSeconds, 0) * 1000) /
-            (settings.documents * baselineRuns.length),
+          ((baselineBefore.cpuSeconds + baselineAfter.cpuSeconds) * 1000) / baselineDocuments,
         ),
         worker: round2((workerCpu! * 1000) / settings.documents),
         workerWithoutParsers: round2((workerOwnCpu * 1000) / settings.documents),
