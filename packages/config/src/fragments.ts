@@ -115,8 +115,13 @@ export const workerFragment = {
    * provider gate enforces across every replica; more only queue at the gate.
    */
   WORKER_CONCURRENCY_LLM_EXTRACT: integerFromEnv(4, { min: 1, max: 64 }),
-  /** Document extraction jobs at once per worker; each waits for a parser process. */
-  WORKER_CONCURRENCY_DOCUMENTS: integerFromEnv(2, { min: 1, max: 64 }),
+  /**
+   * Document extraction jobs at once per worker; each waits for a parser process. Four keep one
+   * parser fed: the document it parses, the next one sent ahead, and two more being claimed or
+   * stored meanwhile (with two, the parser waited on the worker's round trips for about a tenth
+   * of its time). About two per parser process, plus two.
+   */
+  WORKER_CONCURRENCY_DOCUMENTS: integerFromEnv(4, { min: 1, max: 64 }),
   /**
    * Child processes parsing documents (PDF, DOCX, HTML, text) for a worker that serves
    * `documents`: a parse that runs past its timeout is stopped by killing its process, which the
