@@ -25,9 +25,11 @@
  *
  * Environment: BENCH_DOCUMENTS (500), BENCH_PDF_PAGES (3), BENCH_DOCX_PARAGRAPHS (30),
  * BENCH_WARM_UP_DOCUMENTS (300 per parser), BENCH_UPLOAD_CONCURRENCY (8),
- * BENCH_TIMEOUT_MS (300000), BENCH_DOCUMENT_PARSERS and BENCH_DOCUMENTS_CONCURRENCY (the worker's defaults).
+ * BENCH_TIMEOUT_MS (300000), BENCH_DOCUMENT_PARSERS and BENCH_DOCUMENTS_CONCURRENCY (the
+ * worker's defaults).
  * TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
  */
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -62,8 +64,8 @@ import {
 
 const USAGE = `usage: pnpm bench documents
 environment: BENCH_DOCUMENTS (500), BENCH_PDF_PAGES (3), BENCH_DOCX_PARAGRAPHS (30),
-  BENCH_WARM_UP_DOCUMENTS (300 per parser), BENCH_UPLOAD_CONCURRENCY (8), BENCH_TIMEOUT_MS (300000),
-  BENCH_DOCUMENT_PARSERS, BENCH_DOCUMENTS_CONCURRENCY (worker defaults)
+  BENCH_WARM_UP_DOCUMENTS (300 per parser), BENCH_UPLOAD_CONCURRENCY (8),
+  BENCH_TIMEOUT_MS (300000), BENCH_DOCUMENT_PARSERS, BENCH_DOCUMENTS_CONCURRENCY (worker defaults)
 `;
 
 const TARGET_RATIO = 0.8;
@@ -191,8 +193,8 @@ interface UploadBody {
   bytes: Buffer;
 }
 
-function uploadBody(file: BenchFile, index: number): UploadBody {
-  const boundary = `gleaner-bench-${index}-${file.bytes.byteLength}`;
+function uploadBody(file: BenchFile): UploadBody {
+  const boundary = `gleaner-bench-${randomUUID()}`;
   const field = (name: string, value: string) =>
     `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
   const head =
