@@ -16,8 +16,8 @@
  * first, enough for every parser process to reach its steady speed. The baseline runs before the
  * pipeline and again after it, on an otherwise idle machine; `baselineDocsPerSec` is the two runs
  * together. `cpuMsPerDocument` splits the pipeline's CPU between the worker (with and without its
- * parsers), the API, Postgres, Redis and this process (the uploading client), which all share
- * the machine.
+ * parsers), the API, Postgres (the bench database's backends and the server's own processes),
+ * Redis and this process (the uploading client), which all share the machine.
  *
  * Last stdout line: {"docsPerSec","baselineDocsPerSec","ratio","peakRssMB",…}. Exit code 1 when a
  * document did not end `complete` or a target (ratio ≥ 0.8, peak RSS ≤ 400 MB of the worker and
@@ -30,7 +30,6 @@
  * TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
  */
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { workerFragment } from '@gleaner/config';
@@ -49,12 +48,13 @@ import {
   assertWorkersAlive,
   benchRun,
   concurrencyFrom,
+  cpuSecondsBetween,
+  cpuSnapshot,
   createBenchStack,
   integerFrom,
   progressFor,
   report,
   round2,
-  processCpuSeconds,
   processTree,
   sampleTreeRss,
   startWorkerProcesses,
@@ -147,25 +147,6 @@ async function buildFiles(count: number, firstSeed: number, settings: Settings) 
     );
   }
   return files;
-}
-
-/**
- * CPU seconds used so far by every Postgres and every Redis process on the machine: the bench's
- * share while nothing else runs (the machine's other databases are idle when it is measured).
- */
-function serversCpuSeconds(): { postgres: number; redis: number } {
-  const total = { postgres: 0, redis: 0 };
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const name = readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
-      if (name === 'postgres') total.postgres += processCpuSeconds(Number(entry));
-      else if (name === 'redis-server') total.redis += processCpuSeconds(Number(entry));
-    } catch {
-      // Gone between the listing and the read.
-    }
-  }
-  return total;
 }
 
 /** Parses every file in this process, one after the other: the seconds and CPU seconds taken. */
@@ -327,13 +308,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
 
     const bodies = files.map(uploadBody);
     const rss = sampleTreeRss(worker!.child.pid!);
-    // The worker's CPU counts its parser processes' (which live as long as it does).
-    const cpuOf = (pid: number) =>
-      processTree(pid).reduce((total, each) => total + processCpuSeconds(each), 0);
-    const cpuBefore = [worker!, api].map((service) => cpuOf(service.child.pid!));
-    const workerOwnBefore = processCpuSeconds(worker!.child.pid!);
-    const serversBefore = serversCpuSeconds();
-    const benchCpuBefore = process.cpuUsage();
+    const cpuBefore = cpuSnapshot();
     const firstUploadAt = new Date();
     const startedAt = performance.now();
     const ids = await upload(apiUrl, bodies, settings.uploadConcurrency);
@@ -341,12 +316,21 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     progress(`uploaded in ${round2(uploadSeconds)} s`);
     const outcome = await waitForDocuments(ids, startedAt);
     const peakRssMB = round2(rss.peakMb());
-    const serversAfter = serversCpuSeconds();
-    const benchCpu = process.cpuUsage(benchCpuBefore);
-    const [workerCpu, apiCpu] = [worker!, api].map(
-      (service, index) => cpuOf(service.child.pid!) - cpuBefore[index]!,
-    );
-    const workerOwnCpu = processCpuSeconds(worker!.child.pid!) - workerOwnBefore;
+    // The worker's parser processes live as long as it does: those there now are the run's.
+    const workerPid = worker!.child.pid!;
+    const labels = new Map<number, string>([
+      [process.pid, 'bench'],
+      [workerPid, 'worker'],
+      [api.child.pid!, 'api'],
+      ...processTree(workerPid)
+        .filter((pid) => pid !== workerPid)
+        .map((pid): [number, string] => [pid, 'parsers']),
+    ]);
+    const cpu = cpuSecondsBetween(cpuBefore, cpuSnapshot(), labels, stack.databaseName);
+    const msPerDocument = (...labelled: string[]) =>
+      round2(
+        (labelled.reduce((sum, label) => sum + (cpu[label] ?? 0), 0) * 1000) / settings.documents,
+      );
     rss.stop();
     const { rows } = await pool.query<{ last: Date | null; extractionMs: number | null }>(
       `SELECT max(completed_at) AS last, avg(extraction_ms)::float8 AS "extractionMs"
@@ -390,14 +374,12 @@ export const run: BenchModule['run'] = benchRun<Settings>(
         baseline: round2(
           ((baselineBefore.cpuSeconds + baselineAfter.cpuSeconds) * 1000) / baselineDocuments,
         ),
-        worker: round2((workerCpu! * 1000) / settings.documents),
-        workerWithoutParsers: round2((workerOwnCpu * 1000) / settings.documents),
-        api: round2((apiCpu! * 1000) / settings.documents),
-        postgres: round2(
-          ((serversAfter.postgres - serversBefore.postgres) * 1000) / settings.documents,
-        ),
-        bench: round2((benchCpu.user + benchCpu.system) / 1000 / settings.documents),
-        redis: round2(((serversAfter.redis - serversBefore.redis) * 1000) / settings.documents),
+        worker: msPerDocument('worker', 'parsers'),
+        workerWithoutParsers: msPerDocument('worker'),
+        api: msPerDocument('api'),
+        postgres: msPerDocument('postgres'),
+        redis: msPerDocument('redis-server'),
+        bench: msPerDocument('bench'),
       },
       settings,
       warnings: workerWarnings([worker!, api]).slice(0, 10),

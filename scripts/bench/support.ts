@@ -617,3 +617,103 @@ export function sampleTreeRss(pid: number, intervalMs = 100): RssSampler {
   }, intervalMs);
   return { peakMb: () => Math.max(maxRssKb, sum()) / 1024, stop: () => clearInterval(timer) };
 }
+
+// ---------------------------------------------------------------------------------------------
+// CPU time per process over a window, from /proc: where a bench's cores went
+
+export interface CpuSnapshot {
+  /** `title` is a Postgres backend's process title, which names its database. */
+  processes: Map<number, { comm: string; ticks: number; title?: string }>;
+  /**
+   * Machine-wide user + nice + system ticks (what processes' utime + stime add up to; irq and
+   * softirq time, much of it our own loopback traffic, is left out) and ticks stolen by the host.
+   */
+  busyTicks: number;
+  stealTicks: number;
+}
+
+function readProcessTitle(pid: string): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Postgres serves everyone on this machine: a backend counts for the bench only when it is
+ * connected to the bench's database; server-wide processes (WAL writer, checkpointer…) count too.
+ */
+function postgresLabel(title: string | undefined, benchDatabase: string | undefined): string {
+  // e.g. "postgres: 15/main: postgres gleaner_t_bench_1a2b 127.0.0.1(51234) idle"
+  const backend = /^postgres: (?:\S+: )?\S+ (\S+) (?:\S+\(\d+\)|\[local\])/.exec(title ?? '');
+  if (!backend) return 'postgres';
+  return backend[1] === benchDatabase ? 'postgres' : 'postgres (other databases)';
+}
+
+export function cpuSnapshot(): CpuSnapshot {
+  const processes: CpuSnapshot['processes'] = new Map();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const fields = stat.slice(close + 2).split(' '); // fields[0] is field 3 (state)
+      const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime
+      const comm = stat.slice(stat.indexOf('(') + 1, close);
+      const title = comm === 'postgres' ? readProcessTitle(entry) : undefined;
+      processes.set(Number(entry), { comm, ticks, title });
+    } catch {
+      // The process ended between readdir and read.
+    }
+  }
+  // "cpu  user nice system idle iowait irq softirq steal guest guest_nice"
+  const total = readFileSync('/proc/stat', 'utf8')
+    .split('\n', 1)[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const [user = 0, nice = 0, system = 0, , , , , steal = 0] = total;
+  return { processes, busyTicks: user + nice + system, stealTicks: steal };
+}
+
+/** Labels that are not processes: CPU nobody alive at the end accounts for, and host steal. */
+export const UNTRACKED_CPU = 'exited processes';
+export const STOLEN_CPU = 'stolen by the host';
+
+/**
+ * CPU seconds per label between two snapshots; processes born in between count in full, and
+ * processes that came and went in between (another tsc or eslint run) show up as UNTRACKED_CPU.
+ */
+export function cpuSecondsBetween(
+  before: CpuSnapshot,
+  after: CpuSnapshot,
+  labels: Map<number, string>,
+  benchDatabase?: string,
+): Record<string, number> {
+  const totals: Record<string, number> = {};
+  let trackedTicks = 0;
+  for (const [pid, { comm, ticks, title }] of after.processes) {
+    const spent = ticks - (before.processes.get(pid)?.ticks ?? 0);
+    if (spent <= 0) continue;
+    trackedTicks += spent;
+    const label =
+      labels.get(pid) ??
+      (comm === 'postgres'
+        ? postgresLabel(title, benchDatabase)
+        : comm === 'node' || comm.startsWith('node ')
+          ? 'other node'
+          : comm);
+    totals[label] = (totals[label] ?? 0) + spent / CLOCK_TICKS_PER_SECOND;
+  }
+  const untracked = after.busyTicks - before.busyTicks - trackedTicks;
+  if (untracked > 0) totals[UNTRACKED_CPU] = untracked / CLOCK_TICKS_PER_SECOND;
+  totals[STOLEN_CPU] = (after.stealTicks - before.stealTicks) / CLOCK_TICKS_PER_SECOND;
+  return Object.fromEntries(
+    Object.entries(totals)
+      .filter(([, seconds]) => seconds >= 0.05)
+      .sort(([, a], [, b]) => b - a)
+      .map(([label, seconds]) => [label, round2(seconds)]),
+  );
+}
