@@ -159,13 +159,23 @@ describe('GET /metrics', () => {
     );
     expect(run.status).toBe('succeeded');
 
-    // The workers' last increments travel on their own connections: wait for them to land.
+    // The workers' last increments travel on their own connections, sent every 250 ms at most,
+    // and a job counts as completed only after its handler settled its posting: wait for both.
     const fetchedPages = () => fixture.requestCount() - fixture.requestCount('/robots.txt');
     await expect
-      .poll(async () => sampleValue(await scrape(), 'gleaner_site_requests_total', bySite), {
-        timeout: 10_000,
-      })
-      .toBe(fetchedPages());
+      .poll(
+        async () => {
+          const families = await scrape();
+          return {
+            requests: sampleValue(families, 'gleaner_site_requests_total', bySite),
+            crawledAll:
+              sampleValue(families, 'gleaner_jobs_completed_total', { queue: 'crawl' })! >=
+              POSTINGS,
+          };
+        },
+        { timeout: 10_000 },
+      )
+      .toEqual({ requests: fetchedPages(), crawledAll: true });
     const after = await scrape();
 
     // The counts moved between the two scrapes, and reached the whole run.
