@@ -116,18 +116,19 @@ export const workerFragment = {
    */
   WORKER_CONCURRENCY_LLM_EXTRACT: integerFromEnv(4, { min: 1, max: 64 }),
   /**
-   * Document extraction jobs at once per worker; each waits for a parser process. Four keep one
-   * parser fed: the document it parses, the next one sent ahead, and two more being claimed or
-   * stored meanwhile (with two, the parser waited on the worker's round trips for about a tenth
-   * of its time). About two per parser process, plus two.
+   * Document extraction jobs at once per worker; each waits for a parser process. About two per
+   * parser process, plus two, keep the parsers fed: per parser the document it parses and the
+   * next one sent ahead, and two more being claimed or stored meanwhile (one parser with two
+   * jobs waited on the worker's round trips for about a tenth of its time).
    */
-  WORKER_CONCURRENCY_DOCUMENTS: integerFromEnv(4, { min: 1, max: 64 }),
+  WORKER_CONCURRENCY_DOCUMENTS: integerFromEnv(6, { min: 1, max: 64 }),
   /**
    * Child processes parsing documents (PDF, DOCX, HTML, text) for a worker that serves
    * `documents`: a parse that runs past its timeout is stopped by killing its process, which the
-   * event loop could not do to itself. Jobs beyond the parsers wait for one.
+   * event loop could not do to itself. Jobs beyond the parsers wait for one. Two use two cores;
+   * each takes about 110 MB (parser-pool.ts has the measurements).
    */
-  WORKER_DOCUMENT_PARSERS: integerFromEnv(1, { min: 1, max: 32 }),
+  WORKER_DOCUMENT_PARSERS: integerFromEnv(2, { min: 1, max: 32 }),
   /** Port of the worker's /health endpoint; 0 turns it off (several local replicas). */
   WORKER_HEALTH_PORT: integerFromEnv(0, { min: 0, max: 65_535 }),
   /**

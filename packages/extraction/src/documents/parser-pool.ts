@@ -113,12 +113,25 @@ interface ParserProcess {
 const DEFAULT_MAX_HEAP_MB = 2048;
 
 /**
- * The young generation's semi-space, in MB. V8's default (16 MB at this heap size) kept a parser
- * at 146–169 MB of peak RSS over the bench's mixed resumes, 8 MB at 129–135 MB, for the same CPU
- * per document within the noise (median 13.2 against 13.3 ms over five runs each), as the worker's
- * own flag does (decision 0005).
+ * V8 flags that keep a parser's memory near its live heap (about 20 MB of pdf.js, mammoth and
+ * one document) at the same CPU per document, so that two parsers and their worker fit where one
+ * did. Under its 2 GB cap V8 lets the old generation grow 4× past what survives a collection, and
+ * a parser's peak RSS wandered between 128 and 165 MB with where the last collection fell.
+ * - `--heap-growing-percent=100` grows it 2× instead. Less costs far more: at 50 % a parse took
+ *   three times the CPU (and under a smaller cap, see above).
+ * - `--max-semi-space-size=4`: a young generation of 2 × 4 MB rather than 2 × 8 (the default at
+ *   this cap is 16).
+ * - `--v8-pool-size=1`: one GC helper thread, not one per core. A parser shares the machine
+ *   with its worker and the other parsers, so more helpers only contend for the same cores.
+ * Fed the bench's mixed resumes after a warm-up of 300, a parser peaked at 108–111 MB of RSS and
+ * spent 8.2–8.4 ms of CPU per document, where with only the semi-space at 8 it peaked at 128–165
+ * MB and spent 7.8–8.5 ms (three runs each, alternating, on two cores).
  */
-const SEMI_SPACE_MB = 8;
+const PARSER_V8_FLAGS = [
+  '--heap-growing-percent=100',
+  '--max-semi-space-size=4',
+  '--v8-pool-size=1',
+] as const;
 
 /** V8's last words when a heap cap is reached. */
 const OUT_OF_MEMORY = /heap out of memory|Allocation failed|Reached heap limit/;
@@ -167,11 +180,7 @@ export function createDocumentParserPool(options: DocumentParserPoolOptions): Do
 
   function start(): ParserProcess {
     const child = fork(program.entry, [], {
-      execArgv: [
-        ...program.execArgv,
-        `--max-old-space-size=${maxHeapMb}`,
-        `--max-semi-space-size=${SEMI_SPACE_MB}`,
-      ],
+      execArgv: [...program.execArgv, `--max-old-space-size=${maxHeapMb}`, ...PARSER_V8_FLAGS],
       // Uint8Array over IPC; pdf.js's console warnings are not the worker's log lines.
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
