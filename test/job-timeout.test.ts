@@ -134,11 +134,14 @@ describe('a crawl job past its timeout', () => {
     expect(Date.now() - started).toBeLessThan(30_000);
 
     // The posting settles in the last attempt's handler, just before BullMQ records that attempt.
+    // The state first, then the job: read the other way round, the job could be the one from
+    // before its last attempt was recorded.
+    const jobId = crawlJob.jobId(payload);
     const job = await waitFor(
-      async () => {
-        const found = await queues.crawl.getJob(crawlJob.jobId(payload));
-        return found && (await found.getState()) === 'failed' ? found : undefined;
-      },
+      async () =>
+        (await queues.crawl.getJobState(jobId)) === 'failed'
+          ? queues.crawl.getJob(jobId)
+          : undefined,
       { timeoutMs: 10_000, what: 'the crawl job to be failed' },
     );
     expect(job.attemptsMade).toBe(ATTEMPTS);
