@@ -571,23 +571,6 @@ export function sampleRss(pid: number, intervalMs = 200): RssSampler {
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// CPU time of a process, from /proc
-
-export const CLOCK_TICKS_PER_SECOND =
-  Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-
-/** CPU seconds (user + system, every thread) a process has used so far; 0 when it is gone. */
-export function processCpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields[0] is field 3
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return 0;
-  }
-}
-
 /** `pid` and every process below it, from /proc (children of each of its threads). */
 export function processTree(pid: number): number[] {
   const pids = [pid];
@@ -620,6 +603,9 @@ export function sampleTreeRss(pid: number, intervalMs = 100): RssSampler {
 
 // ---------------------------------------------------------------------------------------------
 // CPU time per process over a window, from /proc: where a bench's cores went
+
+const CLOCK_TICKS_PER_SECOND =
+  Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
 export interface CpuSnapshot {
   /** `title` is a Postgres backend's process title, which names its database. */
@@ -679,8 +665,8 @@ export function cpuSnapshot(): CpuSnapshot {
 }
 
 /** Labels that are not processes: CPU nobody alive at the end accounts for, and host steal. */
-export const UNTRACKED_CPU = 'exited processes';
-export const STOLEN_CPU = 'stolen by the host';
+const UNTRACKED_CPU = 'exited processes';
+const STOLEN_CPU = 'stolen by the host';
 
 /**
  * CPU seconds per label between two snapshots; processes born in between count in full, and
