@@ -3,7 +3,8 @@
  * loop of the same parsers, in the same run.
  *
  *   baseline  `extractDocument` (@gleaner/extraction/documents) over every file, one after the
- *             other, in this process: the parsers and nothing else;
+ *             other, in a process of its own (documents-bare-loop.ts): the parsers and nothing
+ *             else;
  *   pipeline  every file uploaded to the API process (`POST /documents`, multipart, a few
  *             uploads at once over kept-alive connections, bodies encoded beforehand), stored in
  *             Postgres, queued, and extracted by one worker process (`WORKER_QUEUES=documents`,
@@ -13,8 +14,8 @@
  * Both sides read the same files: `BENCH_DOCUMENTS` (500), half PDF (`BENCH_PDF_PAGES` pages of
  * 300 words), half DOCX (`BENCH_DOCX_PARAGRAPHS` paragraphs of 40 words), each with its own seed
  * so that no two are the same bytes. Both are warmed on `BENCH_WARM_UP_DOCUMENTS` other files
- * first, enough for every parser process to reach its steady speed. The baseline runs before the
- * pipeline and again after it, on an otherwise idle machine; `baselineDocsPerSec` is the two runs
+ * first. The baseline runs before the pipeline and again after it, on an otherwise idle machine,
+ * each time in a fresh process warmed the same way; `baselineDocsPerSec` is the two runs
  * together. `cpuMsPerDocument` splits the pipeline's CPU between the worker (with and without its
  * parsers), the API, Postgres (the bench database's backends and the server's own processes),
  * Redis and this process (the uploading client), which all share the machine.
@@ -29,21 +30,24 @@
  * worker's defaults).
  * TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
  */
+import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { workerFragment } from '@gleaner/config';
 import { Pool } from 'undici';
-import { extractDocument } from '@gleaner/extraction/documents';
 import {
   adminHeaders,
   buildDocx,
   buildPdf,
   freePort,
+  repoRoot,
   startService,
   waitFor,
 } from '@gleaner/testing';
 import type { BenchModule } from './bench.js';
+import type { BareLoopAnswer, BareLoopRequest, BareLoopResult } from './documents-bare-loop.js';
 import {
   assertWorkersAlive,
   benchRun,
@@ -83,7 +87,7 @@ interface Settings {
   concurrency: number;
 }
 
-interface BenchFile {
+export interface BenchFile {
   name: string;
   mediaType: string;
   bytes: Uint8Array;
@@ -149,22 +153,51 @@ async function buildFiles(count: number, firstSeed: number, settings: Settings) 
   return files;
 }
 
-/** Parses every file in this process, one after the other: the seconds and CPU seconds taken. */
-async function bareLoop(files: readonly BenchFile[]) {
-  const started = performance.now();
-  const cpu = process.cpuUsage();
-  for (const file of files) {
-    const document = await extractDocument(file.bytes, {
-      mediaType: file.mediaType,
-      filename: file.name,
+/**
+ * glibc malloc settings for the bare loop's process: no giving memory back to the kernel (trim),
+ * and blocks up to 32 MB from the heap rather than from mmap of their own. Without them the same
+ * loop parsed at anywhere from 58 to 145 documents/s from one process to the next, with 0 to 420
+ * minor page faults per document (on a 2-vCPU VM where a page fault costs about 12 µs): glibc's
+ * dynamic mmap and trim thresholds settled either where pdf.js's buffers were mapped and
+ * unmapped with each document, or where they were not, and the verdict was decided by which.
+ * With both set, 108–150 documents/s at 1–23 faults per document. The parser processes fault
+ * 5–20 times per document without them.
+ */
+const BARE_LOOP_MALLOC =
+  'glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=33554432';
+
+/**
+ * The bare loop in a fresh process of its own (documents-bare-loop.ts), warmed on `warmUp` and
+ * then timed on `files`: each run starts from the same state, as the worker's parser processes
+ * do, rather than from whatever the bench process and an earlier run left behind.
+ */
+function bareLoop(
+  warmUp: readonly BenchFile[],
+  files: readonly BenchFile[],
+): Promise<BareLoopResult> {
+  const child = fork(fileURLToPath(new URL('./documents-bare-loop.ts', import.meta.url)), [], {
+    cwd: repoRoot,
+    execArgv: ['--import', 'tsx'],
+    env: {
+      ...process.env,
+      GLIBC_TUNABLES: [process.env.GLIBC_TUNABLES, BARE_LOOP_MALLOC].filter(Boolean).join(':'),
+    },
+    serialization: 'advanced',
+    // pdf.js warns on stdout, whose last line is the bench's result.
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  return new Promise<BareLoopResult>((resolve, reject) => {
+    const onExit = (code: number | null, signal: string | null) =>
+      reject(new Error(`the bare loop's process exited (${signal ?? code}) before it answered`));
+    child.once('exit', onExit);
+    child.once('message', (answer: BareLoopAnswer) => {
+      child.off('exit', onExit);
+      if ('result' in answer) resolve(answer.result);
+      else reject(new Error(`the bare loop failed: ${answer.error}`));
     });
-    if (document.textChars === 0) throw new Error(`the bare loop read no text from ${file.name}`);
-  }
-  const used = process.cpuUsage(cpu);
-  return {
-    seconds: (performance.now() - started) / 1000,
-    cpuSeconds: (used.user + used.system) / 1e6,
-  };
+    const request: BareLoopRequest = { warmUp: [...warmUp], files: [...files] };
+    child.send(request);
+  }).finally(() => child.kill());
 }
 
 /** A multipart/form-data body for `POST /documents`, encoded once, before anything is timed. */
@@ -238,8 +271,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     const warmUpFiles = await buildFiles(settings.warmUp, 1_000_000, settings);
     const megabytes = files.reduce((sum, file) => sum + file.bytes.byteLength, 0) / 1024 / 1024;
 
-    await bareLoop(warmUpFiles);
-    const baselineBefore = await bareLoop(files);
+    const baselineBefore = await bareLoop(warmUpFiles, files);
     progress(
       `baseline before: ${round2(settings.documents / baselineBefore.seconds)} documents/s (${round2(megabytes)} MB)`,
     );
@@ -339,9 +371,10 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     );
     const seconds = ((rows[0]?.last ?? new Date()).getTime() - firstUploadAt.getTime()) / 1000;
     const docsPerSec = settings.documents / seconds;
-    // The bare loop again, now that the pipeline is idle: this machine's speed drifts by a fifth
-    // over a minute, so the baseline is the two runs together, one on each side of the pipeline.
-    const baselineAfter = await bareLoop(files);
+    // The bare loop again, now that the pipeline is idle: a shared machine's speed drifts by a
+    // fifth over a minute, so the baseline is the two runs together, one on each side of the
+    // pipeline.
+    const baselineAfter = await bareLoop(warmUpFiles, files);
     const baselineRuns = [baselineBefore, baselineAfter];
     const baselineDocuments = settings.documents * baselineRuns.length;
     const baselineDocsPerSec = baselineDocuments / (baselineBefore.seconds + baselineAfter.seconds);
@@ -360,6 +393,9 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       docsPerSec: round2(docsPerSec),
       baselineDocsPerSec: round2(baselineDocsPerSec),
       baselineRunsDocsPerSec: baselineRuns.map((each) => round2(settings.documents / each.seconds)),
+      baselinePageFaultsPerDocument: round2(
+        (baselineBefore.minorPageFaults + baselineAfter.minorPageFaults) / baselineDocuments,
+      ),
       ratio: round2(ratio),
       peakRssMB,
       documents: settings.documents,
