@@ -9,8 +9,8 @@ import { extractDocument } from '@gleaner/extraction/documents';
 import type { BenchFile } from './documents.js';
 
 export interface BareLoopRequest {
-  warmUp: BenchFile[];
-  files: BenchFile[];
+  warmUp: readonly BenchFile[];
+  files: readonly BenchFile[];
 }
 
 export interface BareLoopResult {
