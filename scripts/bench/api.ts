@@ -40,6 +40,7 @@ import type { LoadRequest, LoadResult } from './api-load.js';
 import { MARKER_TABLE, SEED_VERSION, seed } from './api-seed.js';
 import { BenchUsageError, type BenchModule } from './bench.js';
 import {
+  askChild,
   assertWorkersAlive,
   benchRun,
   integerFrom,
@@ -329,17 +330,7 @@ function startGenerator(teardown: Teardown) {
     }
   });
   return (request: LoadRequest): Promise<LoadResult> =>
-    new Promise((resolve, reject) => {
-      const onExit = (code: number | null) =>
-        reject(new Error(`the load generator exited (${code}) during ${request.route}`));
-      child.once('exit', onExit);
-      child.once('message', (message: { result?: LoadResult; error?: string }) => {
-        child.off('exit', onExit);
-        if (message.result) resolve(message.result);
-        else reject(new Error(`load generator: ${message.error}`));
-      });
-      child.send(request);
-    });
+    askChild<LoadResult>(child, request, `the load generator (${request.route})`);
 }
 
 /** The database's size, and what postings, their versions and their bodies take (`GET /admin/storage`'s report). */

@@ -7,6 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import { extractDocument } from '@gleaner/extraction/documents';
 import type { BenchFile } from './documents.js';
+import type { ChildAnswer } from './support.js';
 
 export interface BareLoopRequest {
   warmUp: readonly BenchFile[];
@@ -19,8 +20,6 @@ export interface BareLoopResult {
   cpuSeconds: number;
   minorPageFaults: number;
 }
-
-export type BareLoopAnswer = { result: BareLoopResult } | { error: string };
 
 const send = process.send?.bind(process);
 if (!send) throw new Error("documents-bare-loop.ts runs only as the documents bench's child");
@@ -53,5 +52,5 @@ process.once('message', ({ warmUp, files }: BareLoopRequest) => {
     return { result: await bareLoop(files) };
   })()
     .catch((error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }))
-    .then((answer: BareLoopAnswer) => send(answer, () => process.disconnect()));
+    .then((answer: ChildAnswer<BareLoopResult>) => send(answer, () => process.disconnect()));
 });

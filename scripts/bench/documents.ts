@@ -47,8 +47,9 @@ import {
   waitFor,
 } from '@gleaner/testing';
 import type { BenchModule } from './bench.js';
-import type { BareLoopAnswer, BareLoopRequest, BareLoopResult } from './documents-bare-loop.js';
+import type { BareLoopRequest, BareLoopResult } from './documents-bare-loop.js';
 import {
+  askChild,
   assertWorkersAlive,
   benchRun,
   concurrencyFrom,
@@ -186,18 +187,10 @@ function bareLoop(
     // pdf.js warns on stdout, whose last line is the bench's result.
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
-  return new Promise<BareLoopResult>((resolve, reject) => {
-    const onExit = (code: number | null, signal: string | null) =>
-      reject(new Error(`the bare loop's process exited (${signal ?? code}) before it answered`));
-    child.once('exit', onExit);
-    child.once('message', (answer: BareLoopAnswer) => {
-      child.off('exit', onExit);
-      if ('result' in answer) resolve(answer.result);
-      else reject(new Error(`the bare loop failed: ${answer.error}`));
-    });
-    const request: BareLoopRequest = { warmUp, files };
-    child.send(request);
-  }).finally(() => child.kill());
+  const request: BareLoopRequest = { warmUp, files };
+  return askChild<BareLoopResult>(child, request, "the bare loop's process").finally(() =>
+    child.kill(),
+  );
 }
 
 /** A multipart/form-data body for `POST /documents`, encoded once, before anything is timed. */

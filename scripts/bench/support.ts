@@ -160,6 +160,31 @@ export async function stopChild(child: ChildProcess, exited: Promise<void>): Pro
   clearTimeout(timer);
 }
 
+/** What a forked bench child (the API load generator, the documents bare loop) answers. */
+export type ChildAnswer<Result> = { result: Result } | { error: string };
+
+/**
+ * Sends a forked bench child one request and resolves with its `{ result }`; rejects with its
+ * `{ error }`, or when it exits before it answers. `what` names the child in those errors.
+ */
+export function askChild<Result>(
+  child: ChildProcess,
+  request: unknown,
+  what: string,
+): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null, signal: string | null) =>
+      reject(new Error(`${what} exited (${signal ?? code}) before it answered`));
+    child.once('exit', onExit);
+    child.once('message', (answer: ChildAnswer<Result>) => {
+      child.off('exit', onExit);
+      if ('result' in answer) resolve(answer.result);
+      else reject(new Error(`${what}: ${answer.error}`));
+    });
+    child.send(request as object);
+  });
+}
+
 /**
  * A bench module's `run`: `--help` prints the usage, anything else runs the body under
  * `runWithTeardown` with the settings read from the arguments and the environment.

@@ -123,9 +123,9 @@ const DEFAULT_MAX_HEAP_MB = 2048;
  *   this cap is 16).
  * - `--v8-pool-size=1`: one GC helper thread, not one per core. A parser shares the machine
  *   with its worker and the other parsers, so more helpers only contend for the same cores.
- * Fed the bench's mixed resumes after a warm-up of 300, a parser peaked at 108–111 MB of RSS and
- * spent 8.2–8.4 ms of CPU per document, where with only the semi-space at 8 it peaked at 128–165
- * MB and spent 7.8–8.5 ms (three runs each, alternating, on two cores).
+ * Fed the bench's mixed resumes after a warm-up of 300, a parser peaked at 106–115 MB of RSS and
+ * spent 8.2–9.2 ms of CPU per document, where with only the semi-space at 8 it peaked at 128–165
+ * MB and spent 7.3–8.5 ms (three runs each, alternating, on two cores).
  */
 const PARSER_V8_FLAGS = [
   '--heap-growing-percent=100',
