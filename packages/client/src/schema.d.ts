@@ -2696,8 +2696,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Store many documents (the JSON form) and queue them together
-         * @description Every document is validated before any is stored; at most 100.
+         * Store many documents and queue them together
+         * @description JSON: an array of the JSON form of `POST /documents`. Or multipart/form-data: files in the field `file` (repeated), each a document, with the `tenant_id`, `kind` and optional `priority` they share; the files together at most DOCUMENT_MAX_BYTES. At most 100 documents; every one is validated before any is stored. The answer lists them in the order they came.
          */
         post: {
             parameters: {
@@ -2721,7 +2721,7 @@ export interface paths {
                         text?: string;
                         /** @description An HTML page; its visible text is extracted */
                         html?: string;
-                    }[];
+                    }[] | null;
                 };
             };
             responses: {

@@ -120,7 +120,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   });
   await app.register(swagger, openApiOptions);
   await app.register(swaggerUi, { routePrefix: '/docs' });
-  // Document uploads (POST /documents): one file of at most DOCUMENT_MAX_BYTES, a few short fields.
+  // Document uploads: one file of at most DOCUMENT_MAX_BYTES and a few short fields (POST
+  // /documents); POST /documents/batch raises the count of files for its own requests.
   await app.register(multipart, {
     limits: {
       fileSize: deps.config.DOCUMENT_MAX_BYTES,

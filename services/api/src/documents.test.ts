@@ -28,11 +28,15 @@ afterAll(async () => {
   await stack?.close();
 });
 
-/** A multipart/form-data body as a browser sends it. */
-function multipart(
-  fields: Record<string, string>,
-  file?: { name: string; type: string; bytes: Buffer; field?: string },
-) {
+interface FilePart {
+  name: string;
+  type: string;
+  bytes: Buffer;
+  field?: string;
+}
+
+/** A multipart/form-data body as a browser sends it: the fields, then the file or files. */
+function multipart(fields: Record<string, string>, files: FilePart | FilePart[] = []) {
   const boundary = `----gleaner${randomBytes(8).toString('hex')}`;
   const parts: Buffer[] = [];
   for (const [name, value] of Object.entries(fields)) {
@@ -42,7 +46,7 @@ function multipart(
       ),
     );
   }
-  if (file) {
+  for (const file of [files].flat()) {
     parts.push(
       Buffer.from(
         `--${boundary}\r\nContent-Disposition: form-data; name="${file.field ?? 'file'}"; filename="${file.name}"\r\nContent-Type: ${file.type}\r\n\r\n`,
@@ -212,6 +216,104 @@ describe('POST /documents/batch', () => {
       );
       expect(state).toBe('prioritized');
     }
+  });
+});
+
+describe('POST /documents/batch, multipart', () => {
+  const text = (name: string, content: string): FilePart => ({
+    name,
+    type: 'text/plain',
+    bytes: Buffer.from(content),
+  });
+  const postForm = (form: ReturnType<typeof multipart>) =>
+    app.inject({ method: 'POST', url: '/documents/batch', ...form });
+
+  it('stores each file as a document with the fields they share, in the order they came', async () => {
+    const answer = await postForm(
+      multipart({ tenant_id: 'uploads', kind: 'resume', priority: '4' }, [
+        text('a.txt', 'Alan Turing'),
+        { name: 'b.pdf', type: 'application/pdf', bytes: Buffer.from('%PDF-1.7 not really') },
+        text('again.txt', 'Alan Turing'),
+      ]),
+    );
+    expect(answer.statusCode, answer.body).toBe(202);
+    const body = answer.json();
+    expect(body).toMatchObject({ created: 2, duplicates: 1 });
+    expect(body.documents[2]).toMatchObject({ id: body.documents[0].id, duplicate: true });
+    const details = await Promise.all(
+      body.documents
+        .slice(0, 2)
+        .map(
+          async (document: { id: string }) =>
+            (await app.inject({ method: 'GET', url: `/documents/${document.id}` })).json().data,
+        ),
+    );
+    expect(details).toMatchObject([
+      { filename: 'a.txt', media_type: 'text/plain', kind: 'resume', priority: 4, byte_size: 11 },
+      { filename: 'b.pdf', media_type: 'application/pdf', tenant_id: 'uploads', priority: 4 },
+    ]);
+    const job = await queues.documents.getJob(
+      documentJob.jobId({ documentId: body.documents[1].id, generation: 0 }),
+    );
+    expect(job?.opts).toMatchObject({ priority: 1001 - 4 });
+  });
+
+  it('stores none of them when a field, a file or the total is wrong', async () => {
+    const cases: [ReturnType<typeof multipart>, number, string][] = [
+      [multipart({ tenant_id: 'refused', kind: 'resume' }), 400, 'body.file'],
+      [
+        multipart({ tenant_id: 'refused', kind: 'resume' }, [
+          text('a.txt', 'fine'),
+          text('empty.txt', ''),
+        ]),
+        400,
+        'body.file.1',
+      ],
+      [
+        multipart({ tenant_id: 'refused', kind: 'resume', external_id: 'one' }, [
+          text('a.txt', 'fine'),
+        ]),
+        400,
+        'body.external_id',
+      ],
+      [
+        multipart({ tenant_id: 'refused', kind: 'poem' }, [text('a.txt', 'fine')]),
+        400,
+        'body.kind',
+      ],
+      [
+        multipart(
+          { tenant_id: 'refused', kind: 'resume' },
+          Array.from({ length: 101 }, (_, index) => text(`${index}.txt`, `file ${index}`)),
+        ),
+        400,
+        'body.file',
+      ],
+      [
+        multipart({ tenant_id: 'refused', kind: 'resume' }, [
+          text('a.txt', 'x'.repeat(40 * 1024)),
+          text('b.txt', 'y'.repeat(40 * 1024)),
+        ]),
+        413,
+        'body.file',
+      ],
+    ];
+    for (const [form, status, field] of cases) {
+      const answer = await postForm(form);
+      expect(answer.statusCode, field).toBe(status);
+      expect(answer.headers['content-type']).toContain('application/problem+json');
+      expect(answer.json().errors[0].field).toBe(field);
+    }
+    const tooLarge = await postForm(cases[5]![0]);
+    expect(tooLarge.json().detail).toMatch(/together must be at most 65536 bytes/);
+    const listed = await app.inject({ method: 'GET', url: '/documents?tenant_id=refused' });
+    expect(listed.json().data).toEqual([]);
+  });
+
+  it('refuses a request with neither JSON nor a form', async () => {
+    const answer = await app.inject({ method: 'POST', url: '/documents/batch' });
+    expect(answer.statusCode).toBe(400);
+    expect(answer.json().errors[0].field).toBe('body');
   });
 });
 

@@ -70,6 +70,10 @@ const documentFields = z
     priority: z.coerce.number().pipe(priority).optional(),
   })
   .strict();
+/** The fields a multipart batch's files share. */
+const batchFields = documentFields.omit({ external_id: true });
+/** The JSON form of a batch. */
+const batchJson = z.array(documentJson).min(1).max(BATCH_MAX);
 
 const isoDate = z.iso.datetime({ offset: true });
 const accepted = z.object({
@@ -221,50 +225,110 @@ function fromJson(body: z.output<typeof documentJson>, correlationId: string): N
   };
 }
 
+interface Upload {
+  bytes: Buffer;
+  filename: string;
+  mediaType: string;
+}
+
 /**
- * The multipart form: one `file` and the fields, in any order. An upload over DOCUMENT_MAX_BYTES
- * is a 413 naming `body.file`; any file is accepted, and one no parser reads fails in the worker
- * as `unsupported`.
+ * A multipart form's fields and its files (all in the field `file`), in any order: at most
+ * `maxFiles` files, each and all of them together at most DOCUMENT_MAX_BYTES (a 413 naming
+ * `body.file`). The files are read whole: the documents are stored as they came.
+ */
+async function readForm(
+  request: FastifyRequest,
+  { maxBytes, maxFiles }: { maxBytes: number; maxFiles: number },
+): Promise<{ fields: Record<string, string>; files: Upload[] }> {
+  const fields: Record<string, string> = {};
+  const files: Upload[] = [];
+  let total = 0;
+  // One part over the count, so that a form with too many files is told so (below) rather than
+  // cut short by the parser's own limit.
+  const limits = { files: maxFiles + 1, parts: maxFiles + 9 };
+  for await (const part of request.parts({ limits })) {
+    if (part.type !== 'file') {
+      fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value);
+      continue;
+    }
+    if (part.fieldname !== 'file' || files.length === maxFiles) {
+      part.file.resume();
+      const message =
+        maxFiles === 1
+          ? 'only one file, named "file"'
+          : `at most ${maxFiles} files, each named "file"`;
+      throw new ProblemError(400, 'Validation Failed', `body.${part.fieldname}: ${message}`, {
+        errors: [{ field: `body.${part.fieldname}`, message }],
+      });
+    }
+    const upload = await readUpload(part, maxBytes);
+    total += upload.bytes.byteLength;
+    if (total > maxBytes) throw tooLarge(`files together must be at most ${maxBytes} bytes`);
+    files.push(upload);
+  }
+  const empty = files.findIndex((file) => file.bytes.byteLength === 0);
+  if (files.length === 0 || empty >= 0) {
+    const field = maxFiles === 1 || files.length === 0 ? 'body.file' : `body.file.${empty}`;
+    throw new ProblemError(400, 'Validation Failed', `${field}: is required and not empty`, {
+      errors: [{ field, message: 'is required and must not be empty' }],
+    });
+  }
+  return { fields, files };
+}
+
+/** A file of a multipart form as a new document with the form's fields. */
+function fromUpload(
+  file: Upload,
+  fields: z.output<typeof documentFields>,
+  correlationId: string,
+): NewDocument {
+  return {
+    tenantId: fields.tenant_id,
+    kind: fields.kind,
+    externalId: fields.external_id ?? null,
+    filename: file.filename.slice(0, 500) || null,
+    mediaType: file.mediaType.slice(0, 200) || null,
+    content: file.bytes,
+    priority: fields.priority ?? 0,
+    correlationId,
+  };
+}
+
+/**
+ * The multipart form of `POST /documents`: one `file` and the fields. Any file is accepted; one no
+ * parser reads fails in the worker as `unsupported`.
  */
 async function fromMultipart(
   request: FastifyRequest,
   maxBytes: number,
   correlationId: string,
 ): Promise<NewDocument> {
-  const fields: Record<string, string> = {};
-  let file: { bytes: Buffer; filename: string; mediaType: string } | undefined;
-  for await (const part of request.parts()) {
-    if (part.type === 'file') {
-      if (part.fieldname !== 'file' || file) {
-        part.file.resume();
-        throw new ProblemError(400, 'Validation Failed', 'one file, in the field "file"', {
-          errors: [{ field: `body.${part.fieldname}`, message: 'only one file, named "file"' }],
-        });
-      }
-      file = await readUpload(part, maxBytes);
-    } else {
-      fields[part.fieldname] = typeof part.value === 'string' ? part.value : String(part.value);
-    }
-  }
-  const parsed = validated(documentFields, fields, 'body');
-  if (!file || file.bytes.byteLength === 0) {
-    throw new ProblemError(400, 'Validation Failed', 'body.file: is required and not empty', {
-      errors: [{ field: 'body.file', message: 'is required and must not be empty' }],
-    });
-  }
-  return {
-    tenantId: parsed.tenant_id,
-    kind: parsed.kind,
-    externalId: parsed.external_id ?? null,
-    filename: file.filename.slice(0, 500) || null,
-    mediaType: file.mediaType.slice(0, 200) || null,
-    content: file.bytes,
-    priority: parsed.priority ?? 0,
-    correlationId,
-  };
+  const { fields, files } = await readForm(request, { maxBytes, maxFiles: 1 });
+  return fromUpload(files[0]!, validated(documentFields, fields, 'body'), correlationId);
 }
 
-async function readUpload(part: MultipartFile, maxBytes: number) {
+/**
+ * The multipart form of `POST /documents/batch`: up to BATCH_MAX files in the field `file`, each
+ * a document, with the fields they share (no `external_id`, which names one document).
+ */
+async function batchFromMultipart(
+  request: FastifyRequest,
+  maxBytes: number,
+  correlationId: string,
+): Promise<NewDocument[]> {
+  const { fields, files } = await readForm(request, { maxBytes, maxFiles: BATCH_MAX });
+  const shared = validated(batchFields, fields, 'body');
+  return files.map((file) => fromUpload(file, shared, correlationId));
+}
+
+function tooLarge(message: string): ProblemError {
+  const worded = `${message} (DOCUMENT_MAX_BYTES)`;
+  return new ProblemError(413, 'Payload Too Large', `body.file: ${worded}`, {
+    errors: [{ field: 'body.file', message: worded }],
+  });
+}
+
+async function readUpload(part: MultipartFile, maxBytes: number): Promise<Upload> {
   try {
     const bytes = await part.toBuffer();
     // Names and types come from the client: what Postgres cannot store is dropped, not refused.
@@ -272,10 +336,7 @@ async function readUpload(part: MultipartFile, maxBytes: number) {
     return { bytes, filename: clean(part.filename ?? ''), mediaType: clean(part.mimetype ?? '') };
   } catch (error) {
     if ((error as { code?: unknown }).code === 'FST_REQ_FILE_TOO_LARGE') {
-      const message = `must be at most ${maxBytes} bytes (DOCUMENT_MAX_BYTES)`;
-      throw new ProblemError(413, 'Payload Too Large', `body.file: ${message}`, {
-        errors: [{ field: 'body.file', message }],
-      });
+      throw tooLarge(`must be at most ${maxBytes} bytes`);
     }
     throw error;
   }
@@ -410,9 +471,10 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
       bodyLimit: maxBytes,
       schema: {
         tags: ['documents'],
-        summary: 'Store many documents (the JSON form) and queue them together',
-        description: `Every document is validated before any is stored; at most ${BATCH_MAX}.`,
-        body: z.array(documentJson).min(1).max(BATCH_MAX),
+        summary: 'Store many documents and queue them together',
+        description: `JSON: an array of the JSON form of \`POST /documents\`. Or multipart/form-data: files in the field \`file\` (repeated), each a document, with the \`tenant_id\`, \`kind\` and optional \`priority\` they share; the files together at most DOCUMENT_MAX_BYTES. At most ${BATCH_MAX} documents; every one is validated before any is stored. The answer lists them in the order they came.`,
+        // The JSON form. A multipart form the handler reads itself (Fastify validates it as null).
+        body: batchJson.nullish(),
         response: {
           202: z
             .object({
@@ -426,9 +488,18 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
       },
     },
     async (request, reply) => {
-      const inputs = request.body.map((body) => fromJson(body, request.id));
+      const inputs = request.isMultipart()
+        ? await batchFromMultipart(request, maxBytes, request.id)
+        : // The schema has read a JSON body; none at all is refused here, worded as the schema would.
+          (request.body ?? validated(batchJson, request.body, 'body')).map((body) =>
+            fromJson(body, request.id),
+          );
       inputs.forEach((input, index) =>
-        assertTenant(request, input.tenantId, `body.${index}.tenant_id`),
+        assertTenant(
+          request,
+          input.tenantId,
+          request.isMultipart() ? 'body.tenant_id' : `body.${index}.tenant_id`,
+        ),
       );
       await holdTenantCap(inputs);
       const answers = await store(inputs, request);
