@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,7 +21,7 @@ import { startInProcessSystem, type InProcessSystem } from './support/in-process
  * starts a run with --watch, draws its progress and exits 0 when the run succeeds, 4 when it
  * fails; an API problem is printed with its title and detail. The failed run's pages land in the
  * dead letters, which it lists and requeues as a dry run; a key it creates works until it revokes
- * it.
+ * it. Several files it adds go up as one batch of documents.
  */
 const cli = path.join(repoRoot, 'packages', 'cli', 'dist', 'main.js');
 const POSTINGS = 30;
@@ -253,5 +253,42 @@ describe('gleaner against a running system', () => {
     expect(JSON.parse(audit.stdout)).toMatchObject({
       items: [{ action: 'keys.revoke', selector: { prefix }, affected: 1 }],
     });
+  });
+
+  it('stores several files with one command, and again answers them as already stored', async () => {
+    const files = [
+      ['ada.txt', 'Ada Lovelace, analyst'],
+      ['alan.html', '<h1>Alan Turing</h1><p>Computability</p>'],
+      ['grace.txt', 'Grace Hopper, compilers'],
+    ].map(([name, content]) => ({ file: path.join(cwd, name!), content: content! }));
+    for (const { file, content } of files) await writeFile(file, content);
+    const args = [
+      '--json',
+      'documents',
+      'add',
+      ...files.map(({ file }) => file),
+      '--tenant',
+      'cli',
+    ];
+    const first = await gleaner(args);
+    expect(first, first.stderr).toMatchObject({ code: 0 });
+    const stored = JSON.parse(first.stdout) as {
+      documents: { file: string; id: string; duplicate: boolean }[];
+      created: number;
+    };
+    expect(stored.created).toBe(3);
+    expect(stored.documents.map((document) => document.file)).toEqual(
+      files.map(({ file }) => file),
+    );
+    const again = await gleaner(args);
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      created: 0,
+      duplicates: 3,
+      documents: stored.documents.map(({ id }) => ({ id, duplicate: true })),
+    });
+    const listed = await system.handle.pool.query<{ filename: string }>(
+      `SELECT filename FROM documents WHERE tenant_id = 'cli' ORDER BY filename`,
+    );
+    expect(listed.rows.map((row) => row.filename)).toEqual(['ada.txt', 'alan.html', 'grace.txt']);
   });
 });

@@ -404,6 +404,84 @@ describe('documents', () => {
   });
 });
 
+describe('documents add with several files', () => {
+  it('uploads them together to /documents/batch and lists each with its id', async () => {
+    const files = ['ada.txt', 'alan.html'].map((name) => path.join(dir, name));
+    await writeFile(files[0]!, 'Ada Lovelace');
+    await writeFile(files[1]!, '<p>Alan Turing</p>');
+    answer = () => ({
+      status: 202,
+      body: {
+        documents: [
+          { id: 'd1', status: 'pending', status_url: 'http://x/documents/d1', duplicate: false },
+          { id: 'd0', status: 'complete', status_url: 'http://x/documents/d0', duplicate: true },
+        ],
+        created: 1,
+        duplicates: 1,
+      },
+    });
+    const result = await gleaner([
+      'documents',
+      'add',
+      ...files,
+      '--tenant',
+      't1',
+      '--kind',
+      'other',
+    ]);
+    expect(result.code).toBe(0);
+    expect(api.requests).toHaveLength(1);
+    const [request] = api.requests;
+    expect(request!.path).toBe('/documents/batch');
+    expect(request!.body).toMatch(/name="kind"\r\n\r\nother\r\n/);
+    expect(request!.body).toMatch(/name="file"; filename="ada.txt"\r\nContent-Type: text\/plain/);
+    expect(request!.body).toMatch(/name="file"; filename="alan.html"\r\nContent-Type: text\/html/);
+    expect(result.stdout).toMatch(/ada\.txt\s+d1\s+pending\n/);
+    expect(result.stdout).toMatch(/alan\.html\s+d0\s+complete \(already stored\)\n/);
+    expect(result.stdout).toMatch(/1 stored, 1 already stored\n$/);
+  });
+
+  it('sends more than 100 files in batches of 100', async () => {
+    const files = Array.from({ length: 101 }, (_, index) => path.join(dir, `cv-${index}.txt`));
+    for (const file of files) await writeFile(file, file);
+    answer = (request) => {
+      const count = request.body.match(/name="file"/g)?.length ?? 0;
+      const documents = Array.from({ length: count }, (_, index) => ({
+        id: `d${api.requests.length}-${index}`,
+        status: 'pending',
+        status_url: 'http://x/documents/d',
+        duplicate: false,
+      }));
+      return { status: 202, body: { documents, created: count, duplicates: 0 } };
+    };
+    const result = await gleaner(['--json', 'documents', 'add', ...files, '--tenant', 't1']);
+    expect(result.code).toBe(0);
+    expect(api.requests.map((request) => request.body.match(/name="file"/g)?.length)).toEqual([
+      100, 1,
+    ]);
+    const output = JSON.parse(result.stdout);
+    expect(output).toMatchObject({ created: 101, duplicates: 0 });
+    expect(output.documents[100]).toMatchObject({ file: files[100], id: 'd2-0' });
+  });
+
+  it('refuses --external-id with more than one file, sending nothing', async () => {
+    const files = ['a.txt', 'b.txt'].map((name) => path.join(dir, name));
+    for (const file of files) await writeFile(file, file);
+    const result = await gleaner([
+      'documents',
+      'add',
+      ...files,
+      '--tenant',
+      't1',
+      '--external-id',
+      'x',
+    ]);
+    expect(result.code).toBe(exitCodes.usage);
+    expect(result.stderr).toMatch(/--external-id names one document/);
+    expect(api.requests).toHaveLength(0);
+  });
+});
+
 const runView = {
   run_id: 'manual_abc',
   task_id: 't',

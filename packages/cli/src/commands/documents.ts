@@ -21,23 +21,60 @@ interface AddOptions {
   priority?: number;
 }
 
-/** The multipart form of `POST /documents`: the file and its fields. */
-export async function documentForm(file: string, options: AddOptions): Promise<FormData> {
-  let bytes: Buffer;
+/** Files one `POST /documents/batch` takes at most. */
+const BATCH_FILES = 100;
+/**
+ * Bytes of files one batch carries at most: the API's default DOCUMENT_MAX_BYTES (20 MiB), which
+ * bounds a batch's files together. A larger file goes in a batch of its own.
+ */
+const BATCH_BYTES = 20 * 1024 * 1024;
+
+interface LocalFile {
+  path: string;
+  bytes: Buffer;
+}
+
+async function readLocal(file: string): Promise<LocalFile> {
   try {
-    bytes = await readFile(file);
+    return { path: file, bytes: await readFile(file) };
   } catch (error) {
     throw new CliError(`cannot read ${file}: ${(error as Error).message}`, exitCodes.usage);
   }
+}
+
+/** The multipart form of `POST /documents` (one file) or `POST /documents/batch` (several). */
+export function documentForm(files: readonly LocalFile[], options: AddOptions): FormData {
   const form = new FormData();
   form.set('tenant_id', options.tenant);
   form.set('kind', options.kind);
   if (options.externalId !== undefined) form.set('external_id', options.externalId);
   if (options.priority !== undefined) form.set('priority', String(options.priority));
-  const type = mediaTypes[path.extname(file).toLowerCase()] ?? 'application/octet-stream';
-  // The file last: the API reads the fields in any order, but a reader of the form sees them first.
-  form.set('file', new Blob([bytes], { type }), path.basename(file));
+  // The files last: the API reads the fields in any order, but a reader of the form sees them first.
+  for (const file of files) {
+    const type = mediaTypes[path.extname(file.path).toLowerCase()] ?? 'application/octet-stream';
+    form.append('file', new Blob([file.bytes], { type }), path.basename(file.path));
+  }
   return form;
+}
+
+/** The files in batches of at most BATCH_FILES and BATCH_BYTES, read as each batch is sent. */
+async function* batches(files: readonly string[]): AsyncGenerator<LocalFile[]> {
+  let batch: LocalFile[] = [];
+  let bytes = 0;
+  for (const file of files) {
+    const local = await readLocal(file);
+    if (
+      batch.length === BATCH_FILES ||
+      (batch.length > 0 && bytes + local.bytes.length > BATCH_BYTES)
+    ) {
+      yield batch;
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(local);
+    bytes += local.bytes.length;
+  }
+  if (batch.length > 0) yield batch;
 }
 
 export function documentsCommand(act: Act): Command {
@@ -45,32 +82,64 @@ export function documentsCommand(act: Act): Command {
 
   documents
     .command('add')
-    .description('store a document (PDF, DOCX, HTML or text) and queue its extraction')
-    .argument('<file>', 'the file to upload')
-    .requiredOption('--tenant <id>', 'the tenant it belongs to')
+    .description(
+      'store documents (PDF, DOCX, HTML or text) and queue their extraction; several files go up together',
+    )
+    .argument('<files...>', 'the files to upload')
+    .requiredOption('--tenant <id>', 'the tenant they belong to')
     .addOption(
-      new Option('--kind <kind>', 'what it is')
+      new Option('--kind <kind>', 'what they are')
         .choices(['resume', 'posting', 'other'])
         .default('resume'),
     )
-    .option('--external-id <id>', 'your own id for it')
+    .option('--external-id <id>', 'your own id for it (one file only)')
     .option('--priority <n>', 'higher is extracted first (-1000 to 1000)', integer(-1000, 1000))
     .action(
-      act(async (context, file: string, options: AddOptions) => {
-        const form = await documentForm(file, options);
-        // The route takes multipart or JSON and validates in its handler, so the document
-        // describes no request body: the form goes through as it is.
-        const answer = unwrap(
-          await context.api.POST('/documents', {
-            body: form as never,
-            bodySerializer: (body: unknown) => body,
-          }),
-        );
-        context.output.result(answer, () =>
-          context.output.line(
-            `document ${answer.id} ${answer.status}${answer.duplicate ? ' (already stored: the same bytes for this tenant)' : ''}`,
-          ),
-        );
+      act(async (context, files: string[], options: AddOptions) => {
+        // The routes take multipart or JSON and read a form in their handlers, so the API's
+        // document describes no form: it goes through as it is.
+        const asForm = { bodySerializer: (body: unknown) => body };
+        if (files.length === 1) {
+          const form = documentForm([await readLocal(files[0]!)], options);
+          const answer = unwrap(
+            await context.api.POST('/documents', { body: form as never, ...asForm }),
+          );
+          context.output.result(answer, () =>
+            context.output.line(
+              `document ${answer.id} ${answer.status}${answer.duplicate ? ' (already stored: the same bytes for this tenant)' : ''}`,
+            ),
+          );
+          return;
+        }
+        if (options.externalId !== undefined)
+          throw new CliError('--external-id names one document: give one file', exitCodes.usage);
+        // Batch after batch: one the API refuses stops the command. Those before it stay stored,
+        // and running the command again answers them as already stored (same bytes, same tenant).
+        const stored: { file: string; id: string; status: string; duplicate: boolean }[] = [];
+        for await (const batch of batches(files)) {
+          const answer = unwrap(
+            await context.api.POST('/documents/batch', {
+              body: documentForm(batch, options) as never,
+              ...asForm,
+            }),
+          );
+          answer.documents.forEach((document, index) =>
+            stored.push({ file: batch[index]!.path, ...document }),
+          );
+        }
+        const duplicates = stored.filter((document) => document.duplicate).length;
+        const result = { documents: stored, created: stored.length - duplicates, duplicates };
+        context.output.result(result, () => {
+          context.output.table(
+            stored.map((document) => ({
+              file: document.file,
+              id: document.id,
+              status: document.duplicate ? `${document.status} (already stored)` : document.status,
+            })),
+            ['file', 'id', 'status'],
+          );
+          context.output.line(`${result.created} stored, ${duplicates} already stored`);
+        });
       }),
     );
 
