@@ -5,16 +5,18 @@
  *   baseline  `extractDocument` (@gleaner/extraction/documents) over every file, one after the
  *             other, in a process of its own (documents-bare-loop.ts): the parsers and nothing
  *             else;
- *   pipeline  every file uploaded to the API process (`POST /documents`, multipart, a few
- *             uploads at once over kept-alive connections, bodies encoded beforehand), stored in
- *             Postgres, queued, and extracted by one worker process (`WORKER_QUEUES=documents`,
- *             its parser processes), timed from the first upload until the last document's
- *             `completed_at`.
+ *   pipeline  every file uploaded to the API process (`POST /documents/batch`, multipart,
+ *             `BENCH_UPLOAD_BATCH` files a request, a few requests at once over kept-alive
+ *             connections, bodies encoded beforehand; one file a request is `POST /documents`),
+ *             stored in Postgres, queued, and extracted by one worker process
+ *             (`WORKER_QUEUES=documents`, its parser processes), timed from the first upload until
+ *             the last document's `completed_at`.
  *
  * Both sides read the same files: `BENCH_DOCUMENTS` (500), half PDF (`BENCH_PDF_PAGES` pages of
  * 300 words), half DOCX (`BENCH_DOCX_PARAGRAPHS` paragraphs of 40 words), each with its own seed
- * so that no two are the same bytes. Both are warmed on `BENCH_WARM_UP_DOCUMENTS` other files
- * first. The baseline runs before the pipeline and again after it, on an otherwise idle machine,
+ * so that no two are the same bytes. Every process that parses is warmed first on
+ * `BENCH_WARM_UP_DOCUMENTS` other files: the bare loop's on that many, the pipeline on that many
+ * for each of its parser processes. The baseline runs before the pipeline and again after it, on an otherwise idle machine,
  * each time in a fresh process warmed the same way; `baselineDocsPerSec` is the two runs
  * together. `cpuMsPerDocument` splits the pipeline's CPU between the worker (with and without its
  * parsers), the API, Postgres (the bench database's backends and the server's own processes),
@@ -25,7 +27,8 @@
  * its parser processes together) is missed.
  *
  * Environment: BENCH_DOCUMENTS (500), BENCH_PDF_PAGES (3), BENCH_DOCX_PARAGRAPHS (30),
- * BENCH_WARM_UP_DOCUMENTS (300 per parser), BENCH_UPLOAD_CONCURRENCY (8),
+ * BENCH_WARM_UP_DOCUMENTS (600 per parsing process), BENCH_UPLOAD_BATCH (10),
+ * BENCH_UPLOAD_CONCURRENCY (4),
  * BENCH_TIMEOUT_MS (300000), BENCH_DOCUMENT_PARSERS and BENCH_DOCUMENTS_CONCURRENCY (the
  * worker's defaults).
  * TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
@@ -69,7 +72,8 @@ import {
 
 const USAGE = `usage: pnpm bench documents
 environment: BENCH_DOCUMENTS (500), BENCH_PDF_PAGES (3), BENCH_DOCX_PARAGRAPHS (30),
-  BENCH_WARM_UP_DOCUMENTS (300 per parser), BENCH_UPLOAD_CONCURRENCY (8),
+  BENCH_WARM_UP_DOCUMENTS (600 per parsing process), BENCH_UPLOAD_BATCH (10),
+  BENCH_UPLOAD_CONCURRENCY (4),
   BENCH_TIMEOUT_MS (300000), BENCH_DOCUMENT_PARSERS, BENCH_DOCUMENTS_CONCURRENCY (worker defaults)
 `;
 
@@ -82,6 +86,7 @@ interface Settings {
   pdfPages: number;
   docxParagraphs: number;
   warmUp: number;
+  uploadBatch: number;
   uploadConcurrency: number;
   timeoutMs: number;
   parsers: number;
@@ -97,11 +102,13 @@ export interface BenchFile {
 const progress = progressFor('documents');
 
 /**
- * Documents a parser sees before it runs at its steady speed: the bare loop took 12 ms per
- * document over its first 50, 6–7 ms up to about 300 and 5 ms from there on, while V8 compiled
- * pdf.js and mammoth's hot paths. Each parser process, and the bare loop, is warmed on this many.
+ * Documents each parsing process sees before it is timed, while V8 compiles pdf.js's and
+ * mammoth's hot paths: the bare loop took 12 ms per document over its first 50, 6–7 ms up to
+ * about 300 and 5 ms from there on, and two parser processes warmed on 300 each took 6.9–8.6 ms
+ * per document on the timed files where after 600 each they took 6.1–6.2. The count is per
+ * process, so that the loop and each parser are timed equally warm.
  */
-const WARM_UP_PER_PARSER = 300;
+const WARM_UP_PER_PROCESS = 600;
 
 function readSettings(args: string[]): Settings | 'help' {
   if (wantsHelp(args, USAGE)) return 'help';
@@ -114,8 +121,9 @@ function readSettings(args: string[]): Settings | 'help' {
     documents: integerFrom('BENCH_DOCUMENTS', 500, { min: 2 }, USAGE),
     pdfPages: integerFrom('BENCH_PDF_PAGES', 3, { min: 1, max: 500 }, USAGE),
     docxParagraphs: integerFrom('BENCH_DOCX_PARAGRAPHS', 30, { min: 1 }, USAGE),
-    warmUp: integerFrom('BENCH_WARM_UP_DOCUMENTS', WARM_UP_PER_PARSER * parsers, { min: 0 }, USAGE),
-    uploadConcurrency: integerFrom('BENCH_UPLOAD_CONCURRENCY', 8, { min: 1, max: 64 }, USAGE),
+    warmUp: integerFrom('BENCH_WARM_UP_DOCUMENTS', WARM_UP_PER_PROCESS, { min: 0 }, USAGE),
+    uploadBatch: integerFrom('BENCH_UPLOAD_BATCH', 10, { min: 1, max: 100 }, USAGE),
+    uploadConcurrency: integerFrom('BENCH_UPLOAD_CONCURRENCY', 4, { min: 1, max: 64 }, USAGE),
     timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, { min: 1000 }, USAGE),
     parsers,
     concurrency: concurrencyFrom(
@@ -193,27 +201,48 @@ function bareLoop(
   );
 }
 
-/** A multipart/form-data body for `POST /documents`, encoded once, before anything is timed. */
+/**
+ * A multipart/form-data request, encoded once, before anything is timed: one file for `POST
+ * /documents`, or several for `POST /documents/batch`.
+ */
 interface UploadBody {
-  name: string;
+  path: '/documents' | '/documents/batch';
+  names: string[];
   contentType: string;
   bytes: Buffer;
 }
 
-function uploadBody(file: BenchFile): UploadBody {
+function uploadBody(files: readonly BenchFile[]): UploadBody {
   const boundary = `gleaner-bench-${randomUUID()}`;
   const field = (name: string, value: string) =>
     `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
-  const head =
-    field('tenant_id', TENANT) +
-    field('kind', 'resume') +
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\n` +
-    `Content-Type: ${file.mediaType}\r\n\r\n`;
+  const parts: Uint8Array[] = [Buffer.from(field('tenant_id', TENANT) + field('kind', 'resume'))];
+  for (const file of files) {
+    const head =
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\n` +
+      `Content-Type: ${file.mediaType}\r\n\r\n`;
+    parts.push(Buffer.from(head), file.bytes, Buffer.from('\r\n'));
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
   return {
-    name: file.name,
+    path: files.length === 1 ? '/documents' : '/documents/batch',
+    names: files.map((file) => file.name),
     contentType: `multipart/form-data; boundary=${boundary}`,
-    bytes: Buffer.concat([Buffer.from(head), file.bytes, Buffer.from(`\r\n--${boundary}--\r\n`)]),
+    bytes: Buffer.concat(parts),
   };
+}
+
+/** The files in uploads of `batch` files each, in order. */
+function uploadBodies(files: readonly BenchFile[], batch: number): UploadBody[] {
+  const bodies: UploadBody[] = [];
+  for (let index = 0; index < files.length; index += batch)
+    bodies.push(uploadBody(files.slice(index, index + batch)));
+  return bodies;
+}
+
+interface Accepted {
+  id?: string;
+  duplicate?: boolean;
 }
 
 /**
@@ -223,7 +252,7 @@ function uploadBody(file: BenchFile): UploadBody {
  * 1.7 ms of CPU per upload, about a tenth of the pipeline's own.
  */
 async function upload(apiUrl: string, bodies: readonly UploadBody[], concurrency: number) {
-  const ids: string[] = new Array<string>(bodies.length);
+  const ids: string[][] = new Array<string[]>(bodies.length);
   const client = new Pool(apiUrl, { connections: concurrency });
   let next = 0;
   const uploader = async () => {
@@ -232,18 +261,23 @@ async function upload(apiUrl: string, bodies: readonly UploadBody[], concurrency
       const body = bodies[index]!;
       const response = await client.request({
         method: 'POST',
-        path: '/documents',
+        path: body.path,
         headers: { ...adminHeaders, 'content-type': body.contentType },
         body: body.bytes,
       });
-      const answer = (await response.body.json()) as { id?: string; duplicate?: boolean };
-      if (response.statusCode !== 202 || answer.id === undefined || answer.duplicate === true) {
+      const answer = (await response.body.json()) as Accepted & { documents?: Accepted[] };
+      const accepted = answer.documents ?? [answer];
+      if (
+        response.statusCode !== 202 ||
+        accepted.length !== body.names.length ||
+        accepted.some((document) => document.id === undefined || document.duplicate === true)
+      ) {
         next = bodies.length;
         throw new Error(
-          `POST /documents for ${body.name} answered ${response.statusCode}: ${JSON.stringify(answer)}`,
+          `POST ${body.path} for ${body.names.join(', ')} answered ${response.statusCode}: ${JSON.stringify(answer)}`,
         );
       }
-      ids[index] = answer.id;
+      ids[index] = accepted.map((document) => document.id!);
     }
   };
   try {
@@ -251,7 +285,7 @@ async function upload(apiUrl: string, bodies: readonly UploadBody[], concurrency
   } finally {
     await client.close();
   }
-  return ids;
+  return ids.flat();
 }
 
 export const run: BenchModule['run'] = benchRun<Settings>(
@@ -259,9 +293,11 @@ export const run: BenchModule['run'] = benchRun<Settings>(
   USAGE,
   readSettings,
   async (settings, teardown) => {
-    progress(`building ${settings.documents} + ${settings.warmUp} warm-up files`);
+    const pipelineWarmUp = settings.warmUp * settings.parsers;
+    progress(`building ${settings.documents} + ${pipelineWarmUp} warm-up files`);
     const files = await buildFiles(settings.documents, 1, settings);
-    const warmUpFiles = await buildFiles(settings.warmUp, 1_000_000, settings);
+    const pipelineWarmUpFiles = await buildFiles(pipelineWarmUp, 1_000_000, settings);
+    const warmUpFiles = pipelineWarmUpFiles.slice(0, settings.warmUp);
     const megabytes = files.reduce((sum, file) => sum + file.bytes.byteLength, 0) / 1024 / 1024;
 
     const baselineBefore = await bareLoop(warmUpFiles, files);
@@ -322,16 +358,16 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       }
     };
 
-    if (warmUpFiles.length > 0) {
+    if (pipelineWarmUpFiles.length > 0) {
       const warmUpIds = await upload(
         apiUrl,
-        warmUpFiles.map(uploadBody),
+        uploadBodies(pipelineWarmUpFiles, settings.uploadBatch),
         settings.uploadConcurrency,
       );
       await waitForDocuments(warmUpIds, performance.now());
     }
 
-    const bodies = files.map(uploadBody);
+    const bodies = uploadBodies(files, settings.uploadBatch);
     const rss = sampleTreeRss(worker!.child.pid!);
     const cpuBefore = cpuSnapshot();
     const firstUploadAt = new Date();

@@ -114,21 +114,22 @@ const DEFAULT_MAX_HEAP_MB = 2048;
 
 /**
  * V8 flags that keep a parser's memory near its live heap (about 20 MB of pdf.js, mammoth and
- * one document) at the same CPU per document, so that two parsers and their worker fit where one
- * did. Under its 2 GB cap V8 lets the old generation grow 4× past what survives a collection, and
- * a parser's peak RSS wandered between 128 and 165 MB with where the last collection fell.
- * - `--heap-growing-percent=100` grows it 2× instead. Less costs far more: at 50 % a parse took
+ * one document) at about the same CPU per document, so that two parsers and their worker fit where
+ * one did. Under its 2 GB cap V8 lets the old generation grow 4× past what survives a collection,
+ * and a parser's peak RSS wandered between 128 and 165 MB with where the last collection fell.
+ * - `--heap-growing-percent=150` grows it 2.5× instead. Less costs CPU: at 100 % a parse took
+ *   5.8–5.9 ms where it takes 4.8–5.2 at 150, for 112–121 MB of peak RSS against 121–129; at 50 %
  *   three times the CPU (and under a smaller cap, see above).
  * - `--max-semi-space-size=4`: a young generation of 2 × 4 MB rather than 2 × 8 (the default at
- *   this cap is 16).
+ *   this cap is 16). At 8 a parse cost more, not less (6.9–7.4 ms at 100 %, 134–145 MB); at 2 it
+ *   saved 6 MB for 0.1–0.9 ms more.
  * - `--v8-pool-size=1`: one GC helper thread, not one per core. A parser shares the machine
  *   with its worker and the other parsers, so more helpers only contend for the same cores.
- * Fed the bench's mixed resumes after a warm-up of 300, a parser peaked at 106–115 MB of RSS and
- * spent 8.2–9.2 ms of CPU per document, where with only the semi-space at 8 it peaked at 128–165
- * MB and spent 7.3–8.5 ms (three runs each, alternating, on two cores).
+ * Two parsers fed the bench's mixed resumes (`pnpm bench documents`) after a warm-up of 600 each,
+ * two runs of each setting, alternating. Without any of these flags a parser peaked at 167–179 MB.
  */
 const PARSER_V8_FLAGS = [
-  '--heap-growing-percent=100',
+  '--heap-growing-percent=150',
   '--max-semi-space-size=4',
   '--v8-pool-size=1',
 ] as const;
