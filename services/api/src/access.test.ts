@@ -218,6 +218,21 @@ describe('tenant keys', () => {
     });
     expect(foreignBatch.statusCode).toBe(403);
     expect(foreignBatch.json().errors[0].field).toBe('body.1.tenant_id');
+    const boundary = 'gleaner-access-test';
+    const form = [
+      `--${boundary}\r\nContent-Disposition: form-data; name="tenant_id"\r\n\r\nsomeone-else\r\n`,
+      `--${boundary}\r\nContent-Disposition: form-data; name="kind"\r\n\r\nother\r\n`,
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="p.txt"\r\n`,
+      `Content-Type: text/plain\r\n\r\nplanted by form\r\n--${boundary}--\r\n`,
+    ].join('');
+    const foreignForm = await app.inject({
+      method: 'POST',
+      url: '/documents/batch',
+      headers: { ...asTenant, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      payload: form,
+    });
+    expect(foreignForm.statusCode).toBe(403);
+    expect(foreignForm.json().errors[0].field).toBe('body.tenant_id');
 
     expect(
       (await app.inject({ method: 'GET', url: `/documents/${own.json().id}`, headers: asTenant }))
