@@ -405,6 +405,9 @@ describe('documents', () => {
 });
 
 describe('documents add with several files', () => {
+  const add = (files: string[], ...options: string[]) =>
+    gleaner(['documents', 'add', ...files, '--tenant', 't1', ...options]);
+
   it('uploads them together to /documents/batch and lists each with its id', async () => {
     const files = ['ada.txt', 'alan.html'].map((name) => path.join(dir, name));
     await writeFile(files[0]!, 'Ada Lovelace');
@@ -420,15 +423,7 @@ describe('documents add with several files', () => {
         duplicates: 1,
       },
     });
-    const result = await gleaner([
-      'documents',
-      'add',
-      ...files,
-      '--tenant',
-      't1',
-      '--kind',
-      'other',
-    ]);
+    const result = await add(files, '--kind', 'other');
     expect(result.code).toBe(0);
     expect(api.requests).toHaveLength(1);
     const [request] = api.requests;
@@ -467,15 +462,7 @@ describe('documents add with several files', () => {
   it('refuses --external-id with more than one file, sending nothing', async () => {
     const files = ['a.txt', 'b.txt'].map((name) => path.join(dir, name));
     for (const file of files) await writeFile(file, file);
-    const result = await gleaner([
-      'documents',
-      'add',
-      ...files,
-      '--tenant',
-      't1',
-      '--external-id',
-      'x',
-    ]);
+    const result = await add(files, '--external-id', 'x');
     expect(result.code).toBe(exitCodes.usage);
     expect(result.stderr).toMatch(/--external-id names one document/);
     expect(api.requests).toHaveLength(0);
