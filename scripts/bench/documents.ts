@@ -16,11 +16,12 @@
  * 300 words), half DOCX (`BENCH_DOCX_PARAGRAPHS` paragraphs of 40 words), each with its own seed
  * so that no two are the same bytes. Every process that parses is warmed first on
  * `BENCH_WARM_UP_DOCUMENTS` other files: the bare loop's on that many, the pipeline on that many
- * for each of its parser processes. The baseline runs before the pipeline and again after it, on an otherwise idle machine,
- * each time in a fresh process warmed the same way; `baselineDocsPerSec` is the two runs
- * together. `cpuMsPerDocument` splits the pipeline's CPU between the worker (with and without its
- * parsers), the API, Postgres (the bench database's backends and the server's own processes),
- * Redis and this process (the uploading client), which all share the machine.
+ * for each of its parser processes. The baseline runs before the pipeline and again after it, on
+ * an otherwise idle machine, each time in a fresh process warmed the same way;
+ * `baselineDocsPerSec` is the two runs together. `cpuMsPerDocument` splits the pipeline's CPU
+ * between the worker (with and without its parsers), the API, Postgres (the bench database's
+ * backends and the server's own processes), Redis and this process (the uploading client), which
+ * all share the machine.
  *
  * Last stdout line: {"docsPerSec","baselineDocsPerSec","ratio","peakRssMB",…}. Exit code 1 when a
  * document did not end `complete` or a target (ratio ≥ 0.8, peak RSS ≤ 400 MB of the worker and

@@ -49,7 +49,7 @@ export function documentForm(files: readonly LocalFile[], options: AddOptions): 
   form.set('kind', options.kind);
   if (options.externalId !== undefined) form.set('external_id', options.externalId);
   if (options.priority !== undefined) form.set('priority', String(options.priority));
-  // The files last: the API reads the fields in any order, but a reader of the form sees them first.
+  // The files last: the API reads the fields in any order, but a reader sees them first.
   for (const file of files) {
     const type = mediaTypes[path.extname(file.path).toLowerCase()] ?? 'application/octet-stream';
     form.append('file', new Blob([file.bytes], { type }), path.basename(file.path));

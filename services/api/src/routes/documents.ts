@@ -490,7 +490,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
     async (request, reply) => {
       const inputs = request.isMultipart()
         ? await batchFromMultipart(request, maxBytes, request.id)
-        : // The schema has read a JSON body; none at all is refused here, worded as the schema would.
+        : // The schema has read a JSON body; none at all is refused here, as the schema words it.
           (request.body ?? validated(batchJson, request.body, 'body')).map((body) =>
             fromJson(body, request.id),
           );
