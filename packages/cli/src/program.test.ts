@@ -459,6 +459,15 @@ describe('documents add with several files', () => {
     expect(output.documents[100]).toMatchObject({ file: files[100], id: 'd2-0' });
   });
 
+  it('sends nothing when one of the files cannot be read', async () => {
+    const present = path.join(dir, 'present.txt');
+    await writeFile(present, 'here');
+    const result = await add([present, path.join(dir, 'absent.txt'), dir]);
+    expect(result.code).toBe(exitCodes.usage);
+    expect(result.stderr).toMatch(/cannot read .*absent\.txt/);
+    expect(api.requests).toHaveLength(0);
+  });
+
   it('refuses --external-id with more than one file, sending nothing', async () => {
     const files = ['a.txt', 'b.txt'].map((name) => path.join(dir, name));
     for (const file of files) await writeFile(file, file);

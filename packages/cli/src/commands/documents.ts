@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Command, Option } from 'commander';
 import { integer } from '../arguments.js';
@@ -42,6 +42,13 @@ async function readLocal(file: string): Promise<LocalFile> {
   }
 }
 
+async function readable(file: string): Promise<void> {
+  const stats = await stat(file).catch((error: unknown) => {
+    throw new CliError(`cannot read ${file}: ${(error as Error).message}`, exitCodes.usage);
+  });
+  if (!stats.isFile()) throw new CliError(`cannot read ${file}: not a file`, exitCodes.usage);
+}
+
 /** The multipart form of `POST /documents` (one file) or `POST /documents/batch` (several). */
 export function documentForm(files: readonly LocalFile[], options: AddOptions): FormData {
   const form = new FormData();
@@ -82,10 +89,8 @@ export function documentsCommand(act: Act): Command {
 
   documents
     .command('add')
-    .description(
-      'store documents (PDF, DOCX, HTML or text) and queue their extraction; several files go up together',
-    )
-    .argument('<files...>', 'the files to upload')
+    .description('store documents (PDF, DOCX, HTML or text) and queue their extraction')
+    .argument('<files...>', 'the files to upload (several go up in batches of up to 100)')
     .requiredOption('--tenant <id>', 'the tenant they belong to')
     .addOption(
       new Option('--kind <kind>', 'what they are')
@@ -113,6 +118,8 @@ export function documentsCommand(act: Act): Command {
         }
         if (options.externalId !== undefined)
           throw new CliError('--external-id names one document: give one file', exitCodes.usage);
+        // Every file readable before the first batch goes up; the first that is not is named.
+        for (const file of files) await readable(file);
         // Batch after batch: one the API refuses stops the command. Those before it stay stored,
         // and running the command again answers them as already stored (same bytes, same tenant).
         const stored: { file: string; id: string; status: string; duplicate: boolean }[] = [];

@@ -125,8 +125,8 @@ const DEFAULT_MAX_HEAP_MB = 2048;
  *   saved 6 MB for 0.1–0.9 ms more.
  * - `--v8-pool-size=1`: one GC helper thread, not one per core. A parser shares the machine
  *   with its worker and the other parsers, so more helpers only contend for the same cores.
- * Two parsers fed the bench's mixed resumes (`pnpm bench documents`) after a warm-up of 600 each,
- * two runs of each setting, alternating. Without any of these flags a parser peaked at 167–179 MB.
+ * Measured on a pool of two parsers alone, fed the mixed resumes of `pnpm bench documents` after
+ * a warm-up of 600 each, two runs of each setting, alternating. Without any of these flags a parser peaked at 167–179 MB.
  */
 const PARSER_V8_FLAGS = [
   '--heap-growing-percent=150',
