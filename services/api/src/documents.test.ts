@@ -310,6 +310,105 @@ describe('POST /documents/batch, multipart', () => {
     expect(listed.json().data).toEqual([]);
   });
 
+  it('answers hostile forms with problems naming what is wrong, never a 5xx', async () => {
+    const boundary = 'hostile';
+    const type = `multipart/form-data; boundary=${boundary}`;
+    const end = `--${boundary}--\r\n`;
+    const field = (name: string, value: string) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    const file = (name: string, content: string) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\n` +
+      `Content-Type: text/plain\r\n\r\n${content}\r\n`;
+    const fields = field('tenant_id', 'hostile') + field('kind', 'resume');
+    const latin1Name = Buffer.concat([
+      Buffer.from(
+        `${fields}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="`,
+      ),
+      Buffer.from([0x63, 0x76, 0xe9, 0xff, 0x00]),
+      Buffer.from(`"\r\n\r\nhi\r\n${end}`),
+    ]);
+    // [what, body, status, title, content type]
+    const forms: [string, string | Buffer, number, string, string?][] = [
+      [
+        'cut short in a file',
+        `${fields}${file('a.txt', 'cut short')}`.slice(0, -4),
+        400,
+        'Malformed Multipart Body',
+      ],
+      [
+        'no closing boundary',
+        `${fields}${file('a.txt', 'hello')}`,
+        400,
+        'Malformed Multipart Body',
+      ],
+      ['another boundary', `--other\r\n${fields}--other--\r\n`, 400, 'Malformed Multipart Body'],
+      [
+        'no boundary in the header',
+        `${fields}${end}`,
+        400,
+        'Malformed Multipart Body',
+        'multipart/form-data',
+      ],
+      [
+        'a part without a disposition',
+        `--${boundary}\r\n\r\nvalue\r\n${end}`,
+        400,
+        'Validation Failed',
+      ],
+      [
+        'too many fields',
+        `${Array.from({ length: 20 }, (_, i) => field(`f${i}`, 'x')).join('')}${end}`,
+        413,
+        'Payload Too Large',
+      ],
+      [
+        'a field too long',
+        `${field('tenant_id', 'x'.repeat(5000))}${file('a.txt', 'hi')}${end}`,
+        400,
+        'Validation Failed',
+      ],
+      [
+        'a tenant of NUL',
+        `${field('tenant_id', '\u0000')}${field('kind', 'resume')}${file('a.txt', 'hi')}${end}`,
+        400,
+        'Validation Failed',
+      ],
+      [
+        'a priority in words',
+        `${fields}${field('priority', 'high')}${file('a.txt', 'hi')}${end}`,
+        400,
+        'Validation Failed',
+      ],
+      [
+        'a prototype key',
+        `${fields}${field('__proto__', 'x')}${file('a.txt', 'hi')}${end}`,
+        400,
+        'Bad Request',
+      ],
+      ['latin-1 and NUL in a file name', latin1Name, 202, ''],
+    ];
+    for (const url of ['/documents', '/documents/batch']) {
+      for (const [what, payload, status, title, contentType = type] of forms) {
+        const answer = await app.inject({
+          method: 'POST',
+          url,
+          headers: { 'content-type': contentType },
+          payload,
+        });
+        expect(answer.statusCode, `${url}: ${what}: ${answer.body}`).toBe(status);
+        if (status === 202) continue;
+        expect(answer.headers['content-type']).toContain('application/problem+json');
+        expect(answer.json().title, `${url}: ${what}`).toBe(title);
+      }
+    }
+    // The one accepted: stored once, its name without what Postgres cannot keep.
+    const listed = await app.inject({ method: 'GET', url: '/documents?tenant_id=hostile' });
+    expect(listed.json().data).toHaveLength(1);
+    const { filename } = listed.json().data[0];
+    expect(filename.startsWith('cv')).toBe(true);
+    expect(filename.includes('\u0000')).toBe(false);
+  });
+
   it('refuses a request with neither JSON nor a form', async () => {
     const answer = await app.inject({ method: 'POST', url: '/documents/batch' });
     expect(answer.statusCode).toBe(400);

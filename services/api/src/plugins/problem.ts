@@ -116,6 +116,8 @@ const problemsByCode = new Map<string, ProblemMapping>([
   ['FST_PARTS_LIMIT', { status: 413, title: 'Payload Too Large', field: 'body' }],
   ['FST_PROTO_VIOLATION', { status: 400, title: 'Bad Request', field: 'body' }],
   ['FST_MP_PREMATURE_CLOSE', { status: 400, title: 'Bad Request', field: 'body' }],
+  // @fastify/busboy's code-less errors for a form cut short or without a boundary.
+  ['MULTIPART_MALFORMED', { status: 400, title: 'Malformed Multipart Body', field: 'body' }],
 
   // Node's sockets, for Redis and Postgres alike.
   ['ECONNREFUSED', unavailable],
@@ -150,10 +152,11 @@ const problemsByCode = new Map<string, ProblemMapping>([
 ]);
 
 /**
- * ioredis, BullMQ and pg throw some connection failures without a code: by class name, or as a
- * plain `Error` whose message is a constant of the library's source (ioredis 5
- * `CONNECTION_CLOSED_ERROR_MSG`, pg-pool's connect timeout). Matched whole, never by pattern, so
- * an error that merely mentions one (a site's URL, a SQL text) is not taken for it.
+ * ioredis, BullMQ and pg throw some connection failures without a code, and @fastify/busboy a
+ * malformed form: by class name, or as a plain `Error` whose message is a constant of the
+ * library's source (ioredis 5 `CONNECTION_CLOSED_ERROR_MSG`, pg-pool's connect timeout, busboy's
+ * Dicer). Matched whole, never by pattern, so an error that merely mentions one (a site's URL, a
+ * SQL text) is not taken for it.
  */
 const codesByErrorName = new Map([
   ['MaxRetriesPerRequestError', 'REDIS_MAX_RETRIES_PER_REQUEST'], // ioredis, producer connections
@@ -168,6 +171,10 @@ const codesByMessage = new Map([
   ['Connection terminated unexpectedly', 'PG_CONNECTION_LOST'],
   ['Client has encountered a connection error and is not queryable', 'PG_CONNECTION_LOST'],
   ['Cannot use a pool after calling end on the pool', 'PG_POOL_ENDED'],
+  ['Unexpected end of multipart data', 'MULTIPART_MALFORMED'],
+  ['Part terminated early due to unexpected end of multipart data', 'MULTIPART_MALFORMED'],
+  ['Preamble terminated early due to unexpected end of multipart data', 'MULTIPART_MALFORMED'],
+  ['Multipart: Boundary not found', 'MULTIPART_MALFORMED'],
 ]);
 
 function codeOf(error: Error): string | undefined {
