@@ -401,8 +401,8 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     );
     const seconds = ((rows[0]?.last ?? new Date()).getTime() - firstUploadAt.getTime()) / 1000;
     const docsPerSec = settings.documents / seconds;
-    // The bare loop again, now that the pipeline is idle: a shared machine's speed drifts by a
-    // fifth over a minute, so the baseline is the two runs together, one on each side of the
+    // The bare loop again, now that the pipeline is idle: a shared machine's speed drifts by up
+    // to half over a minute, so the baseline is the two runs together, one on each side of the
     // pipeline.
     const baselineAfter = await bareLoop(warmUpFiles, files);
     const baselineRuns = [baselineBefore, baselineAfter];
