@@ -409,6 +409,52 @@ describe('POST /documents/batch, multipart', () => {
     expect(filename.includes('\u0000')).toBe(false);
   });
 
+  it('never answers a mangled form with a 5xx', async () => {
+    // mulberry32, seeded: the same mangled forms on every run.
+    let state = 20_261_126;
+    const random = () => {
+      state = (state + 0x6d2b79f5) >>> 0;
+      let t = Math.imul(state ^ (state >>> 15), state | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+    };
+    const int = (max: number) => Math.floor(random() * max);
+    const form = multipart({ tenant_id: 'mangled', kind: 'resume', priority: '3' }, [
+      text('a.txt', 'Barbara Liskov, substitution'),
+      { name: 'b.html', type: 'text/html', bytes: Buffer.from('<p>Frances Allen</p>') },
+    ]);
+    const mangle = (bytes: Buffer): Buffer => {
+      const copy = Buffer.from(bytes);
+      switch (int(4)) {
+        case 0: // flip bytes
+          for (let i = 0; i < 1 + int(8); i++) copy[int(copy.length)] = int(256);
+          return copy;
+        case 1: // cut short
+          return copy.subarray(0, int(copy.length));
+        case 2: {
+          // a stretch repeated
+          const from = int(copy.length);
+          const to = Math.min(copy.length, from + 1 + int(80));
+          return Buffer.concat([copy.subarray(0, to), copy.subarray(from, to), copy.subarray(to)]);
+        }
+        default: {
+          // a stretch dropped
+          const from = int(copy.length);
+          return Buffer.concat([copy.subarray(0, from), copy.subarray(from + 1 + int(80))]);
+        }
+      }
+    };
+    for (let round = 0; round < 150; round++) {
+      const payload = mangle(form.payload);
+      for (const url of ['/documents', '/documents/batch']) {
+        const answer = await app.inject({ method: 'POST', url, headers: form.headers, payload });
+        expect(answer.statusCode, `round ${round} ${url}: ${answer.body}`).toBeLessThan(500);
+        if (answer.statusCode >= 400)
+          expect(answer.headers['content-type']).toContain('application/problem+json');
+      }
+    }
+  });
+
   it('refuses a request with neither JSON nor a form', async () => {
     const answer = await app.inject({ method: 'POST', url: '/documents/batch' });
     expect(answer.statusCode).toBe(400);
