@@ -159,7 +159,17 @@ describe('cancelling a run', () => {
         const cancelledJobs = completed.filter(
           (job) => (job.returnvalue as { cancelled?: boolean } | null)?.cancelled === true,
         );
-        return cancelledJobs.length > 0 ? cancelledJobs : undefined;
+        if (cancelledJobs.length > 0) return cancelledJobs;
+        // What the jobs did instead, for the timeout's message.
+        const outcomes = new Map<string, number>();
+        for (const job of completed) {
+          const shape = Object.keys((job.returnvalue as object | null) ?? {}).join('+') || 'none';
+          outcomes.set(shape, (outcomes.get(shape) ?? 0) + 1);
+        }
+        const failed = await system.queues.crawl.getFailedCount();
+        throw new Error(
+          `${completed.length} completed (${[...outcomes].map(([shape, n]) => `${shape}: ${n}`).join(', ')}), ${failed} failed, none cancelled`,
+        );
       },
       { timeoutMs: 10_000, what: 'the crawl jobs aborted in flight to complete as cancelled' },
     );

@@ -155,7 +155,8 @@ describe('PDF', () => {
     expectType(error, 'corruption');
     expect(error.message).toMatch(/streams decompress past 104857600 bytes/);
     expect(elapsed).toBeLessThan(5_000);
-    expect(after.peakRssBytes - before.rssBytes).toBeLessThan(64 * 1024 * 1024);
+    // 48–51 MB here alone, 66 once on a loaded CI machine: far from the gigabyte it inflates to.
+    expect(after.peakRssBytes - before.rssBytes).toBeLessThan(80 * 1024 * 1024);
     // Under the limit the same kind of file is read, as the blank page it is.
     const small = buildPdfFlateBomb({ inflatedBytes: 2 * 1024 * 1024 });
     expect(await extractDocument(small)).toMatchObject({ format: 'pdf', text: '', pageCount: 1 });
@@ -226,7 +227,8 @@ describe('DOCX', () => {
       // Stopped at the 100 MiB limit: a tenth of the bomb's inflation, not all of it.
       expect(elapsed).toBeLessThan(5_000);
       // Inflating the entry whole would hold 1 GiB; counting chunks holds ~8 MiB at a time.
-      expect(after.peakRssBytes - before.rssBytes).toBeLessThan(64 * 1024 * 1024);
+      // 48–51 MB here alone, 66 once on a loaded CI machine: far from the gigabyte it inflates to.
+      expect(after.peakRssBytes - before.rssBytes).toBeLessThan(80 * 1024 * 1024);
     });
 
     it('central-directory entries sharing one compressed entry', async () => {
