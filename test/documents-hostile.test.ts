@@ -17,6 +17,7 @@ import {
   buildPdf,
   createTestDatabase,
   createTestRedisNamespace,
+  multipartForm,
   startCanary,
   startService,
   waitFor,
@@ -84,20 +85,14 @@ afterAll(async () => {
 });
 
 async function upload(name: string, bytes: Uint8Array, mediaType: string): Promise<string> {
-  const boundary = `----gleaner${Math.random().toString(16).slice(2)}`;
-  const head = (field: string, extra = '') =>
-    `--${boundary}\r\nContent-Disposition: form-data; name="${field}"${extra}\r\n`;
-  const payload = Buffer.concat([
-    Buffer.from(`${head('tenant_id')}\r\nhostile\r\n${head('kind')}\r\nresume\r\n`),
-    Buffer.from(`${head('file', `; filename="${name}"`)}Content-Type: ${mediaType}\r\n\r\n`),
-    Buffer.from(bytes),
-    Buffer.from(`\r\n--${boundary}--\r\n`),
+  const form = multipartForm({ tenant_id: 'hostile', kind: 'resume' }, [
+    { name, type: mediaType, bytes },
   ]);
   const answer = await app.inject({
     method: 'POST',
     url: '/documents',
-    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
-    payload,
+    headers: { 'content-type': form.contentType },
+    payload: form.payload,
   });
   expect(answer.statusCode, answer.body).toBe(202);
   return answer.json<{ id: string }>().id;

@@ -35,7 +35,6 @@
  * TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
  */
 import { fork } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -46,6 +45,7 @@ import {
   buildDocx,
   buildPdf,
   freePort,
+  multipartForm,
   repoRoot,
   startService,
   waitFor,
@@ -214,22 +214,15 @@ interface UploadBody {
 }
 
 function uploadBody(files: readonly BenchFile[]): UploadBody {
-  const boundary = `gleaner-bench-${randomUUID()}`;
-  const field = (name: string, value: string) =>
-    `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
-  const parts: Uint8Array[] = [Buffer.from(field('tenant_id', TENANT) + field('kind', 'resume'))];
-  for (const file of files) {
-    const head =
-      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\n` +
-      `Content-Type: ${file.mediaType}\r\n\r\n`;
-    parts.push(Buffer.from(head), file.bytes, Buffer.from('\r\n'));
-  }
-  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  const form = multipartForm(
+    { tenant_id: TENANT, kind: 'resume' },
+    files.map((file) => ({ name: file.name, type: file.mediaType, bytes: file.bytes })),
+  );
   return {
     path: files.length === 1 ? '/documents' : '/documents/batch',
     names: files.map((file) => file.name),
-    contentType: `multipart/form-data; boundary=${boundary}`,
-    bytes: Buffer.concat(parts),
+    contentType: form.contentType,
+    bytes: form.payload,
   };
 }
 

@@ -11,3 +11,4 @@ export * from './outgoing-connections.js';
 export * from './documents.js';
 export * from './llm-server.js';
 export * from './llm-resume.js';
+export * from './multipart.js';

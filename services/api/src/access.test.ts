@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { createApiKey, createRun, listAudit, revokeApiKey } from '@gleaner/db';
+import { multipartForm } from '@gleaner/testing';
 import type { Access } from './plugins/access.js';
 import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
 
@@ -218,18 +219,14 @@ describe('tenant keys', () => {
     });
     expect(foreignBatch.statusCode).toBe(403);
     expect(foreignBatch.json().errors[0].field).toBe('body.1.tenant_id');
-    const boundary = 'gleaner-access-test';
-    const form = [
-      `--${boundary}\r\nContent-Disposition: form-data; name="tenant_id"\r\n\r\nsomeone-else\r\n`,
-      `--${boundary}\r\nContent-Disposition: form-data; name="kind"\r\n\r\nother\r\n`,
-      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="p.txt"\r\n`,
-      `Content-Type: text/plain\r\n\r\nplanted by form\r\n--${boundary}--\r\n`,
-    ].join('');
+    const form = multipartForm({ tenant_id: 'someone-else', kind: 'other' }, [
+      { name: 'p.txt', type: 'text/plain', bytes: Buffer.from('planted by form') },
+    ]);
     const foreignForm = await app.inject({
       method: 'POST',
       url: '/documents/batch',
-      headers: { ...asTenant, 'content-type': `multipart/form-data; boundary=${boundary}` },
-      payload: form,
+      headers: { ...asTenant, 'content-type': form.contentType },
+      payload: form.payload,
     });
     expect(foreignForm.statusCode).toBe(403);
     expect(foreignForm.json().errors[0].field).toBe('body.tenant_id');

@@ -7,6 +7,7 @@ import {
   type DbHandle,
 } from '@gleaner/db';
 import { documentJob, type Queues } from '@gleaner/queue';
+import { multipartForm, seededRandom, type FormFile } from '@gleaner/testing';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
@@ -28,38 +29,10 @@ afterAll(async () => {
   await stack?.close();
 });
 
-interface FilePart {
-  name: string;
-  type: string;
-  bytes: Buffer;
-  field?: string;
-}
-
-/** A multipart/form-data body as a browser sends it: the fields, then the file or files. */
-function multipart(fields: Record<string, string>, files: FilePart | FilePart[] = []) {
-  const boundary = `----gleaner${randomBytes(8).toString('hex')}`;
-  const parts: Buffer[] = [];
-  for (const [name, value] of Object.entries(fields)) {
-    parts.push(
-      Buffer.from(
-        `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`,
-      ),
-    );
-  }
-  for (const file of [files].flat()) {
-    parts.push(
-      Buffer.from(
-        `--${boundary}\r\nContent-Disposition: form-data; name="${file.field ?? 'file'}"; filename="${file.name}"\r\nContent-Type: ${file.type}\r\n\r\n`,
-      ),
-      file.bytes,
-      Buffer.from('\r\n'),
-    );
-  }
-  parts.push(Buffer.from(`--${boundary}--\r\n`));
-  return {
-    payload: Buffer.concat(parts),
-    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
-  };
+/** A multipart/form-data body as a browser sends it, for `app.inject`. */
+function multipart(fields: Record<string, string>, files: FormFile | FormFile[] = []) {
+  const { payload, contentType } = multipartForm(fields, [files].flat());
+  return { payload, headers: { 'content-type': contentType } };
 }
 
 async function post(payload: unknown) {
@@ -220,7 +193,7 @@ describe('POST /documents/batch', () => {
 });
 
 describe('POST /documents/batch, multipart', () => {
-  const text = (name: string, content: string): FilePart => ({
+  const text = (name: string, content: string): FormFile => ({
     name,
     type: 'text/plain',
     bytes: Buffer.from(content),
@@ -410,14 +383,8 @@ describe('POST /documents/batch, multipart', () => {
   });
 
   it('never answers a mangled form with a 5xx', async () => {
-    // mulberry32, seeded: the same mangled forms on every run.
-    let state = 20_261_126;
-    const random = () => {
-      state = (state + 0x6d2b79f5) >>> 0;
-      let t = Math.imul(state ^ (state >>> 15), state | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-    };
+    // Seeded: the same mangling on every run.
+    const random = seededRandom(20_261_126);
     const int = (max: number) => Math.floor(random() * max);
     const form = multipart({ tenant_id: 'mangled', kind: 'resume', priority: '3' }, [
       text('a.txt', 'Barbara Liskov, substitution'),

@@ -34,19 +34,22 @@ interface LocalFile {
   bytes: Buffer;
 }
 
+const cannotRead = (file: string, why: string) =>
+  new CliError(`cannot read ${file}: ${why}`, exitCodes.usage);
+
 async function readLocal(file: string): Promise<LocalFile> {
   try {
     return { path: file, bytes: await readFile(file) };
   } catch (error) {
-    throw new CliError(`cannot read ${file}: ${(error as Error).message}`, exitCodes.usage);
+    throw cannotRead(file, (error as Error).message);
   }
 }
 
 async function readable(file: string): Promise<void> {
   const stats = await stat(file).catch((error: unknown) => {
-    throw new CliError(`cannot read ${file}: ${(error as Error).message}`, exitCodes.usage);
+    throw cannotRead(file, (error as Error).message);
   });
-  if (!stats.isFile()) throw new CliError(`cannot read ${file}: not a file`, exitCodes.usage);
+  if (!stats.isFile()) throw cannotRead(file, 'not a file');
 }
 
 /** The multipart form of `POST /documents` (one file) or `POST /documents/batch` (several). */

@@ -488,7 +488,8 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
       },
     },
     async (request, reply) => {
-      const inputs = request.isMultipart()
+      const isForm = request.isMultipart();
+      const inputs = isForm
         ? await batchFromMultipart(request, maxBytes, request.id)
         : // The schema has read a JSON body; none at all is refused here, as the schema words it.
           (request.body ?? validated(batchJson, request.body, 'body')).map((body) =>
@@ -498,7 +499,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         assertTenant(
           request,
           input.tenantId,
-          request.isMultipart() ? 'body.tenant_id' : `body.${index}.tenant_id`,
+          isForm ? 'body.tenant_id' : `body.${index}.tenant_id`,
         ),
       );
       await holdTenantCap(inputs);
