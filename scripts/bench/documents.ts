@@ -16,22 +16,26 @@
  * 300 words), half DOCX (`BENCH_DOCX_PARAGRAPHS` paragraphs of 40 words), each with its own seed
  * so that no two are the same bytes. Every process that parses is warmed first on
  * `BENCH_WARM_UP_DOCUMENTS` other files: the bare loop's on that many, the pipeline on that many
- * for each of its parser processes. The baseline runs before the pipeline and again after it, on
- * an otherwise idle machine, each time in a fresh process warmed the same way;
- * `baselineDocsPerSec` is the two runs together. `cpuMsPerDocument` splits the pipeline's CPU
- * between the worker (with and without its parsers), the API, Postgres (the bench database's
- * backends and the server's own processes), Redis and this process (the uploading client), which
- * all share the machine.
+ * for each of its parser processes.
  *
- * Last stdout line: {"docsPerSec","baselineDocsPerSec","ratio","peakRssMB",…}. Exit code 1 when a
- * document did not end `complete` or a target (ratio ≥ 0.8, peak RSS ≤ 400 MB of the worker and
- * its parser processes together) is missed.
+ * The run is `BENCH_ROUNDS` (3) rounds, with a bare loop before the first and after each: loop,
+ * pipeline, loop, pipeline, loop… Each loop is a fresh process and each round's pipeline a fresh
+ * worker, warmed the same way, and each round uploads as a tenant of its own. A round's baseline
+ * is the two loops on either side of it, on an otherwise idle machine: a shared machine's speed
+ * drifts by up to half within a minute. The verdict is the median round's (by ratio), and
+ * `peakRssMB` the highest of any round. `cpuMsPerDocument` splits the pipeline's CPU, over every
+ * round, between the worker (with and without its parsers), the API, Postgres (the bench
+ * database's backends and the server's own processes), Redis and this process (the uploading
+ * client), which all share the machine.
+ *
+ * Last stdout line: {"docsPerSec","baselineDocsPerSec","ratio","peakRssMB","rounds",…}. Exit code
+ * 1 when a document did not end `complete` or a target (median ratio ≥ 0.8, peak RSS ≤ 400 MB of
+ * the worker and its parser processes together) is missed.
  *
  * Environment: BENCH_DOCUMENTS (500), BENCH_PDF_PAGES (3), BENCH_DOCX_PARAGRAPHS (30),
  * BENCH_WARM_UP_DOCUMENTS (600 per parsing process), BENCH_UPLOAD_BATCH (10),
- * BENCH_UPLOAD_CONCURRENCY (4),
- * BENCH_TIMEOUT_MS (300000), BENCH_DOCUMENT_PARSERS and BENCH_DOCUMENTS_CONCURRENCY (the
- * worker's defaults).
+ * BENCH_UPLOAD_CONCURRENCY (4), BENCH_ROUNDS (3), BENCH_TIMEOUT_MS (300000),
+ * BENCH_DOCUMENT_PARSERS and BENCH_DOCUMENTS_CONCURRENCY (the worker's defaults).
  * TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
  */
 import { fork } from 'node:child_process';
@@ -49,6 +53,7 @@ import {
   repoRoot,
   startService,
   waitFor,
+  type ServiceProcess,
 } from '@gleaner/testing';
 import type { BenchModule } from './bench.js';
 import type { BareLoopRequest, BareLoopResult } from './documents-bare-loop.js';
@@ -74,7 +79,7 @@ import {
 const USAGE = `usage: pnpm bench documents
 environment: BENCH_DOCUMENTS (500), BENCH_PDF_PAGES (3), BENCH_DOCX_PARAGRAPHS (30),
   BENCH_WARM_UP_DOCUMENTS (600 per parsing process), BENCH_UPLOAD_BATCH (10),
-  BENCH_UPLOAD_CONCURRENCY (4),
+  BENCH_UPLOAD_CONCURRENCY (4), BENCH_ROUNDS (3),
   BENCH_TIMEOUT_MS (300000), BENCH_DOCUMENT_PARSERS, BENCH_DOCUMENTS_CONCURRENCY (worker defaults)
 `;
 
@@ -89,6 +94,7 @@ interface Settings {
   warmUp: number;
   uploadBatch: number;
   uploadConcurrency: number;
+  rounds: number;
   timeoutMs: number;
   parsers: number;
   concurrency: number;
@@ -125,6 +131,7 @@ function readSettings(args: string[]): Settings | 'help' {
     warmUp: integerFrom('BENCH_WARM_UP_DOCUMENTS', WARM_UP_PER_PROCESS, { min: 0 }, USAGE),
     uploadBatch: integerFrom('BENCH_UPLOAD_BATCH', 10, { min: 1, max: 100 }, USAGE),
     uploadConcurrency: integerFrom('BENCH_UPLOAD_CONCURRENCY', 4, { min: 1, max: 64 }, USAGE),
+    rounds: integerFrom('BENCH_ROUNDS', 3, { min: 1, max: 25 }, USAGE),
     timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, { min: 1000 }, USAGE),
     parsers,
     concurrency: concurrencyFrom(
@@ -213,9 +220,9 @@ interface UploadBody {
   bytes: Buffer;
 }
 
-function uploadBody(files: readonly BenchFile[]): UploadBody {
+function uploadBody(files: readonly BenchFile[], tenant: string): UploadBody {
   const form = multipartForm(
-    { tenant_id: TENANT, kind: 'resume' },
+    { tenant_id: tenant, kind: 'resume' },
     files.map((file) => ({ name: file.name, type: file.mediaType, bytes: file.bytes })),
   );
   return {
@@ -227,10 +234,10 @@ function uploadBody(files: readonly BenchFile[]): UploadBody {
 }
 
 /** The files in uploads of `batch` files each, in order. */
-function uploadBodies(files: readonly BenchFile[], batch: number): UploadBody[] {
+function uploadBodies(files: readonly BenchFile[], batch: number, tenant: string): UploadBody[] {
   const bodies: UploadBody[] = [];
   for (let index = 0; index < files.length; index += batch)
-    bodies.push(uploadBody(files.slice(index, index + batch)));
+    bodies.push(uploadBody(files.slice(index, index + batch), tenant));
   return bodies;
 }
 
@@ -282,6 +289,27 @@ async function upload(apiUrl: string, bodies: readonly UploadBody[], concurrency
   return ids.flat();
 }
 
+/** One round's pipeline: a fresh worker, warmed, then timed on the files (uploaded as `tenant`). */
+interface PipelineRound {
+  docsPerSec: number;
+  seconds: number;
+  uploadSeconds: number;
+  peakRssMB: number;
+  complete: number;
+  failed: number;
+  timedOut: boolean;
+  avgExtractionMs: number;
+  /** CPU seconds by process label (worker, parsers, api, postgres, redis-server, bench). */
+  cpuSeconds: Record<string, number>;
+  warnings: Record<string, unknown>[];
+}
+
+/** The median of `values` by `key`: the lower middle one for an even count. */
+function medianBy<T>(values: readonly T[], key: (value: T) => number): T {
+  const sorted = [...values].sort((a, b) => key(a) - key(b));
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
+}
+
 export const run: BenchModule['run'] = benchRun<Settings>(
   progress,
   USAGE,
@@ -294,22 +322,19 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     const warmUpFiles = pipelineWarmUpFiles.slice(0, settings.warmUp);
     const megabytes = files.reduce((sum, file) => sum + file.bytes.byteLength, 0) / 1024 / 1024;
 
-    const baselineBefore = await bareLoop(warmUpFiles, files);
+    const baselineRuns = [await bareLoop(warmUpFiles, files)];
     progress(
-      `baseline before: ${round2(settings.documents / baselineBefore.seconds)} documents/s (${round2(megabytes)} MB)`,
+      `baseline 1: ${round2(settings.documents / baselineRuns[0]!.seconds)} documents/s (${round2(megabytes)} MB)`,
     );
 
     const stack = await createBenchStack('documents', teardown);
     const { pool } = stack.handle;
-    const env = {
+    const workerEnv = {
       ...stack.workerEnv,
       WORKER_QUEUES: 'documents',
       WORKER_DOCUMENT_PARSERS: String(settings.parsers),
       WORKER_CONCURRENCY_DOCUMENTS: String(settings.concurrency),
     };
-    const [worker] = await startWorkerProcesses(1, env, stack, teardown, 60_000, [
-      stack.queues.documents,
-    ]);
     const apiPort = await freePort();
     const apiUrl = `http://127.0.0.1:${apiPort}`;
     const api = startService('api', {
@@ -337,12 +362,16 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       );
       return rows[0]!;
     };
-    const waitForDocuments = async (ids: readonly string[], startedAt: number) => {
+    const waitForDocuments = async (
+      ids: readonly string[],
+      startedAt: number,
+      worker: ServiceProcess,
+    ) => {
       for (let lastTick = startedAt; ;) {
         await sleep(100);
         const counts = await countTerminal(ids);
         if (counts.complete + counts.failed === ids.length) return { ...counts, timedOut: false };
-        assertWorkersAlive([worker!, api], ' mid-run');
+        assertWorkersAlive([worker, api], ' mid-run');
         const now = performance.now();
         if (now - startedAt > settings.timeoutMs) return { ...counts, timedOut: true };
         if (now - lastTick >= 5_000) {
@@ -352,96 +381,155 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       }
     };
 
-    if (pipelineWarmUpFiles.length > 0) {
-      const warmUpIds = await upload(
-        apiUrl,
-        uploadBodies(pipelineWarmUpFiles, settings.uploadBatch),
-        settings.uploadConcurrency,
-      );
-      await waitForDocuments(warmUpIds, performance.now());
-    }
+    /**
+     * A round of the pipeline: a worker of its own (its parser processes as fresh as the bare
+     * loop's), warmed on the warm-up files, then timed on the files. Each round uploads as a
+     * tenant of its own: the same bytes for the same tenant would be one document.
+     */
+    const pipelineRound = async (round: number): Promise<PipelineRound> => {
+      const tenant = `${TENANT}-${round}`;
+      const [worker] = await startWorkerProcesses(1, workerEnv, stack, teardown, 60_000, [
+        stack.queues.documents,
+      ]);
+      try {
+        if (pipelineWarmUpFiles.length > 0) {
+          const warmUpIds = await upload(
+            apiUrl,
+            uploadBodies(pipelineWarmUpFiles, settings.uploadBatch, tenant),
+            settings.uploadConcurrency,
+          );
+          await waitForDocuments(warmUpIds, performance.now(), worker!);
+        }
 
-    const bodies = uploadBodies(files, settings.uploadBatch);
-    const rss = sampleTreeRss(worker!.child.pid!);
-    const cpuBefore = cpuSnapshot();
-    const firstUploadAt = new Date();
-    const startedAt = performance.now();
-    const ids = await upload(apiUrl, bodies, settings.uploadConcurrency);
-    const uploadSeconds = (performance.now() - startedAt) / 1000;
-    progress(`uploaded in ${round2(uploadSeconds)} s`);
-    const outcome = await waitForDocuments(ids, startedAt);
-    const peakRssMB = round2(rss.peakMb());
-    // The worker's parser processes live as long as it does: those there now are the run's.
-    const workerPid = worker!.child.pid!;
-    const labels = new Map<number, string>([
-      [process.pid, 'bench'],
-      [workerPid, 'worker'],
-      [api.child.pid!, 'api'],
-      ...processTree(workerPid)
-        .filter((pid) => pid !== workerPid)
-        .map((pid): [number, string] => [pid, 'parsers']),
-    ]);
-    const cpu = cpuSecondsBetween(cpuBefore, cpuSnapshot(), labels, stack.databaseName);
-    const msPerDocument = (...labelled: string[]) =>
-      round2(
-        (labelled.reduce((sum, label) => sum + (cpu[label] ?? 0), 0) * 1000) / settings.documents,
+        const bodies = uploadBodies(files, settings.uploadBatch, tenant);
+        const workerPid = worker!.child.pid!;
+        const rss = sampleTreeRss(workerPid);
+        const cpuBefore = cpuSnapshot();
+        const firstUploadAt = new Date();
+        const startedAt = performance.now();
+        const ids = await upload(apiUrl, bodies, settings.uploadConcurrency);
+        const uploadSeconds = (performance.now() - startedAt) / 1000;
+        const outcome = await waitForDocuments(ids, startedAt, worker!);
+        const peakRssMB = round2(rss.peakMb());
+        // The worker's parser processes live as long as it does: those there now are the round's.
+        const labels = new Map<number, string>([
+          [process.pid, 'bench'],
+          [workerPid, 'worker'],
+          [api.child.pid!, 'api'],
+          ...processTree(workerPid)
+            .filter((pid) => pid !== workerPid)
+            .map((pid): [number, string] => [pid, 'parsers']),
+        ]);
+        const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), labels, stack.databaseName);
+        rss.stop();
+        const { rows } = await pool.query<{ last: Date | null; extractionMs: number | null }>(
+          `SELECT max(completed_at) AS last, avg(extraction_ms)::float8 AS "extractionMs"
+           FROM documents WHERE id = ANY($1::uuid[])`,
+          [ids],
+        );
+        const seconds = ((rows[0]?.last ?? new Date()).getTime() - firstUploadAt.getTime()) / 1000;
+        return {
+          docsPerSec: settings.documents / seconds,
+          seconds,
+          uploadSeconds,
+          peakRssMB,
+          complete: outcome.complete,
+          failed: outcome.failed,
+          timedOut: outcome.timedOut,
+          avgExtractionMs: rows[0]?.extractionMs ?? 0,
+          cpuSeconds,
+          warnings: workerWarnings([worker!]),
+        };
+      } finally {
+        await worker!.stop();
+      }
+    };
+
+    const rounds: (PipelineRound & { baselineDocsPerSec: number; ratio: number })[] = [];
+    for (let round = 1; round <= settings.rounds; round++) {
+      const pipeline = await pipelineRound(round);
+      // The bare loop again, now that the pipeline is idle: a shared machine's speed drifts by
+      // up to half over a minute, so each round's baseline is the runs on either side of it.
+      const after = await bareLoop(warmUpFiles, files);
+      const before = baselineRuns.at(-1)!;
+      baselineRuns.push(after);
+      const baselineDocsPerSec = (2 * settings.documents) / (before.seconds + after.seconds);
+      const ratio = pipeline.docsPerSec / baselineDocsPerSec;
+      rounds.push({ ...pipeline, baselineDocsPerSec, ratio });
+      progress(
+        `round ${round}: pipeline ${round2(pipeline.docsPerSec)} documents/s, baseline ${round2(settings.documents / after.seconds)} after it, ratio ${round2(ratio)}`,
       );
-    rss.stop();
-    const { rows } = await pool.query<{ last: Date | null; extractionMs: number | null }>(
-      `SELECT max(completed_at) AS last, avg(extraction_ms)::float8 AS "extractionMs"
-       FROM documents WHERE id = ANY($1::uuid[])`,
-      [ids],
-    );
-    const seconds = ((rows[0]?.last ?? new Date()).getTime() - firstUploadAt.getTime()) / 1000;
-    const docsPerSec = settings.documents / seconds;
-    // The bare loop again, now that the pipeline is idle: a shared machine's speed drifts by up
-    // to half over a minute, so the baseline is the two runs together, one on each side of the
-    // pipeline.
-    const baselineAfter = await bareLoop(warmUpFiles, files);
-    const baselineRuns = [baselineBefore, baselineAfter];
+    }
+    const median = medianBy(rounds, (round) => round.ratio);
+    const peakRssMB = Math.max(...rounds.map((round) => round.peakRssMB));
+    const roundsDocuments = settings.documents * rounds.length;
+    const cpuMs = (...labelled: string[]) =>
+      round2(
+        (rounds.reduce(
+          (sum, round) =>
+            sum + labelled.reduce((each, label) => each + (round.cpuSeconds[label] ?? 0), 0),
+          0,
+        ) *
+          1000) /
+          roundsDocuments,
+      );
     const baselineDocuments = settings.documents * baselineRuns.length;
-    const baselineDocsPerSec = baselineDocuments / (baselineBefore.seconds + baselineAfter.seconds);
-    progress(`baseline after: ${round2(settings.documents / baselineAfter.seconds)} documents/s`);
-    const ratio = docsPerSec / baselineDocsPerSec;
-    progress(`pipeline: ${round2(docsPerSec)} documents/s, ratio ${round2(ratio)}`);
 
     const failures: string[] = [];
-    if (outcome.timedOut) failures.push(`not every document ended within ${settings.timeoutMs} ms`);
-    if (outcome.complete !== settings.documents)
-      failures.push(`${outcome.complete} of ${settings.documents} documents complete`);
-    if (ratio < TARGET_RATIO) failures.push(`ratio ${round2(ratio)} < ${TARGET_RATIO}`);
+    rounds.forEach((round, index) => {
+      if (round.timedOut)
+        failures.push(
+          `round ${index + 1}: not every document ended within ${settings.timeoutMs} ms`,
+        );
+      if (round.complete !== settings.documents)
+        failures.push(
+          `round ${index + 1}: ${round.complete} of ${settings.documents} documents complete`,
+        );
+    });
+    if (median.ratio < TARGET_RATIO)
+      failures.push(`median ratio ${round2(median.ratio)} < ${TARGET_RATIO}`);
     if (peakRssMB > TARGET_PEAK_RSS_MB)
       failures.push(`worker and parsers' peak RSS ${peakRssMB} MB > ${TARGET_PEAK_RSS_MB} MB`);
     return report(progress, failures, {
-      docsPerSec: round2(docsPerSec),
-      baselineDocsPerSec: round2(baselineDocsPerSec),
+      docsPerSec: round2(median.docsPerSec),
+      baselineDocsPerSec: round2(median.baselineDocsPerSec),
+      ratio: round2(median.ratio),
+      peakRssMB,
+      rounds: rounds.map((round) => ({
+        docsPerSec: round2(round.docsPerSec),
+        baselineDocsPerSec: round2(round.baselineDocsPerSec),
+        ratio: round2(round.ratio),
+        peakRssMB: round.peakRssMB,
+      })),
       baselineRunsDocsPerSec: baselineRuns.map((each) => round2(settings.documents / each.seconds)),
       baselinePageFaultsPerDocument: round2(
-        (baselineBefore.minorPageFaults + baselineAfter.minorPageFaults) / baselineDocuments,
+        baselineRuns.reduce((sum, each) => sum + each.minorPageFaults, 0) / baselineDocuments,
       ),
-      ratio: round2(ratio),
-      peakRssMB,
       documents: settings.documents,
-      complete: outcome.complete,
-      failed: outcome.failed,
+      complete: median.complete,
+      failed: median.failed,
       megabytes: round2(megabytes),
-      seconds: round2(seconds),
-      uploadSeconds: round2(uploadSeconds),
-      avgExtractionMs: round2(rows[0]?.extractionMs ?? 0),
-      // Where the CPU went, per document: the parsers alone, and the worker and API processes.
+      seconds: round2(median.seconds),
+      uploadSeconds: round2(median.uploadSeconds),
+      avgExtractionMs: round2(median.avgExtractionMs),
+      // Where the CPU went, per document, over every round: the parsers alone, and the worker
+      // and API processes.
       cpuMsPerDocument: {
         baseline: round2(
-          ((baselineBefore.cpuSeconds + baselineAfter.cpuSeconds) * 1000) / baselineDocuments,
+          (baselineRuns.reduce((sum, each) => sum + each.cpuSeconds, 0) * 1000) / baselineDocuments,
         ),
-        worker: msPerDocument('worker', 'parsers'),
-        workerWithoutParsers: msPerDocument('worker'),
-        api: msPerDocument('api'),
-        postgres: msPerDocument('postgres'),
-        redis: msPerDocument('redis-server'),
-        bench: msPerDocument('bench'),
+        worker: cpuMs('worker', 'parsers'),
+        workerWithoutParsers: cpuMs('worker'),
+        api: cpuMs('api'),
+        postgres: cpuMs('postgres'),
+        redis: cpuMs('redis-server'),
+        bench: cpuMs('bench'),
       },
       settings,
-      warnings: workerWarnings([worker!, api]).slice(0, 10),
+      warnings: [...rounds.flatMap((round) => round.warnings), ...workerWarnings([api])].slice(
+        0,
+        10,
+      ),
       targets: { ratio: TARGET_RATIO, peakRssMB: TARGET_PEAK_RSS_MB },
     });
   },
