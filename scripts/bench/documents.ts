@@ -462,16 +462,14 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     }
     const median = medianBy(rounds, (round) => round.ratio);
     const peakRssMB = Math.max(...rounds.map((round) => round.peakRssMB));
-    const roundsDocuments = settings.documents * rounds.length;
+    const cpuSeconds: Record<string, number> = {};
+    for (const round of rounds)
+      for (const [label, seconds] of Object.entries(round.cpuSeconds))
+        cpuSeconds[label] = (cpuSeconds[label] ?? 0) + seconds;
     const cpuMs = (...labelled: string[]) =>
       round2(
-        (rounds.reduce(
-          (sum, round) =>
-            sum + labelled.reduce((each, label) => each + (round.cpuSeconds[label] ?? 0), 0),
-          0,
-        ) *
-          1000) /
-          roundsDocuments,
+        (labelled.reduce((sum, label) => sum + (cpuSeconds[label] ?? 0), 0) * 1000) /
+          (settings.documents * rounds.length),
       );
     const baselineDocuments = settings.documents * baselineRuns.length;
 
