@@ -543,8 +543,10 @@ export const apiKeys = pgTable(
 );
 
 /**
- * What operators did to stored work (dead-letter requeues and purges, key changes): who (the
- * key), what (`action` and its `selector`), and how much (`affected`), newest last.
+ * What keys did: one entry per mutating API request by a key (Bull Board's actions included),
+ * succeeded or refused, and the scheduler's storage sweeps. Who (the key), what (`action`, the
+ * `target` it named, its `selector`), how much (`affected`) and how it ended (`status_code`, the
+ * HTTP status; null for work done outside a request), newest last.
  */
 export const auditLog = pgTable(
   'audit_log',
@@ -559,8 +561,19 @@ export const auditLog = pgTable(
     dryRun: boolean('dry_run').notNull().default(false),
     affected: integer('affected').notNull().default(0),
     details: jsonb('details').$type<Record<string, unknown>>().notNull().default({}),
+    /** What the request named: a site, a key, a run, a queue and job (`scrape/42`). */
+    target: text('target'),
+    statusCode: integer('status_code'),
+    /** The request's correlation id, as in its log lines and its `x-request-id` answer. */
+    requestId: text('request_id'),
   },
-  (t) => [index('audit_log_at_idx').on(t.at), index('audit_log_action_at_idx').on(t.action, t.at)],
+  (t) => [
+    index('audit_log_at_idx').on(t.at),
+    index('audit_log_action_at_idx').on(t.action, t.at),
+    // `GET /admin/audit?actor=…` and `?target=…`, newest first.
+    index('audit_log_api_key_id_idx').on(t.apiKeyId, t.id),
+    index('audit_log_target_idx').on(t.target, t.id),
+  ],
 );
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;

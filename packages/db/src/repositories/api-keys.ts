@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { and, asc, count, desc, eq, isNull, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, inArray, isNull, lt, sql } from 'drizzle-orm';
 import type { Database } from '../client.js';
 import { apiKeys, auditLog, type ApiKeyRow, type AuditRow } from '../schema.js';
 
@@ -9,6 +9,25 @@ import { apiKeys, auditLog, type ApiKeyRow, type AuditRow } from '../schema.js';
  * of the whole key, so a leaked table gives no key.
  */
 const KEY_PATTERN = /^glk_([0-9a-f]{8})_([A-Za-z0-9_-]{43})$/;
+
+/**
+ * What any stored key can look like: a generated key, or an operator's (`ADMIN_API_KEY`) of 32 to
+ * 256 printable ASCII characters without spaces, which is all an HTTP header carries intact. A
+ * string outside it is refused before any query.
+ */
+const KEY_SHAPE = /^[\x21-\x7e]{32,256}$/;
+
+export function isApiKeyShaped(key: string): boolean {
+  return KEY_SHAPE.test(key);
+}
+
+/**
+ * The public name of a key in lists, logs and audit entries: a generated key's own prefix, or for
+ * an operator's key the first 8 hex digits of its SHA-256 (its first characters are its secret).
+ */
+export function apiKeyPrefix(key: string): string {
+  return KEY_PATTERN.exec(key)?.[1] ?? sha256(key).slice(0, 8);
+}
 
 /** Who a key is: `admin`, `viewer`, or `tenant:<id>`. */
 export type ApiKeyScope =
@@ -59,7 +78,7 @@ async function insertKey(
     .insert(apiKeys)
     .values({
       name: input.name,
-      prefix: KEY_PATTERN.exec(key)?.[1] ?? key.slice(0, 8),
+      prefix: apiKeyPrefix(key),
       secretSha256: sha256(key),
       role: input.scope.role,
       tenantId: input.scope.tenantId,
@@ -67,11 +86,13 @@ async function insertKey(
     .onConflictDoNothing({ target: apiKeys.secretSha256 })
     .returning();
   if (row) return row;
-  // The same key again (a restart with the same ADMIN_API_KEY): the row it already has.
+  // The same key again (a restart with the same ADMIN_API_KEY): the row it already has, named as
+  // keys are named now (an operator's key was once listed under its first 8 characters).
   const [existing] = await db
-    .select()
-    .from(apiKeys)
-    .where(eq(apiKeys.secretSha256, sha256(key)));
+    .update(apiKeys)
+    .set({ prefix: apiKeyPrefix(key) })
+    .where(eq(apiKeys.secretSha256, sha256(key)))
+    .returning();
   return existing!;
 }
 
@@ -86,18 +107,29 @@ export async function ensureApiKey(
   return insertKey(db, input, input.key);
 }
 
-/** The live key `key` is, or undefined (unknown, malformed or revoked). Stamps its last use. */
+/**
+ * The live key `key` is, or undefined (unknown, malformed or revoked): one indexed `SELECT`, none
+ * for a string no key can be. Its use is stamped apart, in batches (`stampApiKeysUsed`).
+ */
 export async function authenticateApiKey(
   db: Database,
   key: string,
 ): Promise<ApiKeyRow | undefined> {
-  if (key.length < 32 || key.length > 256) return undefined;
+  if (!isApiKeyShaped(key)) return undefined;
   const [row] = await db
+    .select()
+    .from(apiKeys)
+    .where(and(eq(apiKeys.secretSha256, sha256(key)), isNull(apiKeys.revokedAt)));
+  return row;
+}
+
+/** Stamps `last_used_at` of the keys `ids` (those used since the last stamp) in one statement. */
+export async function stampApiKeysUsed(db: Database, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db
     .update(apiKeys)
     .set({ lastUsedAt: sql`now()` })
-    .where(and(eq(apiKeys.secretSha256, sha256(key)), isNull(apiKeys.revokedAt)))
-    .returning();
-  return row;
+    .where(inArray(apiKeys.id, [...ids]));
 }
 
 export async function countLiveAdminKeys(db: Database): Promise<number> {
@@ -136,29 +168,58 @@ export function auditActorOf(key: Pick<ApiKeyRow, 'id' | 'prefix' | 'name'>): Au
   return { apiKeyId: key.id, actor: `${key.prefix} (${key.name})` };
 }
 
-export async function recordAudit(
-  db: Database,
-  entry: AuditActor & {
-    action: string;
-    selector?: Record<string, unknown>;
-    dryRun?: boolean;
-    affected?: number;
-    details?: Record<string, unknown>;
-  },
-): Promise<AuditRow> {
+export interface AuditEntry extends AuditActor {
+  action: string;
+  target?: string | null;
+  selector?: Record<string, unknown>;
+  dryRun?: boolean;
+  affected?: number;
+  details?: Record<string, unknown>;
+  /** The HTTP status the request was answered with. */
+  statusCode?: number | null;
+  requestId?: string | null;
+}
+
+export async function recordAudit(db: Database, entry: AuditEntry): Promise<AuditRow> {
   const [row] = await db.insert(auditLog).values(entry).returning();
   return row!;
 }
 
-/** Audit entries, newest first, optionally of one action. */
-export async function listAudit(
-  db: Database,
-  options: { action?: string; limit?: number } = {},
-): Promise<AuditRow[]> {
+export interface AuditFilter {
+  /** A key's id, or its 8-character prefix. */
+  actor?: string;
+  action?: string;
+  target?: string;
+  /** Entries older than this id (the last id of the previous page). */
+  before?: number;
+  limit?: number;
+}
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Audit entries, newest first, filtered by key, action and target. */
+export async function listAudit(db: Database, filter: AuditFilter = {}): Promise<AuditRow[]> {
+  const { actor } = filter;
+  const byActor =
+    actor === undefined
+      ? undefined
+      : UUID_PATTERN.test(actor)
+        ? eq(auditLog.apiKeyId, actor.toLowerCase())
+        : inArray(
+            auditLog.apiKeyId,
+            db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.prefix, actor)),
+          );
   return db
     .select()
     .from(auditLog)
-    .where(options.action === undefined ? undefined : eq(auditLog.action, options.action))
+    .where(
+      and(
+        byActor,
+        filter.action === undefined ? undefined : eq(auditLog.action, filter.action),
+        filter.target === undefined ? undefined : eq(auditLog.target, filter.target),
+        filter.before === undefined ? undefined : lt(auditLog.id, filter.before),
+      ),
+    )
     .orderBy(desc(auditLog.id))
-    .limit(options.limit ?? 100);
+    .limit(filter.limit ?? 100);
 }
