@@ -54,15 +54,28 @@ export const apiFragment = {
   API_PUBLIC_URL: url(['http', 'https']).optional(),
   /**
    * An admin API key the API makes sure exists at start (compose's bootstrap; `npm start`
-   * creates and prints one instead). At least 32 characters: it is the operator's secret.
+   * creates and prints one instead). 32 to 256 printable ASCII characters without spaces: it is
+   * the operator's secret, and it must come through an HTTP header intact.
    */
   ADMIN_API_KEY: z
     .string()
     .min(32, { message: 'must be at least 32 characters' })
     .max(256)
+    .regex(/^[\x21-\x7e]+$/, { message: 'must be printable ASCII characters without spaces' })
     .optional(),
   /** Requests per minute per API key (per client address without one), across replicas. */
   API_RATE_LIMIT_PER_MINUTE: integerFromEnv(1200, { min: 1, max: 1_000_000 }),
+  /**
+   * Requests without a valid key (401s) per client address per minute, across replicas; past it
+   * the address is answered 429 and unknown keys are no longer looked up. Someone mistyping a key
+   * stays well under 10; a script with a wrong or guessed key is stopped after 10 queries.
+   */
+  API_AUTH_FAILURES_PER_MINUTE: integerFromEnv(10, { min: 1, max: 100_000 }),
+  /**
+   * Uploads (POST /documents, /documents/batch) one key may have in flight at once, per API
+   * process: each holds up to DOCUMENT_MAX_BYTES (a batch, all its files) in memory while it lasts.
+   */
+  API_UPLOADS_PER_KEY: integerFromEnv(4, { min: 1, max: 1000 }),
   /** Origins browsers may call the API from (CORS), comma-separated; none by default. */
   API_CORS_ORIGINS: z
     .string()

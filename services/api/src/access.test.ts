@@ -1,6 +1,8 @@
+import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { createApiKey, createRun, listAudit, revokeApiKey } from '@gleaner/db';
+import { createHash } from 'node:crypto';
+import { createApiKey, createRun, ensureApiKey, listAudit, revokeApiKey } from '@gleaner/db';
 import { multipartForm } from '@gleaner/testing';
 import type { Access } from './plugins/access.js';
 import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
@@ -10,6 +12,7 @@ let app: FastifyInstance;
 
 type Caller = 'none' | 'malformed' | 'unknown' | 'revoked' | 'tenant' | 'viewer' | 'admin';
 const keys = {} as Record<Caller, string | undefined>;
+const keyIds = {} as Record<Caller, string | undefined>;
 
 /** Who each level lets in; everyone else must be turned away with 401 or 403. */
 const admitted: Record<Access, readonly Caller[]> = {
@@ -49,12 +52,25 @@ beforeAll(async () => {
   app = stack.app;
   const { db } = stack.handle;
   keys.admin = stack.adminKey;
-  keys.viewer = (
-    await createApiKey(db, { name: 'viewer', scope: { role: 'viewer', tenantId: null } })
-  ).key;
-  keys.tenant = (
-    await createApiKey(db, { name: 'tenant', scope: { role: 'tenant', tenantId: TENANT } })
-  ).key;
+  const viewer = await createApiKey(db, {
+    name: 'viewer',
+    scope: { role: 'viewer', tenantId: null },
+  });
+  const tenant = await createApiKey(db, {
+    name: 'tenant',
+    scope: { role: 'tenant', tenantId: TENANT },
+  });
+  keys.viewer = viewer.key;
+  keyIds.viewer = viewer.row.id;
+  keys.tenant = tenant.key;
+  keyIds.tenant = tenant.row.id;
+  keyIds.admin = (
+    await ensureApiKey(db, {
+      name: 'test admin',
+      scope: { role: 'admin', tenantId: null },
+      key: stack.adminKey,
+    })
+  ).id;
   const revoked = await createApiKey(db, {
     name: 'gone',
     scope: { role: 'admin', tenantId: null },
@@ -70,8 +86,8 @@ afterAll(async () => {
 
 describe('the authorization matrix', () => {
   it(
-    'lets no caller through a route its key does not open: every route, Bull Board included',
-    { timeout: 120_000 },
+    'lets no caller through a route its key does not open, and audits each mutating request once: every route, Bull Board included',
+    { timeout: 180_000 },
     async () => {
       await app.ready();
       const routes = app.routeAccess().filter((route) => route.method !== 'OPTIONS');
@@ -82,6 +98,12 @@ describe('the authorization matrix', () => {
         ),
       ).toBe(true);
       expect(routes.length).toBeGreaterThan(40);
+      // Every route that changes something has an audit name of its own.
+      const unnamed = routes.filter(
+        (route) =>
+          !['GET', 'HEAD'].includes(route.method) && !/^[a-z_]+(\.[a-z_-]+)+$/.test(route.audit),
+      );
+      expect(unnamed.map((route) => `${route.method} ${route.url}: ${route.audit}`)).toEqual([]);
       const breaches: string[] = [];
       const callers: Caller[] = [
         'none',
@@ -112,6 +134,32 @@ describe('the authorization matrix', () => {
           });
           const allowed = admitted[route.access].includes(caller);
           const where = `${route.method} ${route.url} (${route.access}) as ${caller}`;
+          if (!['GET', 'HEAD'].includes(route.method)) {
+            // One entry per request made with a live key, naming it; none for a request without.
+            const { rows: entries } = await stack.handle.pool.query<{
+              apiKeyId: string | null;
+              action: string;
+              statusCode: number | null;
+            }>(
+              'SELECT api_key_id AS "apiKeyId", action, status_code AS "statusCode" FROM audit_log WHERE request_id = $1',
+              [response.headers['x-request-id']],
+            );
+            const keyId = keyIds[caller];
+            if (keyId === undefined && entries.length > 0)
+              breaches.push(`${where}: audited without a live key`);
+            if (keyId !== undefined) {
+              const named = entries.filter(
+                (entry) =>
+                  entry.apiKeyId === keyId &&
+                  entry.action === route.audit &&
+                  entry.statusCode === response.statusCode,
+              );
+              if (entries.length !== 1 || named.length !== 1)
+                breaches.push(
+                  `${where}: ${entries.length} audit entries, ${named.length} naming the key and ${route.audit}`,
+                );
+            }
+          }
           if (!allowed) {
             const expected = ['none', 'malformed', 'unknown', 'revoked'].includes(caller)
               ? 401
@@ -133,6 +181,103 @@ describe('the authorization matrix', () => {
       expect(breaches).toEqual([]);
     },
   );
+
+  it('refuses a cross-site form sent with the browser login, on every route that changes something', async () => {
+    await app.ready();
+    const routes = app
+      .routeAccess()
+      .filter((route) => !['GET', 'HEAD', 'OPTIONS'].includes(route.method));
+    const basic = `Basic ${Buffer.from(`operator:${keys.admin}`).toString('base64')}`;
+    const breaches: string[] = [];
+    for (const route of routes) {
+      for (const from of [
+        { 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' },
+        // A browser that sends no Fetch Metadata; a sandboxed page's opaque origin.
+        { origin: 'https://evil.example' },
+        { origin: 'null' },
+      ]) {
+        const response = await app.inject({
+          method: route.method as 'POST',
+          url: concrete(route.url),
+          headers: {
+            authorization: basic,
+            'content-type': 'application/x-www-form-urlencoded',
+            ...from,
+          },
+          payload: 'ids=all',
+        });
+        if (response.statusCode !== 403 || response.json().title !== 'Cross-Site Request Refused')
+          breaches.push(`${route.method} ${route.url} from ${from.origin}: ${response.statusCode}`);
+      }
+    }
+    expect(breaches).toEqual([]);
+  });
+
+  it("lets the browser login act from the API's own pages, and a Bearer key from anywhere", async () => {
+    const basic = `Basic ${Buffer.from(`operator:${keys.admin}`).toString('base64')}`;
+    // Bull Board's own fetch: same origin, no body.
+    const board = await app.inject({
+      method: 'PUT',
+      url: '/admin/queues/api/queues/documents/pause',
+      headers: {
+        authorization: basic,
+        origin: 'http://localhost:80',
+        'sec-fetch-site': 'same-origin',
+      },
+    });
+    expect(board.statusCode).toBe(200);
+    const resumed = await app.inject({
+      method: 'PUT',
+      url: '/admin/queues/api/queues/documents/resume',
+      headers: { authorization: basic, origin: 'http://localhost:80' },
+    });
+    expect(resumed.statusCode).toBe(200);
+    const bearer = await app.inject({
+      method: 'POST',
+      url: '/admin/documents/resume',
+      headers: { origin: 'https://console.example', 'sec-fetch-site': 'cross-site' },
+    });
+    expect(bearer.statusCode).toBe(200);
+    const listed = await stack.buildApp({ API_CORS_ORIGINS: ['https://console.example'] });
+    try {
+      const fromConsole = await listed.inject({
+        method: 'POST',
+        url: '/admin/documents/resume',
+        headers: { authorization: basic, origin: 'https://console.example' },
+      });
+      expect(fromConsole.statusCode).toBe(200);
+    } finally {
+      await listed.close();
+    }
+  });
+
+  it('takes only JSON bodies on JSON routes, and forms on the upload routes too', async () => {
+    for (const [url, type, payload] of [
+      ['/admin/documents/retry', 'text/plain', '{"ids":[]}'],
+      ['/scheduler/run', 'application/x-www-form-urlencoded', 'force=1'],
+      ['/admin/documents/pause', 'multipart/form-data; boundary=x', '--x--\r\n'],
+    ] as const) {
+      const response = await app.inject({
+        method: 'POST',
+        url,
+        headers: { 'content-type': type },
+        payload,
+      });
+      expect(response.statusCode, `${url} ${type}`).toBe(415);
+      expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(response.json().errors[0].field).toBe('headers.content-type');
+    }
+    const form = multipartForm({ tenant_id: 'form-uploads', kind: 'other' }, [
+      { name: 'a.txt', type: 'text/plain', bytes: Buffer.from('a form upload is fine') },
+    ]);
+    const upload = await app.inject({
+      method: 'POST',
+      url: '/documents',
+      headers: { 'content-type': form.contentType },
+      payload: form.payload,
+    });
+    expect(upload.statusCode).toBe(202);
+  });
 
   it('answers a missing key with a challenge a browser can answer', async () => {
     const response = await app.inject({
@@ -365,6 +510,107 @@ describe('keys', () => {
     expect(audit[0]!.actor).toMatch(/\(test admin\)$/);
   });
 
+  it('are refused by every API process as soon as one revokes them', async () => {
+    const other = await stack.buildApp();
+    try {
+      const { key, row } = await createApiKey(stack.handle.db, {
+        name: 'short-lived',
+        scope: { role: 'viewer', tenantId: null },
+      });
+      const headers = { authorization: `Bearer ${key}` };
+      // The other process has the key in its cache (good for 10 s).
+      expect((await other.inject({ method: 'GET', url: '/sites', headers })).statusCode).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // its channel subscribed
+      expect(
+        (await app.inject({ method: 'DELETE', url: `/admin/keys/${row.id}` })).statusCode,
+      ).toBe(200);
+      const revokedAt = Date.now();
+      let status = 200;
+      while (status === 200 && Date.now() - revokedAt < 5_000) {
+        status = (await other.inject({ method: 'GET', url: '/sites', headers })).statusCode;
+        if (status === 200) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(status).toBe(401);
+      expect(Date.now() - revokedAt).toBeLessThan(1_000);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('have their last use stamped in batches, and at the latest when the API closes', async () => {
+    const other = await stack.buildApp();
+    const { key, row } = await createApiKey(stack.handle.db, {
+      name: 'stamped',
+      scope: { role: 'viewer', tenantId: null },
+    });
+    for (let i = 0; i < 3; i++)
+      await other.inject({
+        method: 'GET',
+        url: '/sites',
+        headers: { authorization: `Bearer ${key}` },
+      });
+    await other.close();
+    const listed = await app.inject({ method: 'GET', url: '/admin/keys' });
+    const stamped = listed.json().items.find((item: { id: string }) => item.id === row.id);
+    expect(stamped.last_used_at).not.toBeNull();
+  });
+
+  it("name an operator's key by its hash, never by its first characters", async () => {
+    const secret = 'operator-chosen-secret-of-forty-characters';
+    const row = await ensureApiKey(stack.handle.db, {
+      name: 'ADMIN_API_KEY',
+      scope: { role: 'admin', tenantId: null },
+      key: secret,
+    });
+    expect(row.prefix).toBe(createHash('sha256').update(secret).digest('hex').slice(0, 8));
+    expect(row.prefix).not.toBe(secret.slice(0, 8));
+    const headers = { authorization: `Bearer ${secret}` };
+    expect((await app.inject({ method: 'GET', url: '/admin/keys', headers })).statusCode).toBe(200);
+  });
+
+  it('are in the audit log for everything they change, filtered by key, action and target', async () => {
+    const { key, row } = await createApiKey(stack.handle.db, {
+      name: 'auditor',
+      scope: { role: 'admin', tenantId: null },
+    });
+    const headers = { authorization: `Bearer ${key}` };
+    await app.inject({
+      method: 'POST',
+      url: '/sites',
+      headers,
+      payload: { site_name: 'audited', kind: 'career-site', config: SITE_CONFIG },
+    });
+    const deleted = await app.inject({ method: 'DELETE', url: '/sites/audited', headers });
+    expect(deleted.statusCode).toBe(204);
+    const missing = await app.inject({ method: 'DELETE', url: '/sites/audited', headers });
+    expect(missing.statusCode).toBe(404);
+    const page = await app.inject({
+      method: 'GET',
+      url: `/admin/audit?actor=${row.prefix}&target=audited`,
+    });
+    expect(page.statusCode).toBe(200);
+    expect(page.json().items).toEqual([
+      expect.objectContaining({
+        action: 'sites.delete',
+        target: 'audited',
+        status_code: 404,
+        api_key_id: row.id,
+        actor: `${row.prefix} (auditor)`,
+        request_id: missing.headers['x-request-id'],
+      }),
+      expect.objectContaining({ action: 'sites.delete', status_code: 204 }),
+      expect.objectContaining({ action: 'sites.create', target: 'audited', status_code: 201 }),
+    ]);
+    const [newest] = page.json().items;
+    const older = await app.inject({
+      method: 'GET',
+      url: `/admin/audit?actor=${row.id}&action=sites.delete&before=${newest.id}`,
+    });
+    expect(older.json().items).toEqual([
+      expect.objectContaining({ action: 'sites.delete', status_code: 204 }),
+    ]);
+  });
+
   it('refuse a scope that is not admin, viewer or tenant:<id>, naming the field', async () => {
     const response = await app.inject({
       method: 'POST',
@@ -412,6 +658,53 @@ describe('the edges of the API', () => {
       ).toBe(200);
     } finally {
       await limited.close();
+    }
+  });
+
+  it('caps the uploads one key has in flight, answering one more 429 with Retry-After', async () => {
+    const capped = await stack.buildApp({ API_UPLOADS_PER_KEY: 1 });
+    try {
+      const form = multipartForm({ tenant_id: 'form-uploads', kind: 'other' }, [
+        { name: 'slow.txt', type: 'text/plain', bytes: Buffer.from('arrives slowly, '.repeat(64)) },
+      ]);
+      const headers = { authorization: `Bearer ${keys.admin}`, 'content-type': form.contentType };
+      const body = new PassThrough();
+      const slow = capped.inject({ method: 'POST', url: '/documents', headers, payload: body });
+      body.write(form.payload.subarray(0, 100));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const second = await capped.inject({
+        method: 'POST',
+        url: '/documents',
+        headers,
+        payload: form.payload,
+      });
+      expect(second.statusCode).toBe(429);
+      expect(second.headers['retry-after']).toBe('1');
+      expect(second.json().title).toBe('Too Many Uploads');
+      body.end(form.payload.subarray(100));
+      expect((await slow).statusCode).toBe(202);
+      // The slot is free again.
+      const third = await capped.inject({
+        method: 'POST',
+        url: '/documents',
+        headers,
+        payload: form.payload,
+      });
+      expect(third.statusCode).toBe(202);
+    } finally {
+      await capped.close();
+    }
+  });
+
+  it('gives the docs and Bull Board a strict content security policy', async () => {
+    for (const url of ['/docs/', '/admin/queues']) {
+      const response = await app.inject({ method: 'GET', url });
+      expect(response.statusCode, url).toBe(200);
+      const policy = String(response.headers['content-security-policy']);
+      expect(policy).toContain("default-src 'none'");
+      expect(policy).toContain("script-src 'self'");
+      expect(policy).toContain("frame-ancestors 'none'");
+      expect(policy).not.toMatch(/script-src[^;]*unsafe/);
     }
   });
 

@@ -12,7 +12,10 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import type { ApiDeps } from './deps.js';
-import { accessPlugin, createKeyLookup } from './plugins/access.js';
+import { accessPlugin, SAFE_METHODS } from './plugins/access.js';
+import { auditPlugin } from './plugins/audit.js';
+import { createAuthFailures } from './plugins/auth-failures.js';
+import { createKeyLookup } from './plugins/key-lookup.js';
 import { openApiOptions } from './openapi/options.js';
 import { bullBoardPlugin } from './plugins/bull-board.js';
 import { ProblemError, problemPlugin, replyWithProblem } from './plugins/problem.js';
@@ -40,6 +43,29 @@ function requestIdFrom(header: string | string[] | undefined): string {
   return value && /^[A-Za-z0-9._-]{1,64}$/.test(value) ? value : randomUUID();
 }
 
+/**
+ * The docs and Bull Board run scripts and styles of their own files only (neither has an inline
+ * script; Bull Board's loading screen has inline styles) and talk to this origin only: a script
+ * injected into them could not load, send anything elsewhere, or frame them. Bull Board's Google
+ * Fonts are refused with the rest: the page falls back to the system's sans-serif.
+ */
+const STRICT_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "manifest-src 'self'",
+  "base-uri 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+function isStrictPolicyPage(url: string): boolean {
+  return /^\/(docs|admin\/queues)(\/|\?|$)/.test(url);
+}
+
 /** The API as a plugin tree; main.ts owns the process, tests call `inject()`. */
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -55,6 +81,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     frameworkErrors: (error, request, reply) => void replyWithProblem(error, request, reply),
   }).withTypeProvider<ZodTypeProvider>();
 
+  const redisPrefix = deps.queues.scrape.opts.prefix ?? 'bull';
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   // A request in flight when the server starts closing is answered with `Connection: close`.
@@ -71,7 +98,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
 
   const requestLevel = deps.config.API_LOG_REQUESTS ? 'info' : 'debug';
   app.addHook('onResponse', async (request, reply) => {
-    request.log[requestLevel](
+    // A request that changes something is always worth its line.
+    request.log[SAFE_METHODS.has(request.method) ? requestLevel : 'info'](
       {
         method: request.method,
         url: request.url,
@@ -87,25 +115,35 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(problemPlugin);
   // Security headers; the HTML pages (docs, Bull Board, run page) set their own policies.
   await app.register(helmet, { contentSecurityPolicy: false });
+  app.addHook('onSend', async (request, reply) => {
+    if (isStrictPolicyPage(request.url)) void reply.header('content-security-policy', STRICT_CSP);
+  });
   // Closed unless API_CORS_ORIGINS names the origins a browser may call from.
   await app.register(cors, {
     origin: deps.config.API_CORS_ORIGINS.length > 0 ? deps.config.API_CORS_ORIGINS : false,
   });
-  const keys = deps.keys ?? createKeyLookup(deps.db);
+  const keys =
+    deps.keys ??
+    createKeyLookup({ db: deps.db, redis: deps.redis, prefix: redisPrefix, logger: deps.logger });
   // Routes added from here on (the docs' included) get their access level before any is added.
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/docs') && route.config?.access === undefined)
       route.config = { ...route.config, access: 'tenant-read' };
   });
-  await app.register(accessPlugin, { keys });
+  await app.register(accessPlugin, {
+    keys,
+    failures: createAuthFailures(deps.redis, redisPrefix, deps.config.API_AUTH_FAILURES_PER_MINUTE),
+    publicUrl: deps.config.API_PUBLIC_URL,
+    corsOrigins: deps.config.API_CORS_ORIGINS,
+  });
+  await app.register(auditPlugin, { db: deps.db });
   // Per key (per address without one), counted in Redis so every replica shares the budget;
   // after the key check, so that a key's requests are counted as its own.
-  const prefix = deps.queues.scrape.opts.prefix ?? 'bull';
   await app.register(rateLimit, {
     max: deps.config.API_RATE_LIMIT_PER_MINUTE,
     timeWindow: 60_000,
     redis: deps.redis,
-    nameSpace: `${prefix}:rate-limit:`,
+    nameSpace: `${redisPrefix}:rate-limit:`,
     skipOnError: true,
     keyGenerator: (request) =>
       request.principal ? `key:${request.principal.id}` : `ip:${request.ip}`,

@@ -4,7 +4,7 @@ import type { Logger } from '@gleaner/logger';
 import type { Queues } from '@gleaner/queue';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
-import type { KeyLookup } from './plugins/access.js';
+import type { KeyLookup } from './plugins/key-lookup.js';
 
 /** What the API reads of seed 002's settings. */
 export type ApiExtractionSetting =
@@ -24,6 +24,8 @@ export interface ApiDeps {
     | 'API_BODY_LIMIT_BYTES'
     | 'API_PUBLIC_URL'
     | 'API_RATE_LIMIT_PER_MINUTE'
+    | 'API_AUTH_FAILURES_PER_MINUTE'
+    | 'API_UPLOADS_PER_KEY'
     | 'API_CORS_ORIGINS'
     | 'API_LOG_REQUESTS'
     | 'POSTINGS_SEARCH_CACHE_MS'

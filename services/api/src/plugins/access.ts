@@ -1,6 +1,8 @@
-import { authenticateApiKey, type ApiKeyRow, type Database } from '@gleaner/db';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { isApiKeyShaped, type ApiKeyRow } from '@gleaner/db';
+import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import type { AuthFailures } from './auth-failures.js';
+import { THROTTLED, type KeyLookup, type Principal } from './key-lookup.js';
 import { ProblemError, sendProblem } from './problem.js';
 
 /**
@@ -16,60 +18,73 @@ import { ProblemError, sendProblem } from './problem.js';
  */
 export type Access = 'public' | 'read' | 'tenant-read' | 'tenant-write' | 'admin';
 
-/** The key a request was made with (null on public routes called without one). */
-export type Principal = Pick<ApiKeyRow, 'id' | 'name' | 'prefix' | 'role' | 'tenantId'>;
-
 declare module 'fastify' {
   interface FastifyContextConfig {
     access?: Access;
+    /** The audit log's name for this route's requests (plugins' routes; the API's are in the table). */
+    audit?: string;
   }
   interface FastifyRequest {
     principal: Principal | null;
   }
   interface FastifyInstance {
-    /** Every route added after the access plugin, with the level that guards it. */
-    routeAccess(): { method: string; url: string; access: Access }[];
+    /** Every route added after the access plugin, with its rules. */
+    routeAccess(): ({ method: string; url: string } & Required<RouteRule>)[];
   }
 }
 
-/** The API's routes and who may call them: `<METHOD> <route>` (HEAD goes as its GET). */
-export const ROUTE_ACCESS: Readonly<Record<string, Access>> = {
-  'GET /health': 'public',
-  'GET /jobs/health': 'read',
-  'GET /jobs/queue/status': 'read',
-  'GET /jobs/sites': 'read',
-  'POST /jobs/scrape': 'admin',
-  'GET /jobs/scrape/:runId': 'tenant-read',
-  'POST /jobs/scrape/:runId/cancel': 'admin',
-  'GET /sites': 'read',
-  'POST /sites': 'admin',
-  'GET /sites/:site': 'read',
-  'GET /sites/:site/runs': 'read',
-  'PATCH /sites/:site': 'admin',
-  'DELETE /sites/:site': 'admin',
-  'GET /postings': 'read',
-  'GET /postings/:id': 'read',
-  'GET /postings/:id/versions': 'read',
-  'GET /scheduler/status': 'read',
-  'POST /scheduler/run': 'admin',
-  'POST /documents': 'tenant-write',
-  'POST /documents/batch': 'tenant-write',
-  'GET /documents': 'tenant-read',
-  'GET /documents/search': 'tenant-read',
-  'GET /documents/status': 'read',
-  'GET /documents/:id': 'tenant-read',
-  'GET /documents/:id/text': 'tenant-read',
-  'POST /admin/documents/pause': 'admin',
-  'POST /admin/documents/resume': 'admin',
-  'POST /admin/documents/retry': 'admin',
-  'GET /admin/extraction/status': 'tenant-read',
-  'POST /admin/extraction/requeue': 'admin',
-  'GET /admin/backfill': 'admin',
-  'GET /admin/storage': 'admin',
-  'GET /admin/keys': 'admin',
-  'POST /admin/keys': 'admin',
-  'DELETE /admin/keys/:id': 'admin',
-  'GET /admin/audit': 'admin',
+/**
+ * A route's rules: who may call it (`access`); what the audit log calls a mutating request to it
+ * (`audit`); whether it also takes multipart forms (`forms`: the uploads). Every other body a
+ * mutating route takes is JSON.
+ */
+export interface RouteRule {
+  access: Access;
+  audit?: string;
+  forms?: boolean;
+}
+
+/** The API's routes and their rules: `<METHOD> <route>` (HEAD goes as its GET). */
+export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
+  'GET /health': { access: 'public' },
+  'GET /jobs/health': { access: 'read' },
+  'GET /jobs/queue/status': { access: 'read' },
+  'GET /jobs/sites': { access: 'read' },
+  'POST /jobs/scrape': { access: 'admin', audit: 'scrape.start' },
+  'GET /jobs/scrape/:runId': { access: 'tenant-read' },
+  'POST /jobs/scrape/:runId/cancel': { access: 'admin', audit: 'scrape.cancel' },
+  'GET /sites': { access: 'read' },
+  'POST /sites': { access: 'admin', audit: 'sites.create' },
+  'GET /sites/:site': { access: 'read' },
+  'GET /sites/:site/runs': { access: 'read' },
+  'PATCH /sites/:site': { access: 'admin', audit: 'sites.update' },
+  'DELETE /sites/:site': { access: 'admin', audit: 'sites.delete' },
+  'GET /postings': { access: 'read' },
+  'GET /postings/:id': { access: 'read' },
+  'GET /postings/:id/versions': { access: 'read' },
+  'GET /scheduler/status': { access: 'read' },
+  'POST /scheduler/run': { access: 'admin', audit: 'scheduler.run' },
+  'POST /documents': { access: 'tenant-write', audit: 'documents.create', forms: true },
+  'POST /documents/batch': { access: 'tenant-write', audit: 'documents.create_batch', forms: true },
+  'GET /documents': { access: 'tenant-read' },
+  'GET /documents/search': { access: 'tenant-read' },
+  'GET /documents/status': { access: 'read' },
+  'GET /documents/:id': { access: 'tenant-read' },
+  'GET /documents/:id/text': { access: 'tenant-read' },
+  'POST /admin/documents/pause': { access: 'admin', audit: 'documents.pause' },
+  'POST /admin/documents/resume': { access: 'admin', audit: 'documents.resume' },
+  'POST /admin/documents/retry': { access: 'admin', audit: 'documents.retry' },
+  'GET /admin/extraction/status': { access: 'tenant-read' },
+  'POST /admin/extraction/requeue': { access: 'admin', audit: 'extraction.requeue' },
+  'GET /admin/backfill': { access: 'admin' },
+  'GET /admin/storage': { access: 'admin' },
+  'GET /admin/dead-letters': { access: 'read' },
+  'POST /admin/dead-letters/requeue': { access: 'admin', audit: 'dead_letters.requeue' },
+  'DELETE /admin/dead-letters': { access: 'admin', audit: 'dead_letters.purge' },
+  'GET /admin/keys': { access: 'admin' },
+  'POST /admin/keys': { access: 'admin', audit: 'keys.create' },
+  'DELETE /admin/keys/:id': { access: 'admin', audit: 'keys.revoke' },
+  'GET /admin/audit': { access: 'admin' },
 };
 
 const ALLOWED: Record<Access, readonly ApiKeyRow['role'][]> = {
@@ -80,64 +95,44 @@ const ALLOWED: Record<Access, readonly ApiKeyRow['role'][]> = {
   admin: ['admin'],
 };
 
-/** The level a route is guarded by: its own `config.access`, the table's, or admin. */
-export function accessOf(method: string, url: string, declared: Access | undefined): Access {
-  return declared ?? ROUTE_ACCESS[`${method === 'HEAD' ? 'GET' : method} ${url}`] ?? 'admin';
+/** Methods that change nothing: never audited, never refused for coming from another site. */
+export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * A route's rules: its table entry, with a level or audit name the route declares itself taking
+ * precedence; admin-only and audited as `<METHOD> <route>` when neither names them.
+ */
+export function ruleOf(
+  method: string,
+  url: string,
+  declared: { access?: Access; audit?: string } = {},
+): Required<RouteRule> {
+  const listed = ROUTE_RULES[`${method === 'HEAD' ? 'GET' : method} ${url}`];
+  return {
+    access: declared.access ?? listed?.access ?? 'admin',
+    audit: declared.audit ?? listed?.audit ?? `${method} ${url}`,
+    forms: listed?.forms ?? false,
+  };
 }
 
 /**
  * The key in `Authorization`: `Bearer <key>`, or HTTP Basic with the key as the password (any
  * user name), which is what a browser sends for Bull Board, the docs and the run page.
  */
-export function keyFromAuthorization(header: string | undefined): string | undefined {
+export function credentialsFrom(
+  header: string | undefined,
+): { key: string; scheme: 'bearer' | 'basic' } | undefined {
   if (!header) return undefined;
   const space = header.indexOf(' ');
   const scheme = header.slice(0, space).toLowerCase();
   const value = header.slice(space + 1).trim();
   if (space < 0 || value === '') return undefined;
-  if (scheme === 'bearer') return value;
+  if (scheme === 'bearer') return { key: value, scheme };
   if (scheme !== 'basic') return undefined;
   const decoded = Buffer.from(value, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
-  return colon < 0 ? undefined : decoded.slice(colon + 1) || undefined;
-}
-
-/**
- * Keys seen in the last few seconds, so a busy client costs one query per key per interval,
- * not one per request. A revocation through this process applies at once; other replicas see
- * it within KEY_CACHE_MS.
- */
-const KEY_CACHE_MS = 10_000;
-const KEY_CACHE_SIZE = 10_000;
-
-export interface KeyLookup {
-  authenticate(key: string): Promise<Principal | undefined>;
-  /** Forget every cached key (after a revocation). */
-  forget(): void;
-}
-
-export function createKeyLookup(db: Database, now: () => number = Date.now): KeyLookup {
-  const cache = new Map<string, { principal: Principal | undefined; until: number }>();
-  return {
-    async authenticate(key) {
-      const cached = cache.get(key);
-      if (cached !== undefined && cached.until > now()) return cached.principal;
-      const row = await authenticateApiKey(db, key);
-      const principal = row && {
-        id: row.id,
-        name: row.name,
-        prefix: row.prefix,
-        role: row.role,
-        tenantId: row.tenantId,
-      };
-      if (cache.size >= KEY_CACHE_SIZE) cache.clear();
-      cache.set(key, { principal, until: now() + KEY_CACHE_MS });
-      return principal;
-    },
-    forget() {
-      cache.clear();
-    },
-  };
+  const key = colon < 0 ? '' : decoded.slice(colon + 1);
+  return key === '' ? undefined : { key, scheme };
 }
 
 /**
@@ -146,58 +141,136 @@ export function createKeyLookup(db: Database, now: () => number = Date.now): Key
  */
 const CHALLENGE = 'Basic realm="gleaner", charset="UTF-8"';
 
+export interface AccessOptions {
+  keys: KeyLookup;
+  failures: AuthFailures;
+  /** `API_PUBLIC_URL`: its origin is the API's own, besides the one a request's Host names. */
+  publicUrl: string | undefined;
+  /** `API_CORS_ORIGINS`: other sites a browser may act from. */
+  corsOrigins: readonly string[];
+}
+
 /**
- * Guards every route with the key its access level asks for: 401 (with a challenge a browser
- * answers) without a live key, 403 for a key whose role may not call the route.
+ * Guards every route: 401 (with a challenge a browser answers) without a live key, 429 instead
+ * for an address that keeps failing, 403 for a key whose role may not call the route or for a
+ * browser's saved login sent from another site, 415 for a body that is not the route's kind.
  */
-export const accessPlugin = fp<{ keys: KeyLookup }>(async (app: FastifyInstance, { keys }) => {
+export const accessPlugin = fp<AccessOptions>(async (app: FastifyInstance, options) => {
+  const { keys, failures } = options;
+  const trustedOrigins = new Set(options.corsOrigins);
+  if (options.publicUrl !== undefined) trustedOrigins.add(new URL(options.publicUrl).origin);
+
   app.decorateRequest('principal', null);
-  const routes: { method: string; url: string; config: () => Access | undefined }[] = [];
+  app.addHook('onClose', () => keys.close());
+  const routes: { method: string; url: string; config: () => FastifyContextConfig | undefined }[] =
+    [];
   app.addHook('onRoute', (route) => {
     // Read when asked: a plugin's own onRoute hook may set the level after this one runs.
     for (const method of [route.method].flat())
-      routes.push({ method, url: route.url, config: () => route.config?.access });
+      routes.push({ method, url: route.url, config: () => route.config });
   });
   app.decorate('routeAccess', () =>
-    routes.map(({ method, url, config }) => ({
-      method,
-      url,
-      access: accessOf(method, url, config()),
-    })),
+    routes.map(({ method, url, config }) => ({ method, url, ...ruleOf(method, url, config()) })),
   );
-  app.addHook('onRequest', async (request, reply) => {
-    const access = accessOf(
-      request.method,
-      request.routeOptions.url ?? '',
-      request.routeOptions.config.access,
+
+  async function refuseUnknown(request: FastifyRequest, reply: FastifyReply, detail: string) {
+    const counted = await failures.record(request.ip);
+    if (counted.isLimited) return tooManyFailures(reply, counted.retryAfterSeconds);
+    return sendProblem(reply, 401, 'Unauthorized', detail, {
+      headers: { 'www-authenticate': CHALLENGE },
+    });
+  }
+
+  function tooManyFailures(reply: FastifyReply, retryAfterSeconds: number) {
+    return sendProblem(
+      reply,
+      429,
+      'Too Many Failed Authentications',
+      `more than ${failures.max} requests without a valid API key from this address in a minute; try again later`,
+      { headers: { 'retry-after': String(retryAfterSeconds) } },
     );
-    const key = keyFromAuthorization(request.headers.authorization);
-    if (access === 'public' && key === undefined) return;
-    if (key === undefined)
-      return sendProblem(
-        reply,
-        401,
-        'Unauthorized',
-        'an API key is required (Authorization: Bearer <key>)',
-        {
-          headers: { 'www-authenticate': CHALLENGE },
-        },
-      );
-    const principal = await keys.authenticate(key);
+  }
+
+  app.addHook('onRequest', async (request, reply) => {
+    const url = request.routeOptions.url ?? '';
+    const rule = ruleOf(request.method, url, request.routeOptions.config);
+    const credentials = credentialsFrom(request.headers.authorization);
+    if (rule.access === 'public' && credentials === undefined) return;
+    if (credentials === undefined)
+      return refuseUnknown(request, reply, 'an API key is required (Authorization: Bearer <key>)');
+    // A string no key can be costs no query.
+    let limitedFor = 0;
+    const principal = isApiKeyShaped(credentials.key)
+      ? await keys.authenticate(credentials.key, async () => {
+          limitedFor = await failures.limitedFor(request.ip);
+          return limitedFor === 0;
+        })
+      : undefined;
+    if (principal === THROTTLED) return tooManyFailures(reply, limitedFor);
     if (principal === undefined)
-      return sendProblem(reply, 401, 'Unauthorized', 'the API key is unknown or revoked', {
-        headers: { 'www-authenticate': CHALLENGE },
-      });
+      return refuseUnknown(request, reply, 'the API key is unknown or revoked');
     request.principal = principal;
-    if (!ALLOWED[access].includes(principal.role))
+    if (!ALLOWED[rule.access].includes(principal.role))
       return sendProblem(
         reply,
         403,
         'Forbidden',
-        `a key of scope ${scopeName(principal)} may not ${request.method} ${request.routeOptions.url ?? request.url}`,
+        `a key of scope ${scopeName(principal)} may not ${request.method} ${url || request.url}`,
       );
+    if (SAFE_METHODS.has(request.method)) return;
+    const crossSite = credentials.scheme === 'basic' ? crossSiteReason(request) : undefined;
+    if (crossSite !== undefined)
+      return sendProblem(reply, 403, 'Cross-Site Request Refused', crossSite);
+    const wrongBody = wrongBodyReason(request, rule);
+    if (wrongBody !== undefined)
+      return sendProblem(reply, 415, 'Unsupported Media Type', wrongBody, {
+        errors: [{ field: 'headers.content-type', message: wrongBody }],
+      });
   });
+
+  /**
+   * Why a browser's saved login (HTTP Basic) may not act here: the browser says the request comes
+   * from another site, or its `Origin` is neither the API's own (the Host it called, or
+   * `API_PUBLIC_URL`) nor one of `API_CORS_ORIGINS`. A Bearer key is never sent by a browser on
+   * its own, so a page of another site cannot borrow one.
+   */
+  function crossSiteReason(request: FastifyRequest): string | undefined {
+    if (request.headers['sec-fetch-site'] === 'cross-site')
+      return 'a request from another site (Sec-Fetch-Site: cross-site) may not act with a browser login; send the key as Authorization: Bearer';
+    const origin = request.headers.origin;
+    if (origin === undefined || trustedOrigins.has(origin)) return undefined;
+    // The Host it called, read as a URL of the origin's scheme so that default ports compare equal.
+    if (URL.canParse(origin)) {
+      const { protocol, host } = new URL(origin);
+      if (
+        URL.canParse(`${protocol}//${request.host}`) &&
+        new URL(`${protocol}//${request.host}`).host === host
+      )
+        return undefined;
+    }
+    return `a request from ${origin} may not act with a browser login; send the key as Authorization: Bearer, or add the origin to API_CORS_ORIGINS`;
+  }
 });
+
+/**
+ * Why a mutating request's body is refused: JSON routes take `application/json` only (never the
+ * `text/plain`, urlencoded or multipart forms another site's page can send), upload routes JSON
+ * or `multipart/form-data`. A request without a body passes.
+ */
+function wrongBodyReason(request: FastifyRequest, rule: RouteRule): string | undefined {
+  const type = request.headers['content-type'];
+  const hasBody =
+    type !== undefined ||
+    request.headers['transfer-encoding'] !== undefined ||
+    Number(request.headers['content-length'] ?? 0) > 0;
+
+  if (!hasBody || request.routeOptions.url === undefined) return undefined;
+  const media = type?.split(';')[0]?.trim().toLowerCase();
+  if (media === 'application/json' || (rule.forms && media === 'multipart/form-data'))
+    return undefined;
+  const accepted = rule.forms ? 'application/json or multipart/form-data' : 'application/json';
+  return `${request.method} ${request.routeOptions.url ?? request.url} takes ${accepted}, not ${media ?? 'a body without a content type'}`;
+}
 
 function scopeName(principal: Principal): string {
   return principal.role === 'tenant' ? `tenant:${principal.tenantId}` : principal.role;

@@ -8,9 +8,24 @@ import { problemBody } from './problem.js';
 export const BULL_BOARD_PATH = '/admin/queues';
 
 /**
+ * The audit log's name for one of Bull Board's actions, from its route: `board.` and the route's
+ * fixed words, `job` for a route about one job (`/api/queues/:queueName/:jobId/retry` is
+ * `board.job.retry`, `/api/queues/:queueName/obliterate` `board.queues.obliterate`).
+ */
+export function boardActionOf(url: string): string {
+  const words = url
+    .slice(url.indexOf('/api/') + '/api/'.length)
+    .split('/')
+    .filter((word) => word !== '' && !word.startsWith(':'));
+  if (url.includes('/:jobId/')) words[0] = 'job';
+  return ['board', ...words].join('.');
+}
+
+/**
  * Bull Board for every queue of the catalogue. Its page, static assets and reads are for admin
  * and viewer keys; its actions (retry, clean, pause, obliterate…: every method but GET) for
- * admin keys. Browsers sign in with HTTP Basic, the key as the password.
+ * admin keys, each an entry of the audit log. Browsers sign in with HTTP Basic, the key as the
+ * password.
  */
 export async function bullBoardPlugin(
   app: FastifyInstance,
@@ -18,7 +33,11 @@ export async function bullBoardPlugin(
 ): Promise<void> {
   app.addHook('onRoute', (route) => {
     const reads = [route.method].flat().every((method) => method === 'GET' || method === 'HEAD');
-    route.config = { ...route.config, access: reads ? 'read' : 'admin' };
+    route.config = {
+      ...route.config,
+      access: reads ? 'read' : 'admin',
+      ...(reads ? {} : { audit: boardActionOf(route.url) }),
+    };
   });
   // Bull Board answers its own errors as `{error: {key}, message}`: as problems, like the API.
   app.addHook('onSend', async (request, reply, payload) => {

@@ -171,7 +171,8 @@ describe('answers of an API whose backing services are down', () => {
           key === ADMIN_KEY
             ? { id: randomUUID(), name: 'test', prefix: '00000000', role: 'admin', tenantId: null }
             : undefined,
-        forget: () => undefined,
+        revoked: async () => undefined,
+        close: async () => undefined,
       },
     });
     app.get('/boom', async () => {

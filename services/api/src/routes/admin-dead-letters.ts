@@ -1,4 +1,4 @@
-import { auditActorOf, getSiteByName, recordAudit, type AuditActor } from '@gleaner/db';
+import { getSiteByName } from '@gleaner/db';
 import {
   listDeadLetters,
   purgeDeadLetters,
@@ -8,7 +8,6 @@ import {
   type DescribedDeadLetter,
   type RequeueSettings,
 } from '@gleaner/queue';
-import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
@@ -159,12 +158,6 @@ const purgeAnswer = z.object({
   entries: z.array(deadLetterView),
 });
 
-/** The key that made the request, as an audit entry names it. */
-function actorOf(request: FastifyRequest): AuditActor {
-  const principal = request.principal;
-  return principal ? auditActorOf(principal) : { apiKeyId: null, actor: 'anonymous' };
-}
-
 /**
  * Dead letters of every work queue for operators: jobs that failed for good, listed with what
  * they concern (site, run, tenant, subject) and the error code they failed with; requeued (a dry
@@ -225,7 +218,6 @@ export const adminDeadLetterRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
   app.get(
     '/admin/dead-letters',
     {
-      config: { access: 'read' },
       schema: {
         tags: ['dead letters'],
         summary: 'Jobs of every queue that failed for good, newest first',
@@ -259,7 +251,6 @@ export const adminDeadLetterRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
   app.post(
     '/admin/dead-letters/requeue',
     {
-      config: { access: 'admin' },
       schema: {
         tags: ['dead letters'],
         summary: 'Requeue dead letters (a dry run unless dry_run is false)',
@@ -279,14 +270,12 @@ export const adminDeadLetterRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
         correlationId: request.id,
       });
       const runs = [...new Set(report.entries.flatMap((entry) => entry.runId ?? []))];
-      await recordAudit(db, {
-        ...actorOf(request),
-        action: 'dead_letters.requeue',
+      request.audit = {
         selector: auditedSelector({ ...input, limit }),
         dryRun,
         affected: report.requeued,
         details: { matched: report.entries.length, skipped: report.skipped, runs },
-      });
+      };
       request.log.info(
         { dryRun, matched: report.entries.length, requeued: report.requeued, runs },
         dryRun ? 'dead letters requeue (dry run)' : 'dead letters requeued',
@@ -311,7 +300,6 @@ export const adminDeadLetterRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
   app.delete(
     '/admin/dead-letters',
     {
-      config: { access: 'admin' },
       schema: {
         tags: ['dead letters'],
         summary: 'Purge dead letters',
@@ -325,14 +313,12 @@ export const adminDeadLetterRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
       const { dry_run: dryRun, limit, all, ...input } = request.query;
       const selector = await selectorOf(input, 'querystring');
       const report = await purgeDeadLetters(deps, selector, { limit, dryRun });
-      await recordAudit(db, {
-        ...actorOf(request),
-        action: 'dead_letters.purge',
+      request.audit = {
         selector: auditedSelector({ ...input, limit, all }),
         dryRun,
         affected: report.purged,
         details: { matched: report.letters.length },
-      });
+      };
       request.log.info(
         { dryRun, matched: report.letters.length, purged: report.purged },
         dryRun ? 'dead letters purge (dry run)' : 'dead letters purged',

@@ -1,18 +1,16 @@
 import {
-  auditActorOf,
   createApiKey,
   formatApiKeyScope,
   listApiKeys,
   listAudit,
   parseApiKeyScope,
-  recordAudit,
   revokeApiKey,
   type ApiKeyRow,
 } from '@gleaner/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
-import type { KeyLookup } from '../plugins/access.js';
+import type { KeyLookup } from '../plugins/key-lookup.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableText } from '../storable.js';
 import { problemResponses } from '../openapi/problem.js';
@@ -62,19 +60,20 @@ const auditEntry = z.object({
   dry_run: z.boolean(),
   affected: z.int(),
   details: z.record(z.string(), z.unknown()),
+  target: z.string().nullable(),
+  status_code: z.int().nullable().describe('The HTTP status the request was answered with'),
+  request_id: z.string().nullable(),
 });
 
 /**
  * API keys for admins: create (the key is in this one answer and nowhere else), list (never the
- * secret), revoke. Each change is in the audit log under the key that made it.
+ * secret), revoke. Each change is in the audit log under the key that made it (plugins/audit.ts),
+ * with the key it made or revoked; the audit log is read here.
  */
 export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLookup }> = async (
   app,
   { deps, keys },
 ) => {
-  const actorOf = (principal: Parameters<typeof auditActorOf>[0] | null) =>
-    principal ? auditActorOf(principal) : { apiKeyId: null, actor: 'anonymous' };
-
   app.get(
     '/admin/keys',
     {
@@ -100,13 +99,12 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLoo
     async (request, reply) => {
       const scope = parseApiKeyScope(request.body.scope)!;
       const created = await createApiKey(deps.db, { name: request.body.name, scope });
-      await recordAudit(deps.db, {
-        ...actorOf(request.principal),
-        action: 'keys.create',
+      request.audit = {
+        target: created.row.id,
         selector: { id: created.row.id, prefix: created.row.prefix },
         affected: 1,
         details: { name: created.row.name, scope: request.body.scope },
-      });
+      };
       return reply.code(201).send({ ...presentKey(created.row), key: created.key });
     },
   );
@@ -117,7 +115,7 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLoo
       schema: {
         tags: ['keys'],
         summary:
-          'Revoke an API key by id or prefix (it stops working at once on this replica, within 10 s on others)',
+          'Revoke an API key by id or prefix (it stops working at once on every API process)',
         params: z.object({
           id: z
             .string()
@@ -136,14 +134,13 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLoo
           'Unknown Key',
           `no API key has id or prefix ${request.params.id}`,
         );
-      keys.forget();
-      await recordAudit(deps.db, {
-        ...actorOf(request.principal),
-        action: 'keys.revoke',
+      await keys.revoked(row.id);
+      request.audit = {
+        target: row.id,
         selector: { id: row.id, prefix: row.prefix },
         affected: 1,
         details: { name: row.name },
-      });
+      };
       return presentKey(row);
     },
   );
@@ -153,13 +150,35 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLoo
     {
       schema: {
         tags: ['keys'],
-        summary: 'What operators did (key changes, dead-letter requeues and purges), newest first',
+        summary: 'What keys did (every request that changes something), newest first',
+        description:
+          "One entry per POST, PUT, PATCH or DELETE made with a key, refused ones included, and the scheduler's storage sweeps. Filtered by `actor` (a key's id or prefix), `action` and `target`; `before` (the last `id` of a page) for the next page.",
         querystring: z
           .object({
+            actor: z
+              .string()
+              .regex(
+                /^([0-9a-f]{8}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/,
+                {
+                  message: 'is not a key id or prefix',
+                },
+              )
+              .optional()
+              .describe("Only this key's entries: its id or prefix"),
             action: storableText()
               .max(100)
               .optional()
-              .describe('Only this action, e.g. keys.revoke'),
+              .describe('Only this action, e.g. sites.delete or keys.revoke'),
+            target: storableText()
+              .max(400)
+              .optional()
+              .describe('Only entries about this target: a site name, a key id, a run id'),
+            before: z.coerce
+              .number()
+              .int()
+              .min(1)
+              .optional()
+              .describe('Entries older than this id'),
             limit: z.coerce.number().int().min(1).max(1000).default(100),
           })
           .strict(),
@@ -177,6 +196,9 @@ export const adminKeyRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps; keys: KeyLoo
         dry_run: row.dryRun,
         affected: row.affected,
         details: row.details,
+        target: row.target,
+        status_code: row.statusCode,
+        request_id: row.requestId,
       })),
     }),
   );

@@ -24,6 +24,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { assertTenant, canSeeTenant } from '../plugins/access.js';
+import { uploadSlots } from './upload-slots.js';
 import { problemResponses } from '../openapi/problem.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableText } from '../storable.js';
@@ -349,6 +350,7 @@ async function readUpload(part: MultipartFile, maxBytes: number): Promise<Upload
 export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
   const { db, queues } = deps;
   const maxBytes = deps.config.DOCUMENT_MAX_BYTES;
+  const slots = uploadSlots(deps.config.API_UPLOADS_PER_KEY);
   const statusUrl = (id: string, request: FastifyRequest) =>
     `${deps.config.API_PUBLIC_URL ?? `${request.protocol}://${request.host}`}/documents/${id}`;
 
@@ -436,6 +438,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
     '/documents',
     {
       bodyLimit: maxBytes,
+      ...slots,
       schema: {
         tags: ['documents'],
         summary: 'Store a document and queue its extraction',
@@ -456,6 +459,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
       assertTenant(request, input.tenantId, 'body.tenant_id');
       await holdTenantCap([input]);
       const [answer] = await store([input], request);
+      request.audit = { target: answer!.id, details: { tenant_id: input.tenantId } };
       request.log.info({ documentId: answer!.id, duplicate: answer!.duplicate }, 'document stored');
       if (extracts(input) && deps.config.EXTRACTION_MODE === 'sync') {
         const done = await waitForExtraction(answer!.id);
@@ -469,6 +473,7 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
     '/documents/batch',
     {
       bodyLimit: maxBytes,
+      ...slots,
       schema: {
         tags: ['documents'],
         summary: 'Store many documents and queue them together',
@@ -504,6 +509,12 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
       );
       await holdTenantCap(inputs);
       const answers = await store(inputs, request);
+      const tenants = new Set(inputs.map((input) => input.tenantId));
+      request.audit = {
+        target: tenants.size === 1 ? [...tenants][0] : null,
+        affected: answers.length,
+        details: { documents: answers.map((answer) => answer.id) },
+      };
       const duplicates = answers.filter((answer) => answer.duplicate).length;
       return reply
         .code(202)

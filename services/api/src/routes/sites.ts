@@ -195,6 +195,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
     },
     async (request, reply) => {
       const body = request.body;
+      request.audit = { target: body.site_name };
       const config = validatedConfig(
         body.kind,
         body.config,

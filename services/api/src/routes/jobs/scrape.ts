@@ -154,6 +154,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
     },
     async (request, reply) => {
       const { body, query } = request;
+      request.audit = { target: body.site_name ?? body.site_id };
       const site = body.site_id
         ? await getSiteById(db, body.site_id)
         : await getSiteByName(db, body.site_name!);
