@@ -33,8 +33,8 @@ function exitAfterOutput(code: number): never {
 
 /**
  * The services' settings: the environment, then `.env` (read the way every service reads it),
- * then defaults for running on this machine. Only what the demo cannot work without overrides
- * them, and says so.
+ * then defaults for running on this machine. The demo site's address is added to the fetcher's
+ * exemptions, which it says.
  */
 function settings(): Record<string, string> {
   const { env: configured, envFile } = readEnvironment(process.env, path.join(root, '.env'));
@@ -51,17 +51,14 @@ function settings(): Record<string, string> {
     say(`settings from ${path.relative(root, envFile.path)}: ${envFile.supplied.join(', ')}`);
   }
 
-  // The demo site listens on 127.0.0.1, which the fetcher refuses unless this is on.
-  const demoNeeds = { HTTP_ALLOW_PRIVATE_NETWORKS: 'true' };
-  for (const [key, value] of Object.entries(demoNeeds)) {
-    const before = configured[key];
-    const from = envFile.supplied.includes(key) ? '.env' : 'the environment';
-    say(
-      before === undefined || before === '' || before === value
-        ? `demo setting ${key}=${value} (its site is on 127.0.0.1)`
-        : `demo setting ${key}=${value} overrides ${key}=${before} from ${from} (its site is on 127.0.0.1)`,
-    );
-    env[key] = value;
+  // The demo site listens on 127.0.0.1, which the fetcher refuses: exempt its one address and
+  // port, and leave every other private address (a crawled page's link to 127.0.0.1:6379, the
+  // cloud's metadata address) blocked.
+  const demoPeer = `127.0.0.1:${env.DEMO_SITE_PORT ?? '8100'}`;
+  const peers = (env.HTTP_ALLOWED_PEERS ?? '').split(',').map((peer) => peer.trim());
+  if (!peers.includes(demoPeer)) {
+    env.HTTP_ALLOWED_PEERS = [...peers.filter(Boolean), demoPeer].join(',');
+    say(`demo setting HTTP_ALLOWED_PEERS=${env.HTTP_ALLOWED_PEERS} (its site is on ${demoPeer})`);
   }
   return env;
 }

@@ -48,7 +48,7 @@ describe('npm start', () => {
         LOG_LEVEL: 'info',
         // The repo's own .gleaner/admin-key is the developer's: this run brings its key.
         ADMIN_API_KEY: TEST_ADMIN_API_KEY,
-        // As a copied .env.example used to say: the demo needs it on, overrides it, and says so.
+        // As a copied .env.example says: private networks stay closed, the demo's one address open.
         HTTP_ALLOW_PRIVATE_NETWORKS: 'false',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -64,7 +64,7 @@ describe('npm start', () => {
         what: `the status URL in:\n${output}`,
       });
       expect(output).toContain(
-        'gleaner: demo setting HTTP_ALLOW_PRIVATE_NETWORKS=true overrides HTTP_ALLOW_PRIVATE_NETWORKS=false from the environment',
+        `gleaner: demo setting HTTP_ALLOWED_PEERS=127.0.0.1:${demoPort} (its site is on 127.0.0.1:${demoPort})`,
       );
       expect(output).toContain(`API:               http://127.0.0.1:${apiPort}`);
       expect(output).toContain('Admin API key:     from ADMIN_API_KEY');
@@ -94,6 +94,18 @@ describe('npm start', () => {
       // The status URL sends the first page of the run's postings; next_cursor pages on.
       expect(run.postings).toHaveLength(20);
       expect(run.next_cursor).not.toBeNull();
+      // Only the demo's own address is exempt: a site on another loopback port is refused.
+      const refused = await fetch(`http://127.0.0.1:${apiPort}/sites`, {
+        method: 'POST',
+        headers: { ...adminHeaders, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          site_name: 'loopback-elsewhere',
+          kind: 'career-site',
+          config: { url: `http://127.0.0.1:${apiPort}/` },
+        }),
+      });
+      expect(refused.status).toBe(400);
+      expect(await refused.text()).toContain('body.config.url');
     } finally {
       child.kill('SIGTERM');
     }

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 /** `true|false|1|0` only: a typo such as `ture` must stop the process, not read as false. */
@@ -62,5 +63,34 @@ export function listFromEnv<const T extends string>(
         return z.NEVER;
       }
       return [...new Set(items)] as T[];
+    });
+}
+
+/**
+ * Comma-separated `address:port` pairs, the address an IP literal (IPv6 in brackets): exact peers,
+ * never ranges or names, so that an exemption cannot reach further than the one service meant.
+ * Each comes out as `address:port` with the IPv6 brackets dropped (`::1:8100`).
+ */
+export function peersFromEnv() {
+  return z
+    .string()
+    .default('')
+    .transform((value, ctx) => {
+      const peers: string[] = [];
+      for (const item of value.split(',').map((entry) => entry.trim())) {
+        if (item === '') continue;
+        const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(item);
+        const address = match?.[1] ?? match?.[2];
+        const port = Number(match?.[3]);
+        if (address === undefined || isIP(address) === 0 || port < 1 || port > 65_535) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `must list address:port pairs with IP addresses (127.0.0.1:8100, [::1]:8100); not ${item}`,
+          });
+          return z.NEVER;
+        }
+        peers.push(`${address}:${port}`);
+      }
+      return [...new Set(peers)];
     });
 }

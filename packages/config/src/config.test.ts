@@ -62,6 +62,18 @@ describe('parseConfig', () => {
     );
   });
 
+  it('takes exact address:port peers and refuses names, ranges and bare addresses', () => {
+    expect(parseConfig(schema, {}).HTTP_ALLOWED_PEERS).toEqual([]);
+    expect(
+      parseConfig(schema, { HTTP_ALLOWED_PEERS: '127.0.0.1:8100, [::1]:8100,127.0.0.1:8100' })
+        .HTTP_ALLOWED_PEERS,
+    ).toEqual(['127.0.0.1:8100', '::1:8100']);
+    for (const bad of ['localhost:8100', '10.0.0.0/8', '127.0.0.1', '127.0.0.1:0', '::1:8100'])
+      expect(() => parseConfig(schema, { HTTP_ALLOWED_PEERS: bad }), bad).toThrow(
+        /HTTP_ALLOWED_PEERS must list address:port pairs/,
+      );
+  });
+
   it('treats empty strings as unset', () => {
     expect(parseConfig(schema, { API_PORT: '' }).API_PORT).toBe(8000);
   });

@@ -1,6 +1,12 @@
 import { workQueueNames } from '@gleaner/queue/catalogue';
 import { z } from 'zod';
-import { booleanFromEnv, integerFromEnv, listFromEnv, numberFromEnv } from './coerce.js';
+import {
+  booleanFromEnv,
+  integerFromEnv,
+  listFromEnv,
+  numberFromEnv,
+  peersFromEnv,
+} from './coerce.js';
 
 /**
  * Zod fragments, one per concern. Each service spreads the ones it needs into one object
@@ -199,6 +205,12 @@ export const fetchFragment = {
    * tests turn it on because their fixture sites listen on 127.0.0.1.
    */
   HTTP_ALLOW_PRIVATE_NETWORKS: booleanFromEnv(false),
+  /**
+   * Loopback or private addresses fetches may reach all the same, as `address:port` pairs
+   * (`127.0.0.1:8100`, `[::1]:8100`), comma-separated: one local site (npm start's demo) is
+   * reachable while every other private address and port stays blocked.
+   */
+  HTTP_ALLOWED_PEERS: peersFromEnv(),
 };
 
 export const schedulerFragment = {

@@ -20,7 +20,13 @@ export {
   type ShutdownStep,
   type ShutdownStepReport,
 } from './shutdown.js';
-export { booleanFromEnv, integerFromEnv, listFromEnv, numberFromEnv } from './coerce.js';
+export {
+  booleanFromEnv,
+  integerFromEnv,
+  listFromEnv,
+  numberFromEnv,
+  peersFromEnv,
+} from './coerce.js';
 export {
   apiFragment,
   databaseFragment,

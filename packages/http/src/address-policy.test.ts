@@ -11,7 +11,7 @@ import {
   isBlockedHostname,
   parseIPv6,
 } from './address-policy.js';
-import { assertFetchableUrl, isAllowedPeer } from './fetcher.js';
+import { allowListedPeers, assertFetchableUrl, isAllowedPeer } from './fetcher.js';
 
 const strict = { allowPrivateNetworks: false };
 
@@ -173,5 +173,23 @@ describe('assertFetchableUrl (no network)', () => {
     // A mapped peer is judged, and exempted, as its IPv4 form.
     expect(isAllowedPeer(exempt, '::ffff:127.0.0.1', 8080)).toBe(true);
     expect(isAllowedPeer(exempt, '::ffff:127.0.0.1', 8081)).toBe(false);
+  });
+
+  it('exempts exactly the listed peers of HTTP_ALLOWED_PEERS', () => {
+    expect(allowListedPeers([])).toBeUndefined();
+    const listed = {
+      allowPrivateNetworks: false,
+      allowPeer: allowListedPeers(['127.0.0.1:8100', '::1:8200']),
+    };
+    expect(isAllowedPeer(listed, '127.0.0.1', 8100)).toBe(true);
+    expect(isAllowedPeer(listed, '::ffff:127.0.0.1', 8100)).toBe(true);
+    expect(isAllowedPeer(listed, '[::1]', 8200)).toBe(true);
+    expect(isAllowedPeer(listed, '127.0.0.1', 6379)).toBe(false);
+    expect(isAllowedPeer(listed, '::1', 8100)).toBe(false);
+    expect(isAllowedPeer(listed, '169.254.169.254', 80)).toBe(false);
+    expect(() => assertFetchableUrl('http://127.0.0.1:8100/jobs', listed)).not.toThrow();
+    expect(() => assertFetchableUrl('http://127.0.0.2:8100/jobs', listed)).toThrow(
+      expect.objectContaining({ code: 'HTTP_ADDRESS_BLOCKED' }),
+    );
   });
 });

@@ -166,6 +166,23 @@ export function isAllowedPeer(
 }
 
 /**
+ * An `allowPeer` for a list of exact `address:port` pairs (`HTTP_ALLOWED_PEERS`), or undefined for
+ * none. IPv4-mapped IPv6 addresses match their IPv4 spelling.
+ */
+export function allowListedPeers(
+  peers: readonly string[],
+): ((peer: PeerAddress) => boolean) | undefined {
+  if (peers.length === 0) return undefined;
+  const allowed = new Set(
+    peers.map((peer) => {
+      const colon = peer.lastIndexOf(':');
+      return `${unmapIPv4(peer.slice(0, colon))}:${peer.slice(colon + 1)}`;
+    }),
+  );
+  return ({ address, port }) => allowed.has(`${unmapIPv4(address)}:${port}`);
+}
+
+/**
  * Checks what can be checked from the URL alone, before any DNS or socket: scheme, credentials,
  * port, a literal IP host (every encoding of it: the WHATWG parser has already turned
  * `http://2130706433/`, `0177.0.0.1`, `0x7f.1` and `127.1` into `127.0.0.1`), and `localhost`

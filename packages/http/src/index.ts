@@ -1,4 +1,5 @@
 export {
+  allowListedPeers,
   assertFetchableUrl,
   createFetcher,
   isAllowedPeer,

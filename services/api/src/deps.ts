@@ -31,7 +31,7 @@ export interface ApiDeps {
     | 'POSTINGS_SEARCH_CACHE_MS'
     | 'SYNC_SCRAPE_TIMEOUT_MS'
   > &
-    Pick<FetchConfig, 'HTTP_ALLOW_PRIVATE_NETWORKS'> &
+    Pick<FetchConfig, 'HTTP_ALLOW_PRIVATE_NETWORKS' | 'HTTP_ALLOWED_PEERS'> &
     Pick<DocumentConfig, 'DOCUMENT_MAX_BYTES' | 'DOCUMENT_MAX_RETRIES'> &
     Pick<ExtractionConfig, ApiExtractionSetting>;
   logger: Logger;

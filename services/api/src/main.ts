@@ -24,6 +24,7 @@ async function startApi() {
     settings: {
       ...apiFragment,
       HTTP_ALLOW_PRIVATE_NETWORKS: fetchFragment.HTTP_ALLOW_PRIVATE_NETWORKS,
+      HTTP_ALLOWED_PEERS: fetchFragment.HTTP_ALLOWED_PEERS,
       DOCUMENT_MAX_BYTES: documentFragment.DOCUMENT_MAX_BYTES,
       DOCUMENT_MAX_RETRIES: documentFragment.DOCUMENT_MAX_RETRIES,
       EXTRACTION_ENABLED: extractionFragment.EXTRACTION_ENABLED,

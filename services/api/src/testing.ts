@@ -24,6 +24,7 @@ export function testApiConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     POSTINGS_SEARCH_CACHE_MS: 0,
     SYNC_SCRAPE_TIMEOUT_MS: 1000,
     HTTP_ALLOW_PRIVATE_NETWORKS: false,
+    HTTP_ALLOWED_PEERS: [],
     DOCUMENT_MAX_BYTES: 1024 * 1024,
     DOCUMENT_MAX_RETRIES: 3,
     ...fragmentDefaults(extractionFragment),

@@ -8,7 +8,12 @@ import { startHealthServer, startService } from '@gleaner/config/service';
 import { EXTRACTOR_VERSION } from '@gleaner/extraction';
 import { createDocumentParserPool } from '@gleaner/extraction/documents';
 import { createCounters, createRunLogWriter, llmRetryDelayMs } from '@gleaner/queue';
-import { createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
+import {
+  allowListedPeers,
+  createFetcher,
+  createRobotsCache,
+  createSiteGate,
+} from '@gleaner/http';
 import { keepStartingBackfill } from './backfill/start-backfill.js';
 import type { BackfillSettings, DocumentDeps, WorkerDeps } from './context.js';
 import { startWorkers } from './index.js';
@@ -63,6 +68,7 @@ const started = await startService({
       maxBodyBytes: config.HTTP_MAX_BODY_BYTES,
       maxRedirects: config.HTTP_MAX_REDIRECTS,
       allowPrivateNetworks: config.HTTP_ALLOW_PRIVATE_NETWORKS,
+      allowPeer: allowListedPeers(config.HTTP_ALLOWED_PEERS),
     });
     onShutdown('fetcher', () => fetcher.close());
     // A lease outlives the longest fetch, so a slow fetch never loses its concurrency slot.

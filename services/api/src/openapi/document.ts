@@ -33,6 +33,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
       ...fragmentDefaults(documentFragment),
       ...fragmentDefaults(extractionFragment),
       HTTP_ALLOW_PRIVATE_NETWORKS: fragmentDefaults(fetchFragment).HTTP_ALLOW_PRIVATE_NETWORKS,
+      HTTP_ALLOWED_PEERS: fragmentDefaults(fetchFragment).HTTP_ALLOWED_PEERS,
     },
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: handle.db,

@@ -12,7 +12,12 @@ import {
   type SiteRow,
   TENANT_ID_PATTERN,
 } from '@gleaner/db';
-import { assertFetchableUrl, HttpError } from '@gleaner/http';
+import {
+  allowListedPeers,
+  assertFetchableUrl,
+  HttpError,
+  type AddressPolicyOptions,
+} from '@gleaner/http';
 import { getAdapter, siteKinds } from '@gleaner/sources';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -94,7 +99,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 function validatedConfig(
   kind: string,
   config: Record<string, unknown>,
-  allowPrivateNetworks: boolean,
+  addressPolicy: AddressPolicyOptions,
 ): Record<string, unknown> {
   const adapter = getAdapter(kind)!;
   const parsed = adapter.configSchema.safeParse(config);
@@ -103,7 +108,7 @@ function validatedConfig(
     for (const [key, value] of Object.entries(data)) {
       if (typeof value !== 'string' || !/^https?:\/\//i.test(value)) continue;
       try {
-        assertFetchableUrl(value, { allowPrivateNetworks });
+        assertFetchableUrl(value, addressPolicy);
       } catch (error) {
         const message = error instanceof HttpError ? error.message : 'is not a fetchable URL';
         throw new ProblemError(400, 'Validation Failed', `body.config.${key}: ${message}`, {
@@ -146,6 +151,11 @@ function toRow(body: SiteBody): Partial<NewSiteRow> {
 
 export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
   const { db } = deps;
+  // The fetcher's own address policy: a site the crawler could not fetch is refused here.
+  const addressPolicy: AddressPolicyOptions = {
+    allowPrivateNetworks: deps.config.HTTP_ALLOW_PRIVATE_NETWORKS,
+    allowPeer: allowListedPeers(deps.config.HTTP_ALLOWED_PEERS),
+  };
 
   async function findSite(key: string): Promise<SiteRow> {
     const site = UUID.test(key) ? await getSiteById(db, key) : await getSiteByName(db, key);
@@ -196,11 +206,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
     async (request, reply) => {
       const body = request.body;
       request.audit = { target: body.site_name };
-      const config = validatedConfig(
-        body.kind,
-        body.config,
-        deps.config.HTTP_ALLOW_PRIVATE_NETWORKS,
-      );
+      const config = validatedConfig(body.kind, body.config, addressPolicy);
       // A name already taken throws DB_SITE_EXISTS, which the problem handler answers with 409.
       const site = await insertSite(db, {
         ...(toRow(body) as NewSiteRow),
@@ -284,11 +290,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
       const kind = body.kind ?? site.kind;
       const changes = toRow(body);
       if (body.config !== undefined || body.kind !== undefined)
-        changes.config = validatedConfig(
-          kind,
-          body.config ?? site.config,
-          deps.config.HTTP_ALLOW_PRIVATE_NETWORKS,
-        );
+        changes.config = validatedConfig(kind, body.config ?? site.config, addressPolicy);
       const minPause = body.min_pause_seconds ?? site.minPauseSeconds;
       const maxPause = body.max_pause_seconds ?? site.maxPauseSeconds;
       if (maxPause < minPause) {
