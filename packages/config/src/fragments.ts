@@ -125,10 +125,20 @@ export const workerFragment = {
   WORKER_CONCURRENCY_CRAWL: integerFromEnv(64, { min: 1, max: 256 }),
   WORKER_CONCURRENCY_EXTRACT: integerFromEnv(8, { min: 1, max: 256 }),
   /**
-   * Threads that fingerprint and extract fetched pages beside the event loop, so that one worker
-   * uses a second core; 0 does that work on the event loop.
+   * Threads that read pages beside the event loop (the crawl's fingerprints and extraction, the
+   * extract, LLM and backfill stages' reading of stored pages), so that one worker uses a second
+   * core and a page that takes too long can be stopped. At least 1: on the event loop nothing
+   * could stop a page that takes minutes (one of unclosed tags), and every job of the worker
+   * would wait behind it past its lock.
    */
-  WORKER_EXTRACT_THREADS: integerFromEnv(1, { min: 0, max: 32 }),
+  WORKER_EXTRACT_THREADS: integerFromEnv(1, { min: 1, max: 32 }),
+  /**
+   * How long one page's reading may take in a thread before it is stopped and its posting fails
+   * with `EXTRACT_PAGE_TOO_SLOW` (permanent: the same bytes would take as long again). Pages of
+   * real sites take milliseconds, 4 MB of real markup under a second; a page still running after
+   * the lesser of 1 s and half this leaves its thread, so the pages queued behind it move on.
+   */
+  WORKER_EXTRACT_PAGE_BUDGET_MS: integerFromEnv(5000, { min: 100, max: 600_000 }),
   /**
    * LLM extractions at once per worker. Each mostly waits on the provider, whose limits the
    * provider gate enforces across every replica; more only queue at the gate.

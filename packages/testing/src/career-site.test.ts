@@ -281,6 +281,22 @@ describe('createFixtureCareerSite', () => {
     );
   });
 
+  it('serves hostile posting pages of one unclosed tag, gzipped when the client accepts it', async () => {
+    const site = await startSite({ postings: 2, hostilePages: { bytes: 1 << 20 } });
+    const posting = site.postings()[0]!;
+    const plain = await fetch(posting.url, { headers: { 'accept-encoding': 'identity' } });
+    const text = await plain.text();
+    expect(text).toHaveLength(1 << 20);
+    expect(text.startsWith('<meta <meta ')).toBe(true);
+    expect(plain.headers.get('content-encoding')).toBeNull();
+    const gzipped = await fetch(posting.url, { headers: { 'accept-encoding': 'gzip' } });
+    expect(gzipped.headers.get('content-encoding')).toBe('gzip');
+    expect(Number(gzipped.headers.get('content-length'))).toBeLessThan(10_000);
+    expect(await gzipped.text()).toBe(text);
+    // Listed as usual.
+    expect(await (await fetch(site.sitemapUrl)).text()).toContain(posting.url);
+  });
+
   it('serves an empty site', async () => {
     const site = await startSite({ postings: 0 });
     expect(site.postings()).toEqual([]);

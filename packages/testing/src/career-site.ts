@@ -59,6 +59,13 @@ export interface FixtureSiteOptions {
    * - 'unlisted': robots.txt names no sitemap; only the conventional `/sitemap.xml` finds them.
    */
   sitemaps?: 'robots' | 'index' | 'unlisted';
+  /**
+   * Every posting page is one unclosed tag repeated to `bytes` (`'<meta '` by default), sent
+   * gzip-compressed to a client that accepts it (4 MB of `<meta ` is 12 KB gzipped, under any
+   * body cap): a page on which a tag scanner quadratic in unclosed tags takes minutes. The
+   * postings stay listed; their `expected` records do not apply, as the pages hold none.
+   */
+  hostilePages?: { bytes: number; tag?: string };
 }
 
 /** The record an extractor should produce for a posting page (same shape as ExtractedPosting). */
@@ -205,6 +212,7 @@ interface Settings {
   redirects: ReadonlyMap<string, string>;
   postingPaths: 'path' | 'query';
   sitemaps: 'robots' | 'index' | 'unlisted';
+  hostilePages: { bytes: number; tag: string } | null;
 }
 
 function resolveOptions(options: FixtureSiteOptions): Settings {
@@ -220,12 +228,20 @@ function resolveOptions(options: FixtureSiteOptions): Settings {
     redirects: new Map(Object.entries(options.redirects ?? {})),
     postingPaths: options.postingPaths ?? 'path',
     sitemaps: options.sitemaps ?? 'robots',
+    hostilePages: options.hostilePages
+      ? { bytes: options.hostilePages.bytes, tag: options.hostilePages.tag ?? '<meta ' }
+      : null,
   };
   requireInteger('postings', settings.postings, 0);
   requireInteger('pageBytes', settings.pageBytes, 0);
   requireInteger('seed', settings.seed, Number.MIN_SAFE_INTEGER);
   requireInteger('port', settings.port, 0);
   requireInteger('listingPageSize', settings.listingPageSize, 1);
+  if (settings.hostilePages) {
+    requireInteger('hostilePages.bytes', settings.hostilePages.bytes, 1);
+    if (settings.hostilePages.tag === '')
+      throw new RangeError('Fixture career site: hostilePages.tag must not be empty');
+  }
   return settings;
 }
 
@@ -1002,6 +1018,8 @@ interface PostingRecord {
   spec: PostingSpec;
   posting: FixturePosting;
   page: Buffer;
+  /** The page gzip-compressed, for a client that accepts it (`hostilePages` only). */
+  gzippedPage: Buffer | null;
   etag: string;
   lastModified: number;
   lastModifiedHeader: string;
@@ -1032,13 +1050,17 @@ function createRecord(
 ): PostingRecord {
   const path = postingPathOf(spec.id, settings.postingPaths);
   const jsonLd = buildJsonLd(spec, origin, `${origin}${path}`);
-  const page = Buffer.from(
-    renderPostingPage(spec, jsonLd, origin, `${origin}${path}`, settings.pageBytes),
-  );
+  const { hostilePages } = settings;
+  const page = hostilePages
+    ? Buffer.from(
+        hostilePages.tag.repeat(Math.ceil(hostilePages.bytes / hostilePages.tag.length)),
+      ).subarray(0, hostilePages.bytes)
+    : Buffer.from(renderPostingPage(spec, jsonLd, origin, `${origin}${path}`, settings.pageBytes));
   return {
     spec,
     posting: { id: spec.id, path, url: `${origin}${path}`, jsonLd, expected: buildExpected(spec) },
     page,
+    gzippedPage: hostilePages ? gzipSync(page) : null,
     etag: `"${createHash('sha1').update(page).digest('base64url').slice(0, 20)}"`,
     lastModified,
     lastModifiedHeader: new Date(lastModified).toUTCString(),
@@ -1216,6 +1238,10 @@ function handleRequest(
       response.writeHead(304);
       response.end();
       return;
+    }
+    if (record.gzippedPage !== null && /\bgzip\b/.test(request.headers['accept-encoding'] ?? '')) {
+      response.setHeader('content-encoding', 'gzip');
+      return send(request, response, 200, HTML, record.gzippedPage);
     }
     return send(request, response, 200, HTML, record.page);
   }

@@ -81,7 +81,10 @@ export interface DocumentDeps {
 export interface HandlerContext extends WorkerDeps {
   /** Batched posting reads and settles, and the one way runs close (built in runtime.ts). */
   settlement: Settlement;
-  /** Fingerprints and extraction of fetched pages, in threads (built in runtime.ts). */
+  /**
+   * Where pages are read (fingerprints, extraction, visible text): in threads, under the job's
+   * signal and a time budget per page (built in runtime.ts).
+   */
   analyser: PageAnalyser;
   job: Job;
   log: Logger;

@@ -164,6 +164,7 @@ const started = await startService({
             }),
         },
         extractThreads: config.WORKER_EXTRACT_THREADS,
+        pageBudgetMs: config.WORKER_EXTRACT_PAGE_BUDGET_MS,
         timeouts: {
           scrape: config.JOB_TIMEOUT_SCRAPE_MS,
           crawl: config.JOB_TIMEOUT_CRAWL_MS,

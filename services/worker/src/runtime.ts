@@ -34,8 +34,14 @@ export interface RuntimeOptions {
   queues: readonly WorkQueueName[];
   /** Jobs at once per served queue; a queue left out runs one at a time. */
   concurrency: Partial<Record<WorkQueueName, number>>;
-  /** Threads for the CPU-bound part of crawling (`WORKER_EXTRACT_THREADS`); default 0, inline. */
+  /**
+   * Page analyser threads (`WORKER_EXTRACT_THREADS`), where the crawl, extract, LLM and backfill
+   * stages read pages under their jobs' signals; default 1. 0 reads pages on the event loop,
+   * where nothing stops a page that takes too long: for tests only.
+   */
   extractThreads?: number;
+  /** How long one page's reading may take in a thread (`WORKER_EXTRACT_PAGE_BUDGET_MS`). */
+  pageBudgetMs?: number;
   /** How jobs whose worker died are found and retried; BullMQ's defaults when absent. */
   stalls?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>;
   /**
@@ -55,6 +61,14 @@ export interface WorkerRuntime {
   /** Stops taking jobs, waits up to `graceMs` for in-flight ones, then releases the rest. */
   close(graceMs: number): Promise<void>;
 }
+
+/** Queues whose jobs read pages, in the page analyser's threads. */
+const PAGE_READING_QUEUES: readonly WorkQueueName[] = [
+  'crawl',
+  'extract',
+  'llm-extract',
+  'backfill',
+];
 
 /** After the grace period, how long jobs let go (`release`) have to put their rows back. */
 const RELEASE_WAIT_MS = 3_000;
@@ -244,9 +258,11 @@ async function within(promise: Promise<'done'>, ms: number): Promise<'done' | 't
 
 export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerRuntime {
   const settlement = createSettlement(deps.db, deps.logger);
-  // Only crawl jobs analyse pages: a replica that serves no crawl queue starts no thread.
+  // A replica that serves no queue reading pages (scrape, documents only) starts no thread.
+  const readsPages = options.queues.some((queue) => PAGE_READING_QUEUES.includes(queue));
   const analyser = createPageAnalyser({
-    threads: options.queues.includes('crawl') ? (options.extractThreads ?? 0) : 0,
+    threads: readsPages ? (options.extractThreads ?? 1) : 0,
+    ...(options.pageBudgetMs === undefined ? {} : { pageBudgetMs: options.pageBudgetMs }),
   });
   // Cancelled runs' jobs in flight here are aborted as soon as the broadcast arrives.
   const inFlight = createInFlightJobs();

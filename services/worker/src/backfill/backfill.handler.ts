@@ -7,9 +7,11 @@ import {
   type ExtractedFields,
   type PostingRow,
 } from '@gleaner/db';
+import { isClassifiedError } from '@gleaner/errors';
 import { EXTRACTOR_VERSION } from '@gleaner/extraction';
 import { enqueue } from '@gleaner/queue';
 import type { BackfillSettings, HandlerContext, JobHandler } from '../context.js';
+import type { PageAnalysis } from '../page-analysis/analyse-page.js';
 import { LISTING_CONTENT_TYPE } from '../page-analysis/page-fields.js';
 
 /** Settings of a worker built without them (`BACKFILL_*`'s defaults). */
@@ -57,10 +59,19 @@ export const backfillHandler: JobHandler<'backfill'> = {
         skipped += 1;
         continue;
       }
-      const analysis = await analyser.analyse(
-        { ...stored, siteKind, url: posting.url, previous: null },
-        signal,
-      );
+      let analysis: PageAnalysis;
+      try {
+        analysis = await analyser.analyse(
+          { ...stored, siteKind, url: posting.url, previous: null },
+          signal,
+        );
+      } catch (error) {
+        // A page past its time budget would be as slow in the next batch: counted, left as it is.
+        if (!(isClassifiedError(error) && error.code === 'EXTRACT_PAGE_TOO_SLOW')) throw error;
+        failed += 1;
+        lastError = `posting ${posting.id}: ${error.message}`;
+        continue;
+      }
       if (!analysis.fields) {
         failed += 1;
         lastError = `posting ${posting.id}: ${analysis.extractionError ?? 'no fields'}`;

@@ -1,17 +1,19 @@
 import type { ExtractedFields } from '@gleaner/db';
 import type { JobHandler } from '../context.js';
 import { handPostingToLlm, needsLlm } from '../llm/handoff.js';
-import { extractBodyFields, loadStoredPage } from '../page-analysis/body-fields.js';
-import { ExtractError } from '../page-analysis/page-fields.js';
+import { loadStoredPage } from '../page-analysis/body-fields.js';
+import { toExtractError } from '../page-analysis/page-fields.js';
 
 /**
  * Extracts a posting from its stored body: the pages the crawl job could not settle, retried
- * without fetching again. A page without a posting, or without a required field, goes to the LLM
- * stage instead when its site asks for it (and stays pending until that settles it).
+ * without fetching again. The page is read in the page analyser's threads, under the job's signal
+ * and the page's time budget (`EXTRACT_PAGE_TOO_SLOW`, permanent), never on the event loop. A
+ * page without a posting, or without a required field, goes to the LLM stage instead when its
+ * site asks for it (and stays pending until that settles it).
  */
 export const extractHandler: JobHandler<'extract'> = {
   async run(payload, context) {
-    const { db, log, settlement } = context;
+    const { db, log, settlement, analyser, signal } = context;
     const posting = await settlement.pendingWork(payload);
     if (!posting) {
       log.debug('posting not pending in a running run; skipping');
@@ -19,17 +21,21 @@ export const extractHandler: JobHandler<'extract'> = {
     }
     const stored = await loadStoredPage(db, posting);
 
-    let fields: ExtractedFields | null = null;
-    try {
-      fields = extractBodyFields({
-        siteKind: posting.site.kind,
-        url: posting.url,
+    const reading = await analyser.read(
+      {
         body: stored.body,
         contentType: stored.contentType,
-      });
-    } catch (error) {
+        siteKind: posting.site.kind,
+        url: posting.url,
+        wantsText: false,
+      },
+      signal,
+    );
+    const fields: ExtractedFields | null = reading.fields ?? null;
+    if (reading.extractionError) {
+      const error = toExtractError(reading.extractionError);
       // No posting the rules can read: the LLM stage may still find one, when the site asks.
-      if (!(error instanceof ExtractError && error.code === 'EXTRACT_NOT_A_POSTING')) throw error;
+      if (error.code !== 'EXTRACT_NOT_A_POSTING') throw error;
       if (!needsLlm(context, posting.site, null)) throw error;
     }
     if (!fields || needsLlm(context, posting.site, fields)) {

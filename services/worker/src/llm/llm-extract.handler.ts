@@ -115,7 +115,7 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
     }
     let source: LlmSource;
     try {
-      source = await loadLlmSource(db, subject);
+      source = await loadLlmSource(context, subject);
     } catch (error) {
       if (error instanceof LlmSubjectUnavailable) throw new UnrecoverableError(error.message);
       throw error;

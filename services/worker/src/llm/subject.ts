@@ -5,9 +5,8 @@ import {
   type LlmSubject,
   type PostingForWork,
 } from '@gleaner/db';
-import { htmlToText } from '@gleaner/extraction';
-import { decodeBody } from '@gleaner/http/charset';
-import { extractBodyFields, loadStoredPage } from '../page-analysis/body-fields.js';
+import { loadStoredPage } from '../page-analysis/body-fields.js';
+import type { PageAnalyser } from '../page-analysis/page-analyser.js';
 
 /** What an LLM extraction reads: the text, and for a posting what settling it needs. */
 export type LlmSource =
@@ -28,10 +27,19 @@ export class LlmSubjectUnavailable extends Error {
 
 /**
  * The text to extract from: a document's extracted text (it must be `complete`), or the visible
- * text of a posting's stored page (it must still be pending in a running run). Throws
- * LlmSubjectUnavailable otherwise, and ExtractError when the page is not stored.
+ * text of a posting's stored page (it must still be pending in a running run), read with what
+ * the rules find in it by the page analyser's threads under the job's signal. Throws
+ * LlmSubjectUnavailable otherwise, and ExtractError when the page is not stored or took longer
+ * than its budget to read (`EXTRACT_PAGE_TOO_SLOW`, permanent).
  */
-export async function loadLlmSource(db: Database, subject: LlmSubject): Promise<LlmSource> {
+export async function loadLlmSource(
+  {
+    db,
+    analyser,
+    signal,
+  }: { db: Database; analyser: PageAnalyser; signal: AbortSignal | undefined },
+  subject: LlmSubject,
+): Promise<LlmSource> {
   if (subject.subjectType === 'document') {
     const { rows } = await db.$client.query<{ status: string; text: string | null }>(
       'SELECT status, text FROM documents WHERE id = $1',
@@ -49,24 +57,22 @@ export async function loadLlmSource(db: Database, subject: LlmSubject): Promise<
   if (posting.status !== 'pending' || posting.runStatus !== 'running' || !posting.runId)
     throw new LlmSubjectUnavailable('the posting is no longer pending in a running run');
   const stored = await loadStoredPage(db, posting);
-  const html = decodeBody(stored.body, stored.contentType);
-  let fields: ExtractedFields | null = null;
-  try {
-    fields = extractBodyFields({
-      siteKind: posting.site.kind,
-      url: posting.url,
+  const reading = await analyser.read(
+    {
       body: stored.body,
       contentType: stored.contentType,
-      html,
-    });
-  } catch {
-    // No posting the rules could read: the LLM's fields are all there is.
-  }
+      siteKind: posting.site.kind,
+      url: posting.url,
+      wantsText: true,
+    },
+    signal,
+  );
   return {
     subjectType: 'posting',
-    text: htmlToText(html) ?? '',
+    text: reading.text ?? '',
     posting: { ...posting, runId: posting.runId, bodySha256: stored.sha256 },
     contentType: stored.contentType,
-    fields,
+    // No posting the rules could read (`reading.extractionError`): the LLM's fields are all there is.
+    fields: reading.fields ?? null,
   };
 }

@@ -1,14 +1,24 @@
 /**
  * A page analyser thread (page-analyser.ts starts this file's build): analyses each batch of
- * pages the event loop sends and answers with one message per batch.
+ * pages the event loop sends and answers with one message per batch. Before each page it writes
+ * the page's id to the shared progress array, so that the event loop can tell a page that runs
+ * too long and the thread that holds it without a message per page.
  */
-import { parentPort } from 'node:worker_threads';
-import { analysePage, type FieldExtractor } from './analyse-page.js';
-import type { AnalysisReply, AnalysisRequest } from './page-analyser.js';
+import { parentPort, workerData } from 'node:worker_threads';
+import { analysePage, readPage, type FieldExtractor } from './analyse-page.js';
+import {
+  IDLE,
+  PROGRESS_PAGE,
+  PROGRESS_SEQUENCE,
+  type AnalyserThreadData,
+  type AnalysisReply,
+  type AnalysisRequest,
+} from './thread-protocol.js';
 import { extractPageFields } from './page-fields.js';
 
 if (!parentPort) throw new Error('analyse-page.thread.js runs only as a worker thread');
 const port = parentPort;
+const progress = new Int32Array((workerData as AnalyserThreadData).progress);
 
 /** Threads get HTML pages only (page-analyser.ts keeps ATS payloads on the event loop). */
 const extractHtml: FieldExtractor = (input, _body, html) => {
@@ -16,13 +26,40 @@ const extractHtml: FieldExtractor = (input, _body, html) => {
   return extractPageFields(input.url, html);
 };
 
+function run(request: AnalysisRequest): AnalysisReply {
+  // The sequence first, then the page: the event loop reads them the other way round, so it never
+  // pairs a new page with the time an older one started.
+  Atomics.add(progress, PROGRESS_SEQUENCE, 1);
+  Atomics.store(progress, PROGRESS_PAGE, request.id);
+  try {
+    return request.kind === 'crawl'
+      ? { id: request.id, result: analysePage(request.input, extractHtml) }
+      : { id: request.id, result: readPage(request.input, extractHtml) };
+  } catch (error) {
+    return { id: request.id, error: error instanceof Error ? error.message : String(error) };
+  } finally {
+    Atomics.store(progress, PROGRESS_PAGE, IDLE);
+  }
+}
+
+/**
+ * After a page this slow, the answers so far go at once rather than with the rest of the batch:
+ * a slow page's answer (one the event loop moved to the slow lane) does not wait for the pages
+ * behind it, which the event loop has sent to another thread meanwhile.
+ */
+const SLOW_PAGE_MS = 50;
+
 port.on('message', (batch: AnalysisRequest[]) => {
-  const replies: AnalysisReply[] = batch.map(({ id, input }) => {
-    try {
-      return { id, analysis: analysePage(input, extractHtml) };
-    } catch (error) {
-      return { id, error: error instanceof Error ? error.message : String(error) };
+  let replies: AnalysisReply[] = [];
+  for (const request of batch) {
+    const started = performance.now();
+    replies.push(run(request));
+    if (performance.now() - started > SLOW_PAGE_MS) {
+      port.postMessage(replies);
+      replies = [];
     }
-  });
-  port.postMessage(replies);
+  }
+  if (replies.length > 0) port.postMessage(replies);
 });
+// Loaded: a thread that dies from now on is replaced (one that never gets here is a broken build).
+port.postMessage('ready');

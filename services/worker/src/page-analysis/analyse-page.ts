@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ExtractedFields } from '@gleaner/db';
-import { textSha256 } from '@gleaner/extraction';
+import { isClassifiedError, type RetryClass } from '@gleaner/errors';
+import { htmlToText, textSha256 } from '@gleaner/extraction';
 import { decodeBody } from '@gleaner/http/charset';
 import { LISTING_CONTENT_TYPE } from './page-fields.js';
 
@@ -27,12 +28,36 @@ export interface PageAnalysis {
   extractionError?: string;
 }
 
+/** A stored page read again: by the extract stage (its fields) and the LLM stage (also its text). */
+export interface StoredPageInput {
+  body: Uint8Array;
+  contentType: string | null;
+  siteKind: string;
+  url: string;
+  /** Also give the page's visible text: what the LLM stage extracts from. */
+  wantsText: boolean;
+}
+
+/** What the extract and LLM stages make of a stored page. */
+export interface PageReading {
+  /** The extracted fields, when extraction succeeded. */
+  fields?: ExtractedFields;
+  /** The error extraction threw, as data: its code and retry class when it had them. */
+  extractionError?: { message: string; code?: string; retryClass?: RetryClass };
+  /** The page's visible text, when it was asked for. */
+  text?: string;
+}
+
 /** Fields from a page: its HTML when it is one (undefined for an ATS payload), and its bytes. */
 export type FieldExtractor = (
-  input: PageInput,
+  input: Pick<PageInput, 'contentType' | 'siteKind' | 'url'>,
   body: Buffer,
   html: string | undefined,
 ) => ExtractedFields;
+
+function asBuffer(body: Uint8Array): Buffer {
+  return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+}
 
 /**
  * Fingerprints a page, decides whether it changed and, when it did, extracts it with `extract`:
@@ -41,9 +66,7 @@ export type FieldExtractor = (
  * database, queue or site adapter: threads load this module.
  */
 export function analysePage(input: PageInput, extract: FieldExtractor): PageAnalysis {
-  const body = Buffer.isBuffer(input.body)
-    ? input.body
-    : Buffer.from(input.body.buffer, input.body.byteOffset, input.body.byteLength);
+  const body = asBuffer(input.body);
   const sha256 = createHash('sha256').update(body).digest('hex');
   const html =
     input.contentType === LISTING_CONTENT_TYPE ? undefined : decodeBody(body, input.contentType);
@@ -63,4 +86,26 @@ export function analysePage(input: PageInput, extract: FieldExtractor): PageAnal
     const message = error instanceof Error ? error.message : String(error);
     return { sha256, textSha256: pageText, unchanged: false, extractionError: message };
   }
+}
+
+/**
+ * Reads a stored page again: its fields with `extract` and, when asked, its visible text. The
+ * extract and LLM stages' share of a page's CPU, pure and synchronous like `analysePage`, so
+ * that it runs in the analyser's threads under the job's deadline and the page's time budget.
+ */
+export function readPage(input: StoredPageInput, extract: FieldExtractor): PageReading {
+  const body = asBuffer(input.body);
+  const html =
+    input.contentType === LISTING_CONTENT_TYPE ? undefined : decodeBody(body, input.contentType);
+  const reading: PageReading = {};
+  try {
+    reading.fields = extract(input, body, html);
+  } catch (error) {
+    reading.extractionError = isClassifiedError(error)
+      ? { message: error.message, code: error.code, retryClass: error.retryClass }
+      : { message: error instanceof Error ? error.message : String(error) };
+  }
+  // An ATS payload's text is its JSON decoded as a page, as the LLM stage always read it.
+  if (input.wantsText) reading.text = htmlToText(html ?? decodeBody(body, input.contentType)) ?? '';
+  return reading;
 }

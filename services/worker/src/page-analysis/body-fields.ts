@@ -9,10 +9,10 @@ import {
 } from './page-fields.js';
 
 /**
- * The deterministic extraction step for any body, shared by the crawl (the bytes it just
- * fetched, on the event loop when no analyser thread takes them) and the extract stage (the
- * stored body): a page's JSON-LD / microdata / RDFa / DOM, or an ATS payload mapped by its
- * site's adapter. Throws ExtractError when there is no posting.
+ * The deterministic extraction step for any body, as the page analyser runs it on the event
+ * loop: an ATS payload mapped by its site's adapter (small JSON; threads load no adapters), or,
+ * in an analyser without threads (tests), a page's JSON-LD / microdata / RDFa / DOM. Throws
+ * ExtractError when there is no posting.
  */
 export function extractBodyFields(input: {
   siteKind: string;

@@ -4,9 +4,13 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createFixtureCareerSite, type FixtureCareerSite } from '@gleaner/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { analysePage, type PageInput } from './analyse-page.js';
+import { analysePage, readPage, type PageInput, type StoredPageInput } from './analyse-page.js';
 import { extractBodyFields } from './body-fields.js';
-import { createPageAnalyser, type PageAnalyser } from './page-analyser.js';
+import {
+  createPageAnalyser,
+  type PageAnalyser,
+  type PageAnalyserOptions,
+} from './page-analyser.js';
 import { LISTING_CONTENT_TYPE } from './page-fields.js';
 
 /**
@@ -18,8 +22,16 @@ let site: FixtureCareerSite;
 let pages: PageInput[];
 const analysers: PageAnalyser[] = [];
 
-function analyser(threads: number, threadEntry?: string): PageAnalyser {
-  const created = createPageAnalyser({ threads, ...(threadEntry ? { threadEntry } : {}) });
+function analyser(
+  threads: number,
+  threadEntry?: string,
+  budgets: Pick<PageAnalyserOptions, 'pageBudgetMs' | 'slowPageMs'> = {},
+): PageAnalyser {
+  const created = createPageAnalyser({
+    threads,
+    ...(threadEntry ? { threadEntry } : {}),
+    ...budgets,
+  });
   analysers.push(created);
   return created;
 }
@@ -28,22 +40,59 @@ const scratch = mkdtempSync(path.join(tmpdir(), 'gleaner-analyser-'));
 let modules = 0;
 
 /**
- * A thread module of the test's own: `body` runs with `parentPort` and `analyse(input)` (the
- * build's analysis of an HTML page) in scope.
+ * A thread module of the test's own: `body` runs with `parentPort`, `analyse(input)` (the build's
+ * analysis of an HTML page) and `answer(request, work)` in scope. `answer` does what the real
+ * thread does around each page (its progress for the watchdog) and answers with what `work`
+ * returns, by default the build's own answer to the request.
  */
 function threadModule(body: string): string {
   const dist = (file: string) => pathToFileURL(path.join(workerRoot, 'dist', file)).href;
   const file = path.join(scratch, `thread-${++modules}.mjs`);
   writeFileSync(
     file,
-    `import { parentPort } from 'node:worker_threads';
-import { analysePage } from '${dist('page-analysis/analyse-page.js')}';
+    `import { parentPort, workerData } from 'node:worker_threads';
+import { analysePage, readPage } from '${dist('page-analysis/analyse-page.js')}';
 import { extractPageFields } from '${dist('page-analysis/page-fields.js')}';
-const analyse = (input) => analysePage(input, (each, _body, html) => extractPageFields(each.url, html));
+const extract = (each, _body, html) => extractPageFields(each.url, html);
+const analyse = (input) => analysePage(input, extract);
+const progress = new Int32Array(workerData.progress);
+const answer = (request, work = () =>
+  request.kind === 'crawl' ? analyse(request.input) : readPage(request.input, extract)) => {
+  Atomics.add(progress, 0, 1);
+  Atomics.store(progress, 1, request.id);
+  try {
+    return { id: request.id, result: work() };
+  } finally {
+    Atomics.store(progress, 1, -1);
+  }
+};
+// Busy for ms milliseconds: a parser caught in a page it is slow on.
+const spin = (ms) => {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {}
+};
 ${body}
 `,
   );
   return file;
+}
+
+/** A thread whose analysis of a page whose URL ends with /slow-<ms> takes that long first. */
+function slowPagesThread(): string {
+  return threadModule(`
+    parentPort.on('message', (batch) => {
+      parentPort.postMessage(batch.map((request) => answer(request, () => {
+        const slow = /\\/slow-(\\d+)$/.exec(request.input.url);
+        if (slow) spin(Number(slow[1]));
+        return analyse(request.input);
+      })));
+    });
+    parentPort.postMessage('ready');`);
+}
+
+/** Page `index` of the fixture site, as a page that takes `ms` to analyse (slowPagesThread). */
+function slowPage(index: number, ms: number): PageInput {
+  return { ...pages[index]!, url: `https://careers.example.com/jobs/slow-${ms}` };
 }
 
 function page(body: Buffer | string, contentType = 'text/html; charset=utf-8'): PageInput {
@@ -61,6 +110,12 @@ function inline(input: PageInput) {
   return analysePage(input, (each, body, html) =>
     extractBodyFields({ ...each, body, ...(html === undefined ? {} : { html }) }),
   );
+}
+
+/** A page as the extract (fields) or LLM stage (fields and text) reads it from storage. */
+function stored(input: PageInput, wantsText: boolean): StoredPageInput {
+  const { previous: _previous, ...rest } = input;
+  return { ...rest, wantsText };
 }
 
 beforeAll(async () => {
@@ -119,7 +174,7 @@ describe('page analyser', () => {
       parentPort.on('message', (batch) => {
         batches += 1;
         if (batches === 2) process.exit(7);
-        parentPort.postMessage(batch.map(({ id, input }) => ({ id, analysis: analyse(input) })));
+        parentPort.postMessage(batch.map((request) => answer(request)));
       });`);
     const dying = analyser(1, entry);
     expect(await dying.analyse(pages[0]!)).toEqual(inline(pages[0]!));
@@ -135,10 +190,10 @@ describe('page analyser', () => {
     // A thread whose analysis of one page never ends: a parser caught in a pathological page.
     const entry = threadModule(`
       parentPort.on('message', (batch) => {
-        parentPort.postMessage(batch.map(({ id, input }) => {
-          if (input.url.endsWith('/endless')) for (;;) {}
-          return { id, analysis: analyse(input) };
-        }));
+        parentPort.postMessage(batch.map((request) => answer(request, () => {
+          if (request.input.url.endsWith('/endless')) for (;;) {}
+          return analyse(request.input);
+        })));
       });`);
     const stuck = analyser(1, entry);
     const deadline = new AbortController();
@@ -167,13 +222,96 @@ describe('page analyser', () => {
     expect(await threaded.analyse(pages[0]!)).toEqual(inline(pages[0]!));
   });
 
-  it('analyses on the event loop when its thread module does not load', async () => {
+  it('fails every page, never reading it on the event loop, when its thread module does not load', async () => {
     const broken = analyser(1, threadModule(`throw new Error('broken build');`));
-    await expect(broken.analyse(pages[0]!)).rejects.toMatchObject({
+    for (const input of [pages[0]!, pages[1]!])
+      await expect(broken.analyse(input)).rejects.toMatchObject({
+        code: 'EXTRACT_THREAD_FAILED',
+        retryClass: 'transient',
+        message: expect.stringContaining('broken build') as unknown,
+      });
+    await expect(broken.read(stored(pages[2]!, true))).rejects.toMatchObject({
       code: 'EXTRACT_THREAD_FAILED',
-      message: expect.stringContaining('broken build') as unknown,
     });
-    expect(await broken.analyse(pages[1]!)).toEqual(inline(pages[1]!));
+  });
+
+  it('reads stored pages in a thread as on the event loop: fields, and text when asked', async () => {
+    const threaded = analyser(1);
+    const inputs = pages.slice(0, 4).map((input, index) => stored(input, index % 2 === 0));
+    const readings = await Promise.all(inputs.map((input) => threaded.read(input)));
+    const extractAny = (
+      each: Pick<PageInput, 'contentType' | 'siteKind' | 'url'>,
+      body: Buffer,
+      html: string | undefined,
+    ) => extractBodyFields({ ...each, body, ...(html === undefined ? {} : { html }) });
+    expect(readings).toEqual(inputs.map((input) => readPage(input, extractAny)));
+    expect(readings[0]!.fields?.title).toBe(site.postings()[0]!.expected.title);
+    expect(readings[0]!.text).toContain(site.postings()[0]!.expected.title);
+    expect(readings[1]!.text).toBeUndefined();
+    const none = await threaded.read(stored(page('<p>No job here.</p>'), true));
+    expect(none).toEqual({
+      text: 'No job here.',
+      extractionError: {
+        message: 'page holds no job posting',
+        code: 'EXTRACT_NOT_A_POSTING',
+        retryClass: 'permanent',
+      },
+    });
+  });
+
+  it('fails a page past its budget as permanent, and the pages queued behind it move on', async () => {
+    const budget = 4000;
+    const slow = analyser(1, slowPagesThread(), { pageBudgetMs: budget, slowPageMs: 200 });
+    // Warm: the thread has loaded, so the endless page starts at once.
+    expect(await slow.analyse(pages[0]!)).toEqual(inline(pages[0]!));
+    const started = performance.now();
+    const endless = slow.analyse(slowPage(1, 60_000)).then(
+      () => ({ error: undefined, at: performance.now() - started }),
+      (error: unknown) => ({ error, at: performance.now() - started }),
+    );
+    // Sent in the same batch, behind the endless page: a new thread takes them.
+    const behind = [2, 3].map((index) =>
+      slow
+        .analyse(pages[index]!)
+        .then((analysis) => ({ analysis, at: performance.now() - started })),
+    );
+    const [first, second] = await Promise.all(behind);
+    expect(first!.analysis).toEqual(inline(pages[2]!));
+    expect(second!.analysis).toEqual(inline(pages[3]!));
+    const failed = await endless;
+    expect(failed).toMatchObject({
+      error: {
+        code: 'EXTRACT_PAGE_TOO_SLOW',
+        retryClass: 'permanent',
+        message: `page analysis took longer than ${budget} ms`,
+      },
+    });
+    // The waiting pages did not wait for the budget; the slow page was stopped soon after it.
+    expect(Math.max(first!.at, second!.at)).toBeLessThan(failed.at);
+    expect(failed.at).toBeGreaterThanOrEqual(budget);
+    expect(failed.at).toBeLessThan(budget + 2000);
+    expect(await slow.analyse(pages[4]!)).toEqual(inline(pages[4]!));
+  });
+
+  it('answers a slow page that ends within its budget, and queues slow pages past the slow lane', async () => {
+    const slow = analyser(1, slowPagesThread(), { pageBudgetMs: 1500, slowPageMs: 100 });
+    expect(await slow.analyse(pages[0]!)).toEqual(inline(pages[0]!));
+    // Slow, but within the budget: answered from the slow lane, not failed.
+    const patient = await slow.analyse(slowPage(1, 400));
+    expect(patient).toEqual({ ...inline(pages[1]!), fields: expect.anything() as unknown });
+    expect(patient.fields?.title).toBe(site.postings()[1]!.expected.title);
+    // Two endless pages and one thread: the second waits for the slow lane, then starts over in
+    // a thread of its own with a budget of its own.
+    const outcomes = await Promise.allSettled([
+      slow.analyse(slowPage(2, 60_000)),
+      slow.read(stored(slowPage(3, 60_000), true)),
+    ]);
+    for (const outcome of outcomes)
+      expect(outcome).toMatchObject({
+        status: 'rejected',
+        reason: { code: 'EXTRACT_PAGE_TOO_SLOW' },
+      });
+    expect(await slow.analyse(pages[5]!)).toEqual(inline(pages[5]!));
   });
 
   it('refuses work once closed, and closes once', async () => {

@@ -24,6 +24,23 @@ export class ExtractError extends ClassifiedError {
 }
 
 /**
+ * The coded error an extraction threw, rebuilt from what an analyser thread sent back (a thread's
+ * errors reach the event loop as data). One without a code failed in a way nobody classified: it
+ * is transient, as it would have been had it been thrown here.
+ */
+export function toExtractError(error: {
+  message: string;
+  code?: string;
+  retryClass?: RetryClass;
+}): ExtractError {
+  return new ExtractError(
+    error.message,
+    error.code ?? 'EXTRACT_FAILED',
+    error.retryClass ?? 'transient',
+  );
+}
+
+/**
  * Fields from an extraction result: the posting, where each field came from, the extractor's
  * version and the SimHash of the posting's own text. Throws ExtractError when there is none.
  */
