@@ -110,6 +110,22 @@ export const apiFragment = {
   POSTINGS_SEARCH_CACHE_MS: integerFromEnv(60_000, { min: 0, max: 3_600_000 }),
   /** Up to 5 minutes (seed 004's sync job timeout): a sync scrape waits that long at most. */
   SYNC_SCRAPE_TIMEOUT_MS: integerFromEnv(20_000, { min: 1000, max: 300_000 }),
+  /**
+   * Load shedding (services/api/src/plugins/load-shed.ts): a request the API cannot start soon is
+   * answered 503 with Retry-After at once instead of queueing until its caller gives up. Each
+   * bound is per API process; 0 turns that one off. /health and /metrics are never shed.
+   *
+   * The event loop's mean delay (ms, over the last 100 ms) above which every request is shed.
+   */
+  API_SHED_EVENT_LOOP_DELAY_MS: integerFromEnv(50, { min: 0, max: 10_000 }),
+  /** Queries already waiting for a Postgres connection at which a new request is shed. */
+  API_SHED_POOL_WAITING: integerFromEnv(20, { min: 0, max: 10_000 }),
+  /** Searches (`GET /postings?q=`, `GET /documents/search`) answered at once, each route apart. */
+  API_SEARCH_CONCURRENCY: integerFromEnv(4, { min: 0, max: 1000 }),
+  /** Run status requests (`GET /jobs/scrape/:runId`) answered at once. */
+  API_RUN_STATUS_CONCURRENCY: integerFromEnv(4, { min: 0, max: 1000 }),
+  /** How long a search or run status request may wait for its turn before it is shed (ms). */
+  API_SHED_QUEUE_MS: integerFromEnv(25, { min: 0, max: 60_000 }),
 };
 
 export const workerFragment = {

@@ -18,6 +18,7 @@ import { createAuthFailures } from './plugins/auth-failures.js';
 import { createKeyLookup } from './plugins/key-lookup.js';
 import { openApiOptions } from './openapi/options.js';
 import { bullBoardPlugin } from './plugins/bull-board.js';
+import { loadShedPlugin } from './plugins/load-shed.js';
 import { ProblemError, problemPlugin, replyWithProblem } from './plugins/problem.js';
 import { tracingPlugin } from './plugins/tracing.js';
 import { adminBackfillRoutes } from './routes/admin-backfill.js';
@@ -122,6 +123,8 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(cors, {
     origin: deps.config.API_CORS_ORIGINS.length > 0 ? deps.config.API_CORS_ORIGINS : false,
   });
+  // Before the key check and the rate limit (a Redis call): a shed request costs next to nothing.
+  await app.register(loadShedPlugin, { settings: deps.config, pool: deps.pool });
   const keys =
     deps.keys ??
     createKeyLookup({ db: deps.db, redis: deps.redis, prefix: redisPrefix, logger: deps.logger });

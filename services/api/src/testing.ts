@@ -23,6 +23,12 @@ export function testApiConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     // Tests change postings between searches; the cache's own test turns it on.
     POSTINGS_SEARCH_CACHE_MS: 0,
     SYNC_SCRAPE_TIMEOUT_MS: 1000,
+    // Tests share a loaded machine: nothing is shed unless a test asks (the load-shed test does).
+    API_SHED_EVENT_LOOP_DELAY_MS: 0,
+    API_SHED_POOL_WAITING: 0,
+    API_SEARCH_CONCURRENCY: 0,
+    API_RUN_STATUS_CONCURRENCY: 0,
+    API_SHED_QUEUE_MS: 0,
     HTTP_ALLOW_PRIVATE_NETWORKS: false,
     HTTP_ALLOWED_PEERS: [],
     DOCUMENT_MAX_BYTES: 1024 * 1024,

@@ -182,7 +182,8 @@ export const page = <T extends z.ZodType>(item: T) =>
     next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null: last'),
   });
 
-const probe = z.object({ ok: z.boolean(), error: z.string().optional() });
+/** Whether a check answered; why one did not is logged, never told to the caller. */
+const probe = z.object({ ok: z.boolean() });
 const countsDescription =
   'By queue: its waiting, active, delayed, completed, failed, prioritized and waiting-children jobs, and its connected workers';
 const queueCounts = z.record(z.string(), z.record(z.string(), z.int())).describe(countsDescription);
@@ -204,7 +205,7 @@ export const jobsHealth = z.object({
         ok: z.literal(true),
         counts: z.record(z.string(), z.unknown()).describe(countsDescription),
       }),
-      z.object({ ok: z.literal(false), error: z.string() }),
+      z.object({ ok: z.literal(false) }),
     ]),
   }),
 });
