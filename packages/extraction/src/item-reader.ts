@@ -105,7 +105,29 @@ const MAX_ITEM_DEPTH = 8;
  * skip the DOM.
  */
 export function mayHaveJobPostingItem(html: string, syntax: ItemSyntax): boolean {
-  return new RegExp(String.raw`\b${syntax.types}\s*=\s*["']?[^"'>]*JobPosting`, 'i').test(html);
+  // As `\btypes\s*=\s*["']?[^"'>]*JobPosting` (case-insensitive) would answer, without its
+  // quadratic retries: that pattern scans a value to its end from every `types=` inside it. Here
+  // the value's end and the next mention are found once and reused by every later `types=`
+  // before them.
+  const attribute = new RegExp(String.raw`\b${syntax.types}\s*=\s*["']?`, 'gi');
+  const valueEnd = /["'>]/g;
+  const jobPosting = /JobPosting/gi;
+  let end = -1;
+  let mention = -1;
+  for (let match = attribute.exec(html); match !== null; match = attribute.exec(html)) {
+    const start = attribute.lastIndex;
+    if (end < start) {
+      valueEnd.lastIndex = start;
+      end = valueEnd.exec(html)?.index ?? html.length;
+    }
+    if (mention < start) {
+      jobPosting.lastIndex = start;
+      mention = jobPosting.exec(html)?.index ?? html.length;
+      if (mention === html.length) return false; // no mention after here, so none after later ones
+    }
+    if (mention + 'JobPosting'.length <= end) return true;
+  }
+  return false;
 }
 
 /** The first JobPosting item of the page as a JSON-LD-like object, or null. */

@@ -3,7 +3,7 @@
  * they are needed only when a JobPosting lacks a title or company, and a regex pass over the head
  * costs a fraction of a parse.
  */
-import { decodeEntities, normaliseWhitespace } from './html-text.js';
+import { decodeEntities, findTagEnd, normaliseWhitespace, withoutTags } from './html-text.js';
 
 export interface PageMeta {
   ogTitle: string | null;
@@ -14,12 +14,18 @@ export interface PageMeta {
   h1: string[];
 }
 
-const META_TAG = /<meta\b((?:[^>"']|"[^"]*"|'[^']*')*)>/gi;
-const ATTRIBUTE = /([^\s"'>/=]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))/g;
-const TITLE_OPEN = /<title\b[^>]*>/i;
-const H1_OPEN = /<h1\b(?:[^>"']|"[^"]*"|'[^']*')*>/gi;
+/*
+ * Tags are found by name with a pattern that ends at the name, and their ends with indexOf: a
+ * pattern such as `<meta\b(?:[^>"']|"[^"]*"|'[^']*')*>` scans to the end of the page from every
+ * `<meta` that has no `>`, so 50 KB of `<meta ` took 2 s and each doubling 4× as long. A tag
+ * that is never closed ends the search, as it ends the page for a browser: everything after it
+ * is inside that tag.
+ */
+const META_OPEN = /<meta\b/gi;
+const TITLE_OPEN = /<title\b/gi;
+const H1_OPEN = /<h1\b/gi;
 /** Never page text; an SVG icon's `<title>` ("save-icon") is a tooltip, not the page's title. */
-const HIDDEN_OPEN = /<(script|style|template|svg)\b[^>]*>/gi;
+const HIDDEN_OPEN = /<(script|style|template|svg)\b/gi;
 
 /**
  * The page without script, style, template and SVG contents. indexOf-based, not a lazy regex: an
@@ -31,9 +37,11 @@ function withoutHiddenElements(html: string): string {
   let lower: string | undefined;
   HIDDEN_OPEN.lastIndex = 0;
   for (let match = HIDDEN_OPEN.exec(html); match !== null; match = HIDDEN_OPEN.exec(html)) {
+    const tagEnd = html.indexOf('>', HIDDEN_OPEN.lastIndex);
+    if (tagEnd === -1) break; // no later tag has an end either
     result += html.slice(position, match.index);
     lower ??= html.toLowerCase();
-    const close = lower.indexOf(`</${(match[1] ?? '').toLowerCase()}`, HIDDEN_OPEN.lastIndex);
+    const close = lower.indexOf(`</${(match[1] ?? '').toLowerCase()}`, tagEnd + 1);
     if (close === -1) return result;
     position = close;
     HIDDEN_OPEN.lastIndex = close + 2;
@@ -41,47 +49,147 @@ function withoutHiddenElements(html: string): string {
   return result + html.slice(position);
 }
 
-/** The text of each element opened by `open` up to its `</name`, in order; stops at an unclosed one. */
-function elementTexts(html: string, open: RegExp, name: string, limit: number): string[] {
-  const texts: string[] = [];
-  const lower = html.toLowerCase();
+/**
+ * Each tag opened by `open` (a pattern ending at the tag's name) as its start and the index just
+ * past its `>`, in order; `isQuoteAware` skips `>` inside quoted values.
+ */
+function* tagsOf(
+  html: string,
+  open: RegExp,
+  isQuoteAware: boolean,
+): Generator<{ start: number; nameEnd: number; end: number }> {
   open.lastIndex = 0;
-  for (
-    let match = open.exec(html);
-    match !== null && texts.length < limit;
-    match = open.exec(html)
-  ) {
-    const close = lower.indexOf(`</${name}`, open.lastIndex);
+  for (let match = open.exec(html); match !== null; match = open.exec(html)) {
+    const nameEnd = open.lastIndex;
+    const gt = isQuoteAware ? findTagEnd(html, match.index) : html.indexOf('>', nameEnd) + 1;
+    if (gt <= 0) return;
+    open.lastIndex = gt; // a caller may move it on, past the element's content
+    yield { start: match.index, nameEnd, end: gt };
+  }
+}
+
+/** The text of each element opened by `open` up to its `</name`, in order; stops at an unclosed one. */
+function elementTexts(
+  html: string,
+  lower: string,
+  open: RegExp,
+  isQuoteAware: boolean,
+  name: string,
+  limit: number,
+): string[] {
+  const texts: string[] = [];
+  for (const tag of tagsOf(html, open, isQuoteAware)) {
+    if (texts.length >= limit) break;
+    const close = lower.indexOf(`</${name}`, tag.end);
     if (close === -1) break;
-    const text = fragmentText(html.slice(open.lastIndex, close));
+    const text = fragmentText(html.slice(tag.end, close));
     if (text !== null) texts.push(text);
     open.lastIndex = close;
   }
   return texts;
 }
 
+/**
+ * A tag's attributes as the pattern
+ * `([^\s"'>/=]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>\`]+))` (global) finds them, first of
+ * each name winning; read by hand, because that pattern retries from every character of a long
+ * run of name characters that no `=` follows (quadratic in the run).
+ */
 function attributesOf(tag: string): Record<string, string> {
   const attributes: Record<string, string> = {};
-  ATTRIBUTE.lastIndex = 0;
-  for (let match = ATTRIBUTE.exec(tag); match !== null; match = ATTRIBUTE.exec(tag)) {
-    const name = (match[1] ?? '').toLowerCase();
-    attributes[name] ??= match[2] ?? match[3] ?? match[4] ?? '';
+  let position = 0;
+  while (position < tag.length) {
+    if (!isAttributeNameCharacter(tag.charCodeAt(position))) {
+      position += 1;
+      continue;
+    }
+    const nameStart = position;
+    while (position < tag.length && isAttributeNameCharacter(tag.charCodeAt(position)))
+      position += 1;
+    const nameEnd = position;
+    const value = attributeValueAt(tag, skipWhitespace(tag, nameEnd));
+    if (value === null) continue; // no value: the pattern finds nothing in this name either
+    attributes[tag.slice(nameStart, nameEnd).toLowerCase()] ??= value.text;
+    position = value.end;
   }
   return attributes;
 }
 
+/** The `= value` at `from`: its text and where it ends, or null. */
+function attributeValueAt(tag: string, from: number): { text: string; end: number } | null {
+  if (tag.charCodeAt(from) !== 0x3d) return null;
+  const start = skipWhitespace(tag, from + 1);
+  const quote = tag.charCodeAt(start);
+  if (quote === 0x22 || quote === 0x27) {
+    const end = tag.indexOf(quote === 0x22 ? '"' : "'", start + 1);
+    return end === -1 ? null : { text: tag.slice(start + 1, end), end: end + 1 };
+  }
+  let end = start;
+  while (end < tag.length && isBareValueCharacter(tag.charCodeAt(end))) end += 1;
+  return end === start ? null : { text: tag.slice(start, end), end };
+}
+
+function skipWhitespace(text: string, from: number): number {
+  let position = from;
+  while (isRegExpWhitespace(text.charCodeAt(position))) position += 1;
+  return position;
+}
+
+/** `[^\s"'>/=]` */
+function isAttributeNameCharacter(code: number): boolean {
+  return (
+    code === code && // not past the end (NaN)
+    !isRegExpWhitespace(code) &&
+    code !== 0x22 &&
+    code !== 0x27 &&
+    code !== 0x3e &&
+    code !== 0x2f &&
+    code !== 0x3d
+  );
+}
+
+/** `[^\s"'=<>\`]` */
+function isBareValueCharacter(code: number): boolean {
+  return (
+    !isRegExpWhitespace(code) &&
+    code !== 0x22 &&
+    code !== 0x27 &&
+    code !== 0x3d &&
+    code !== 0x3c &&
+    code !== 0x3e &&
+    code !== 0x60
+  );
+}
+
+/** What `\s` matches in a JavaScript regular expression. */
+function isRegExpWhitespace(code: number): boolean {
+  return (
+    (code >= 0x09 && code <= 0x0d) ||
+    code === 0x20 ||
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000 ||
+    code === 0xfeff
+  );
+}
+
 /** Text of an HTML fragment: tags removed, entities decoded, whitespace collapsed; null if empty. */
 export function fragmentText(html: string): string | null {
-  const text = normaliseWhitespace(decodeEntities(html.replace(/<[^>]*>/g, ' ')));
+  const text = normaliseWhitespace(decodeEntities(withoutTags(html)));
   return text === '' ? null : text;
 }
 
 export function readPageMeta(html: string): PageMeta {
   const visible = withoutHiddenElements(html);
+  const lower = visible.toLowerCase();
   const meta: PageMeta = { ogTitle: null, ogSiteName: null, ogType: null, title: null, h1: [] };
-  META_TAG.lastIndex = 0;
-  for (let match = META_TAG.exec(visible); match !== null; match = META_TAG.exec(visible)) {
-    const attributes = attributesOf(match[1] ?? '');
+  for (const tag of tagsOf(visible, META_OPEN, true)) {
+    const attributes = attributesOf(visible.slice(tag.nameEnd, tag.end - 1));
     const key = (attributes.property ?? attributes.name ?? '').toLowerCase();
     const content = attributes.content === undefined ? null : fragmentText(attributes.content);
     if (content === null) continue;
@@ -89,9 +197,8 @@ export function readPageMeta(html: string): PageMeta {
     else if (key === 'og:site_name') meta.ogSiteName ??= content;
     else if (key === 'og:type') meta.ogType ??= content.toLowerCase();
   }
-  const titleOpen = new RegExp(TITLE_OPEN.source, 'gi');
-  meta.title = elementTexts(visible, titleOpen, 'title', 1)[0] ?? null;
-  meta.h1 = elementTexts(visible, H1_OPEN, 'h1', 20);
+  meta.title = elementTexts(visible, lower, TITLE_OPEN, false, 'title', 1)[0] ?? null;
+  meta.h1 = elementTexts(visible, lower, H1_OPEN, true, 'h1', 20);
   return meta;
 }
 

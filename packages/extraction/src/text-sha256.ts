@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isWordCharacter, pageTokens } from './words.js';
+import { InvisibleMarkup, isWordCharacter, pageTokens } from './words.js';
 
 /**
  * sha256 of a page's visible words, lower-cased and joined by single spaces: equal for pages
@@ -20,9 +20,9 @@ export function textSha256(html: string): string {
 /**
  * `pageTokens(html).join(' ')` as UTF-8, in a view of the reused buffer; or null for a page
  * whose text has a capital sigma (Σ): its lower case depends on where it stands in its word,
- * which only lower-casing the whole text gets right. What `visibleText`'s pattern matches is
- * skipped (`invisibleEnd`) and each visible character is lower-cased on its own: ASCII in place,
- * the rest through a cache.
+ * which only lower-casing the whole text gets right. What `visibleText` drops is skipped
+ * (`InvisibleMarkup`, in one pass however much of the page is unclosed markup) and each visible
+ * character is lower-cased on its own: ASCII in place, the rest through a cache.
  */
 function visibleWordsUtf8(html: string): Uint8Array | null {
   // A UTF-16 unit gives at most 3 UTF-8 bytes (İ lower-cases to two units, 3 bytes), plus a
@@ -30,10 +30,11 @@ function visibleWordsUtf8(html: string): Uint8Array | null {
   const out = scratch(html.length * 4);
   let length = 0;
   let separated = false;
+  const markup = new InvisibleMarkup(html);
   for (let offset = 0; offset < html.length;) {
     const code = html.charCodeAt(offset);
     if (code === 0x3c || code === 0x26) {
-      const end = invisibleEnd(html, offset);
+      const end = markup.endAt(offset);
       separated = length > 0;
       offset = end === -1 ? offset + 1 : end;
       continue;
@@ -105,95 +106,4 @@ function scratch(size: number): Buffer {
   if (size > MAX_KEPT_WORD_BYTES) return Buffer.allocUnsafe(size);
   wordBytes = Buffer.allocUnsafe(size);
   return wordBytes;
-}
-
-const SCRIPT_LIKE = ['script', 'style', 'noscript', 'template'] as const;
-
-/**
- * Where the match of `visibleText`'s pattern starting at `start` (a `<` or `&`) ends, or -1 when
- * none starts there: the pattern's alternatives, tried in its order.
- */
-function invisibleEnd(html: string, start: number): number {
-  if (html.charCodeAt(start) === 0x26) {
-    const next = html.charCodeAt(start + 1);
-    let end = start + 2;
-    if (next === 0x23) {
-      while (html.charCodeAt(end) >= 0x30 && html.charCodeAt(end) <= 0x39) end += 1;
-      if (end > start + 2 && html.charCodeAt(end) === 0x3b) return end + 1;
-      if ((html.charCodeAt(start + 2) | 0x20) !== 0x78) return -1;
-      end = start + 3;
-      for (;;) {
-        const code = html.charCodeAt(end);
-        if (!((code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x66)))
-          break;
-        end += 1;
-      }
-      return end > start + 3 && html.charCodeAt(end) === 0x3b ? end + 1 : -1;
-    }
-    if ((next | 0x20) < 0x61 || (next | 0x20) > 0x7a) return -1;
-    for (;;) {
-      const code = html.charCodeAt(end);
-      if (!((code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a)))
-        break;
-      end += 1;
-    }
-    return html.charCodeAt(end) === 0x3b ? end + 1 : -1;
-  }
-  for (const name of SCRIPT_LIKE) {
-    const afterName = start + 1 + name.length;
-    if (!hasNameAt(html, start + 1, name) || isAsciiWordCharacter(html.charCodeAt(afterName)))
-      continue;
-    const opened = html.indexOf('>', afterName);
-    if (opened === -1) break;
-    for (let from = opened + 1; ;) {
-      const closing = html.indexOf('</', from);
-      if (closing === -1) break;
-      from = closing + 1;
-      if (!hasNameAt(html, closing + 2, name)) continue;
-      let end = closing + 2 + name.length;
-      while (isJsWhitespace(html.charCodeAt(end))) end += 1;
-      if (html.charCodeAt(end) === 0x3e) return end + 1;
-    }
-    break;
-  }
-  if (html.startsWith('<!--', start)) {
-    const end = html.indexOf('-->', start + 4);
-    if (end !== -1) return end + 3;
-  }
-  const end = html.indexOf('>', start + 1);
-  return end === -1 ? -1 : end + 1;
-}
-
-/** Whether `text` has `name` (lower-case ASCII) at `offset`, in any case. */
-function hasNameAt(text: string, offset: number, name: string): boolean {
-  for (let index = 0; index < name.length; index += 1) {
-    if ((text.charCodeAt(offset + index) | 0x20) !== name.charCodeAt(index)) return false;
-  }
-  return true;
-}
-
-/** What `\w` matches. */
-function isAsciiWordCharacter(code: number): boolean {
-  return (
-    (code >= 0x30 && code <= 0x39) ||
-    ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) ||
-    code === 0x5f
-  );
-}
-
-/** What `\s` matches in a JavaScript regular expression. */
-function isJsWhitespace(code: number): boolean {
-  return (
-    (code >= 0x09 && code <= 0x0d) ||
-    code === 0x20 ||
-    code === 0xa0 ||
-    code === 0x1680 ||
-    (code >= 0x2000 && code <= 0x200a) ||
-    code === 0x2028 ||
-    code === 0x2029 ||
-    code === 0x202f ||
-    code === 0x205f ||
-    code === 0x3000 ||
-    code === 0xfeff
-  );
 }

@@ -3,9 +3,6 @@
  * letters and digits (\p{L}\p{N}) in lower-cased text; for a page, in what a reader sees of it.
  */
 
-/** What readers never see: script-like elements with their content, comments, tags, entities. */
-const INVISIBLE =
-  /<(script|style|noscript|template)\b[^>]*>[\s\S]*?<\/\1\s*>|<!--[\s\S]*?-->|<[^>]*>|&(?:#\d+|#x[0-9a-f]+|[a-z][a-z0-9]*);/gi;
 /**
  * Runs of ASCII letters and digits and non-ASCII characters outside General Punctuation
  * (U+2000–U+206F: dashes, quotes, ellipses, which hold no letter or digit). A plain character
@@ -16,9 +13,39 @@ const INVISIBLE =
 const CANDIDATE = /[a-z0-9\u0080-\u1fff\u2070-\uffff]+/g;
 const WORD_CHARACTER = /^[\p{L}\p{N}]$/u;
 
-/** A page's text as a reader sees it, with a space where markup was. */
+/**
+ * A page's text as a reader sees it, with a space where markup was: script-like elements with
+ * their content, comments, tags and character references (see `InvisibleMarkup`) go.
+ */
 export function visibleText(html: string): string {
-  return html.replace(INVISIBLE, ' ');
+  const markup = new InvisibleMarkup(html);
+  let text = '';
+  let copied = 0;
+  // The next `<` and `&` at or after `from`, each searched for only once it has been passed: a
+  // page without `&` must not be searched to its end for one at every `<`.
+  let tag = -1;
+  let reference = -1;
+  for (let from = 0; ; ) {
+    if (tag !== html.length && tag < from) tag = indexOrLength(html, '<', from);
+    if (reference !== html.length && reference < from)
+      reference = indexOrLength(html, '&', from);
+    const start = Math.min(tag, reference);
+    if (start === html.length) break;
+    const end = markup.endAt(start);
+    if (end === -1) {
+      from = start + 1;
+      continue;
+    }
+    text += `${html.slice(copied, start)} `;
+    copied = end;
+    from = end;
+  }
+  return copied === 0 ? html : text + html.slice(copied);
+}
+
+function indexOrLength(text: string, search: string, from: number): number {
+  const index = text.indexOf(search, from);
+  return index === -1 ? text.length : index;
 }
 
 /** The page's visible words, lower-cased, in order. */
@@ -93,4 +120,143 @@ export function wordUnitsAt(text: string, offset: number, code: number): number 
     return 0;
   }
   return isWordCodePoint(code) ? 1 : 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invisible markup
+
+const SCRIPT_LIKE = ['script', 'style', 'noscript', 'template'] as const;
+
+/**
+ * What readers never see, in one page: script-like elements with their content, comments, tags
+ * and character references, matched at a `<` or `&` as the pattern
+ *
+ *   <(script|style|noscript|template)\b[^>]*>[\s\S]*?<\/\1\s*>|<!--[\s\S]*?-->|<[^>]*>|
+ *   &(?:#\d+|#x[0-9a-f]+|[a-z][a-z0-9]*);   (case-insensitive)
+ *
+ * would, alternatives tried in that order. The pattern itself takes quadratic time on a page of
+ * unclosed markup (each `<` scans to the end for a `>` that never comes: 50 KB of `<meta ` took
+ * 2 s, 4 MB would take hours). Here each terminator's absence is remembered: once no `>`, `-->`
+ * or `</script>` follows an offset, none follows any later one, so the page is read in one pass.
+ */
+export class InvisibleMarkup {
+  /** No `>` at or after this offset. */
+  private noTagEndFrom = Number.POSITIVE_INFINITY;
+  /** No `-->` at or after this offset. */
+  private noCommentEndFrom = Number.POSITIVE_INFINITY;
+  /** Per `SCRIPT_LIKE` name: no closing tag at or after this offset. */
+  private readonly noClosingTagFrom = SCRIPT_LIKE.map(() => Number.POSITIVE_INFINITY);
+
+  constructor(private readonly html: string) {}
+
+  /** Where the markup starting at `start` (a `<` or `&`) ends, or -1 when none starts there. */
+  endAt(start: number): number {
+    const html = this.html;
+    if (html.charCodeAt(start) === 0x26) return referenceEnd(html, start);
+    for (let index = 0; index < SCRIPT_LIKE.length; index += 1) {
+      const name = SCRIPT_LIKE[index]!;
+      const afterName = start + 1 + name.length;
+      if (!hasNameAt(html, start + 1, name) || isAsciiWordCharacter(html.charCodeAt(afterName)))
+        continue;
+      const opened = this.tagEnd(afterName);
+      if (opened === -1) break;
+      const end = this.closingTagEnd(index, opened + 1);
+      if (end !== -1) return end;
+      break;
+    }
+    if (html.startsWith('<!--', start) && start + 4 < this.noCommentEndFrom) {
+      const end = html.indexOf('-->', start + 4);
+      if (end !== -1) return end + 3;
+      this.noCommentEndFrom = start + 4;
+    }
+    const end = this.tagEnd(start + 1);
+    return end === -1 ? -1 : end + 1;
+  }
+
+  /** The first `>` at or after `from`, or -1. */
+  private tagEnd(from: number): number {
+    if (from >= this.noTagEndFrom) return -1;
+    const end = this.html.indexOf('>', from);
+    if (end === -1) this.noTagEndFrom = from;
+    return end;
+  }
+
+  /** The end of the first `</name\s*>` at or after `from`, for `SCRIPT_LIKE[index]`, or -1. */
+  private closingTagEnd(index: number, from: number): number {
+    if (from >= this.noClosingTagFrom[index]!) return -1;
+    const html = this.html;
+    const name = SCRIPT_LIKE[index]!;
+    for (let next = from; ; ) {
+      const closing = html.indexOf('</', next);
+      if (closing === -1) break;
+      next = closing + 1;
+      if (!hasNameAt(html, closing + 2, name)) continue;
+      let end = closing + 2 + name.length;
+      while (isJsWhitespace(html.charCodeAt(end))) end += 1;
+      if (html.charCodeAt(end) === 0x3e) return end + 1;
+    }
+    this.noClosingTagFrom[index] = from;
+    return -1;
+  }
+}
+
+/** The end of the character reference (`&#65;`, `&#x41;`, `&amp;`) at `start`, or -1. */
+function referenceEnd(html: string, start: number): number {
+  const next = html.charCodeAt(start + 1);
+  let end = start + 2;
+  if (next === 0x23) {
+    while (html.charCodeAt(end) >= 0x30 && html.charCodeAt(end) <= 0x39) end += 1;
+    if (end > start + 2 && html.charCodeAt(end) === 0x3b) return end + 1;
+    if ((html.charCodeAt(start + 2) | 0x20) !== 0x78) return -1;
+    end = start + 3;
+    for (;;) {
+      const code = html.charCodeAt(end);
+      if (!((code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x66)))
+        break;
+      end += 1;
+    }
+    return end > start + 3 && html.charCodeAt(end) === 0x3b ? end + 1 : -1;
+  }
+  if ((next | 0x20) < 0x61 || (next | 0x20) > 0x7a) return -1;
+  for (;;) {
+    const code = html.charCodeAt(end);
+    if (!((code >= 0x30 && code <= 0x39) || ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a)))
+      break;
+    end += 1;
+  }
+  return html.charCodeAt(end) === 0x3b ? end + 1 : -1;
+}
+
+/** Whether `text` has `name` (lower-case ASCII) at `offset`, in any case. */
+function hasNameAt(text: string, offset: number, name: string): boolean {
+  for (let index = 0; index < name.length; index += 1) {
+    if ((text.charCodeAt(offset + index) | 0x20) !== name.charCodeAt(index)) return false;
+  }
+  return true;
+}
+
+/** What `\w` matches. */
+function isAsciiWordCharacter(code: number): boolean {
+  return (
+    (code >= 0x30 && code <= 0x39) ||
+    ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) ||
+    code === 0x5f
+  );
+}
+
+/** What `\s` matches in a JavaScript regular expression. */
+function isJsWhitespace(code: number): boolean {
+  return (
+    (code >= 0x09 && code <= 0x0d) ||
+    code === 0x20 ||
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000 ||
+    code === 0xfeff
+  );
 }

@@ -8,7 +8,7 @@
  * network code. documents.test.ts checks both with a DOCX linking a canary URL and a local file.
  */
 import mammoth from 'mammoth';
-import { decodeEntities, normaliseWhitespace } from '../html-text.js';
+import { decodeEntities, normaliseWhitespace, withoutTags } from '../html-text.js';
 import { DocumentExtractionError } from './errors.js';
 import { inflateZipEntries, listZipEntries } from './zip.js';
 import { tidyText } from './text.js';
@@ -24,11 +24,26 @@ export interface DocxText {
   pageCount: number | null;
 }
 
-function xmlText(part: Uint8Array | undefined, pattern: RegExp): string | null {
+/**
+ * The text of the first element of a properties part whose opening tag `open` matches (a pattern
+ * ending at the element's name) and `close` closes, as `open[^>]*>([\s\S]*?)close` would find
+ * it. Only the first opening tag needs trying: a later one's content starts no earlier, so a `>`
+ * or closing tag missing after the first is missing after it too (the one pattern retried from
+ * every opening tag, quadratic in a part full of them).
+ */
+function xmlText(part: Uint8Array | undefined, open: RegExp, close: RegExp): string | null {
   if (part === undefined) return null;
-  const match = pattern.exec(new TextDecoder('utf-8').decode(part));
-  if (match?.[1] === undefined) return null;
-  const value = normaliseWhitespace(decodeEntities(match[1].replace(/<[^>]*>/g, '')));
+  const xml = new TextDecoder('utf-8').decode(part);
+  const opening = open.exec(xml);
+  if (opening === null) return null;
+  const contentStart = xml.indexOf('>', opening.index + opening[0].length) + 1;
+  if (contentStart === 0) return null;
+  close.lastIndex = contentStart;
+  const closing = close.exec(xml);
+  if (closing === null) return null;
+  const value = normaliseWhitespace(
+    decodeEntities(withoutTags(xml.slice(contentStart, closing.index), '')),
+  );
   return value === '' ? null : value;
 }
 
@@ -63,11 +78,8 @@ export async function extractDocx(
       cause: error,
     });
   }
-  const title = xmlText(parts.get(CORE_PROPERTIES), /<dc:title\b[^>]*>([\s\S]*?)<\/dc:title>/);
-  const pages = xmlText(
-    parts.get(APP_PROPERTIES),
-    /<(?:\w+:)?Pages\b[^>]*>([\s\S]*?)<\/(?:\w+:)?Pages>/,
-  );
+  const title = xmlText(parts.get(CORE_PROPERTIES), /<dc:title\b/, /<\/dc:title>/g);
+  const pages = xmlText(parts.get(APP_PROPERTIES), /<(?:\w+:)?Pages\b/, /<\/(?:\w+:)?Pages>/g);
   const pageCount = pages !== null && /^\d{1,7}$/.test(pages) ? Number(pages) : null;
   return { text: tidyText(raw), title, pageCount };
 }
