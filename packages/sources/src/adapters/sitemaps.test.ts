@@ -1,6 +1,11 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { commonSitemapUrls, parseSitemap, sitemapXml } from './sitemaps.js';
+import {
+  commonSitemapUrls,
+  MAX_INFLATED_SITEMAP_BYTES,
+  parseSitemap,
+  sitemapXml,
+} from './sitemaps.js';
 
 const urlset = (locs: string[]) =>
   `<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${locs
@@ -67,6 +72,37 @@ describe('sitemapXml', () => {
         retryClass: 'permanent',
       },
     );
+  });
+
+  it('stops a gzip bomb at 10 MiB of output by default, and reads a full 50,000-entry file', async () => {
+    // 64 MiB of spaces gzip to about 64 KB: the cap, not the input, bounds what it costs.
+    const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20));
+    expect(bomb.length).toBeLessThan(128 * 1024);
+    await expect(sitemapXml(bomb, 'https://a.example/s.xml.gz')).rejects.toMatchObject({
+      code: 'SOURCE_SITEMAP_TOO_LARGE',
+      message: `https://a.example/s.xml.gz inflates to more than ${MAX_INFLATED_SITEMAP_BYTES} bytes`,
+    });
+    expect(MAX_INFLATED_SITEMAP_BYTES).toBe(10 * 1024 * 1024);
+
+    const entries = Array.from(
+      { length: 50_000 },
+      (_, index) =>
+        `<url><loc>https://careers.example-company.com/en/jobs/${1_000_000 + index}/senior-software-engineer-platform</loc>` +
+        '<lastmod>2024-05-01T12:00:00+00:00</lastmod><changefreq>daily</changefreq><priority>0.8</priority></url>',
+    );
+    const xml = `<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${entries.join('')}</urlset>`;
+    const parsed = parseSitemap(await sitemapXml(gzipSync(xml), 'u'), 'u');
+    expect(parsed.locations).toHaveLength(50_000);
+  });
+
+  it('refuses elements nested past any sitemap quickly, as invalid', () => {
+    // 8 MB of unclosed elements: the XML parser's open-element list made this quadratic.
+    const nested = `<urlset>${'<a>'.repeat(2_800_000)}`;
+    const started = performance.now();
+    expect(() => parseSitemap(nested, 'u')).toThrowError(
+      expect.objectContaining({ code: 'SOURCE_SITEMAP_INVALID' }),
+    );
+    expect(performance.now() - started).toBeLessThan(1000);
   });
 
   it('refuses a corrupt gzip file as not a sitemap', async () => {

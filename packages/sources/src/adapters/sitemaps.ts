@@ -18,10 +18,23 @@ const gunzipAsync = promisify(gunzip);
  * the fetcher's own body cap applies to the bytes on the wire before that.
  */
 export const MAX_SITEMAP_BYTES = 50 * 1024 * 1024;
+/**
+ * Bytes a gzipped sitemap may inflate to (`SOURCE_SITEMAP_TOO_LARGE` past it). A few KB on the
+ * wire can inflate to the protocol's 50 MB, and the worker holds that string and its parse in
+ * memory; 10 MiB still holds a full file of 50,000 entries with every optional tag and
+ * 95-character URLs (10.3 MB), where job sitemaps usually carry only `<loc>` and `<lastmod>`.
+ */
+export const MAX_INFLATED_SITEMAP_BYTES = 10 * 1024 * 1024;
 /** `<loc>` entries read from one file: the protocol's limit is 50,000. */
 export const MAX_SITEMAP_ENTRIES = 50_000;
 /** Levels of sitemap index below the first file: an index of indexes of indexes is read, no deeper. */
 export const MAX_SITEMAP_DEPTH = 3;
+/**
+ * Elements open at once in one file: a sitemap nests four deep (`urlset`, `url`, `loc`, an
+ * extension's child). htmlparser2 keeps open elements in an array it shifts at the front, so
+ * 10 MB of `<a>` (2.6 million open elements) would take hours; past this the file is invalid.
+ */
+const MAX_SITEMAP_NESTING = 64;
 /** `Sitemap:` lines of robots.txt taken; the rest are ignored. */
 export const MAX_ROBOTS_SITEMAPS = 50;
 
@@ -48,21 +61,22 @@ function isGzip(body: Buffer): boolean {
 /**
  * A sitemap file's XML. A gzipped one (`.xml.gz`, served as `application/gzip` rather than with
  * `Content-Encoding`, so the fetcher hands over the compressed bytes) is inflated here, with
- * zlib stopping at `maxBytes` of output: a gzip bomb costs that much and no more.
+ * zlib stopping at `maxInflatedBytes` of output: a gzip bomb costs that much and no more.
  */
 export async function sitemapXml(
   body: Buffer,
   url: string,
   maxBytes = MAX_SITEMAP_BYTES,
+  maxInflatedBytes = MAX_INFLATED_SITEMAP_BYTES,
 ): Promise<string> {
   let bytes = body;
   if (isGzip(body)) {
     try {
-      bytes = await gunzipAsync(body, { maxOutputLength: maxBytes });
+      bytes = await gunzipAsync(body, { maxOutputLength: Math.min(maxBytes, maxInflatedBytes) });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
         throw new SourceError(
-          `${url} inflates to more than ${maxBytes} bytes`,
+          `${url} inflates to more than ${Math.min(maxBytes, maxInflatedBytes)} bytes`,
           'SOURCE_SITEMAP_TOO_LARGE',
         );
       }
@@ -102,6 +116,11 @@ export function parseSitemap(xml: string, url: string): ParsedSitemap {
           else if (tag === 'sitemapindex') kind = 'index';
         }
         stack.push(tag);
+        if (stack.length > MAX_SITEMAP_NESTING)
+          throw new SourceError(
+            `${url} nests elements more than ${MAX_SITEMAP_NESTING} deep: not a sitemap`,
+            'SOURCE_SITEMAP_INVALID',
+          );
         const parent = stack[stack.length - 2];
         const entry = kind === 'urlset' ? 'url' : 'sitemap';
         if (tag === 'loc' && parent === entry && stack.length === 3) text = '';
