@@ -43,6 +43,12 @@ function run(request: AnalysisRequest): AnalysisReply {
 }
 
 /**
+ * Pages over this size are analysed after the rest of their batch, whose answers go first: a
+ * career page is 30–150 KB, and one of several MB is the likeliest to be slow (4 MB of unclosed
+ * tags), or to be stopped with its thread and take the answers held with it along.
+ */
+const LARGE_PAGE_BYTES = 256 * 1024;
+/**
  * After a page this slow, the answers so far go at once rather than with the rest of the batch:
  * a slow page's answer (one the event loop moved to the slow lane) does not wait for the pages
  * behind it, which the event loop has sent to another thread meanwhile.
@@ -50,16 +56,20 @@ function run(request: AnalysisRequest): AnalysisReply {
 const SLOW_PAGE_MS = 50;
 
 port.on('message', (batch: AnalysisRequest[]) => {
+  const isLarge = (request: AnalysisRequest) => request.input.body.byteLength > LARGE_PAGE_BYTES;
   let replies: AnalysisReply[] = [];
-  for (const request of batch) {
+  const send = () => {
+    if (replies.length === 0) return;
+    port.postMessage(replies);
+    replies = [];
+  };
+  for (const request of [...batch.filter((each) => !isLarge(each)), ...batch.filter(isLarge)]) {
+    if (isLarge(request)) send();
     const started = performance.now();
     replies.push(run(request));
-    if (performance.now() - started > SLOW_PAGE_MS) {
-      port.postMessage(replies);
-      replies = [];
-    }
+    if (performance.now() - started > SLOW_PAGE_MS) send();
   }
-  if (replies.length > 0) port.postMessage(replies);
+  send();
 });
 // Loaded: a thread that dies from now on is replaced (one that never gets here is a broken build).
 port.postMessage('ready');

@@ -183,6 +183,13 @@ export function createPageAnalyser({
   let flushScheduled = false;
   /** Why the last thread that never loaded its module did not: a pool without threads says so. */
   let loadFailure = 'no thread started';
+  /**
+   * A thread loaded ahead while pages are being set aside, so that the next pool thread to leave
+   * is replaced at once: a new thread answers its first page after 1.1–1.5 s on a loaded 2-core
+   * machine (its module loads the extraction package), and the pages behind a slow one would
+   * wait that long. Ended when the slow lane empties.
+   */
+  let spare: AnalyserThread | undefined;
 
   function start(lane: AnalyserThread['lane']): AnalyserThread {
     const progress = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
@@ -231,6 +238,7 @@ export function createPageAnalyser({
       if (thread.isRetired) return;
       thread.isRetired = true;
       if (!thread.isReady) loadFailure = `page analyser thread ${reason}`;
+      if (thread === spare) spare = undefined;
       for (const id of thread.tasks) {
         const task = tasks.get(id);
         tasks.delete(id);
@@ -251,12 +259,21 @@ export function createPageAnalyser({
     if (thread.lane === 'slow') {
       slowLane.delete(thread);
       startSlowPages();
+      if (slowLane.size === 0 && spare !== undefined) {
+        void spare.worker.terminate();
+        spare.isRetired = true;
+        spare = undefined;
+      }
       return;
     }
     const index = pool.indexOf(thread);
     if (index === -1) return;
-    if (closing === undefined && shouldReplace) pool[index] = start('pool');
-    else pool.splice(index, 1);
+    if (closing === undefined && shouldReplace) {
+      pool[index] = spare ?? start('pool');
+      spare = undefined;
+    } else {
+      pool.splice(index, 1);
+    }
   }
 
   /** The least busy pool thread; ties go to the first. */
@@ -328,11 +345,12 @@ export function createPageAnalyser({
       thread.lane = 'slow';
       slowLane.add(thread);
       reassign(waiting);
-      return;
+    } else {
+      task.thread = undefined;
+      slowQueue.push(id);
+      retire(thread);
     }
-    task.thread = undefined;
-    slowQueue.push(id);
-    retire(thread);
+    spare ??= start('pool');
   }
 
   /** Starts waiting slow pages, each in a fresh thread of its own, while the slow lane has room. */
@@ -472,7 +490,8 @@ export function createPageAnalyser({
           tasks.delete(id);
           task?.reject(threadFailed('page analyser is closed'));
         }
-        await Promise.all([...pool, ...slowLane].map((thread) => thread.worker.terminate()));
+        const running = [...pool, ...slowLane, ...(spare ? [spare] : [])];
+        await Promise.all(running.map((thread) => thread.worker.terminate()));
       })();
       return closing;
     },
