@@ -100,7 +100,7 @@ describe('Bull Board in a browser', () => {
     });
     // Bull Board asks for web fonts from the internet: blocked here, and it renders without them.
     const offsite: string[] = [];
-    const { context, page } = await openPage(key, offsite);
+    const { context, page, problems } = await openPage(key, offsite);
     await page.goto(`${origin}/admin/queues`);
     await expect
       .poll(() => page.locator('body').innerText(), { timeout: 30_000, interval: 200 })
@@ -115,8 +115,43 @@ describe('Bull Board in a browser', () => {
     });
     expect(pause).toBe(403);
     expect(await system.queues.scrape.isPaused()).toBe(false);
+    // Its content security policy refuses the web fonts and nothing the page needs.
+    expect(
+      problems.filter(
+        (problem) =>
+          /Content Security Policy/i.test(problem) && !problem.includes('fonts.googleapis.com'),
+      ),
+    ).toEqual([]);
     await mkdir(path.dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT.replace('run-page', 'bull-board'), fullPage: true });
+    await context.close();
+  });
+});
+
+describe('Bull Board and the docs under their content security policy', () => {
+  it("let an admin act from Bull Board's own page, and render the docs", async () => {
+    const { context, page, problems } = await openPage(adminKey, []);
+    await page.goto(`${origin}/admin/queues`);
+    await expect
+      .poll(() => page.locator('body').innerText(), { timeout: 30_000, interval: 200 })
+      .toMatch(/\bscrape\b/);
+    // Bull Board's own requests: same origin, the browser's login. Allowed, and audited.
+    const statuses = await page.evaluate(async () => {
+      const pause = await fetch('/admin/queues/api/queues/documents/pause', { method: 'PUT' });
+      const resume = await fetch('/admin/queues/api/queues/documents/resume', { method: 'PUT' });
+      return [pause.status, resume.status];
+    });
+    expect(statuses).toEqual([200, 200]);
+    await page.goto(`${origin}/docs`);
+    await expect
+      .poll(() => page.locator('body').innerText(), { timeout: 30_000, interval: 200 })
+      .toMatch(/\/jobs\/scrape/);
+    expect(
+      problems.filter(
+        (problem) =>
+          /Content Security Policy/i.test(problem) && !problem.includes('fonts.googleapis.com'),
+      ),
+    ).toEqual([]);
     await context.close();
   });
 });
