@@ -8,12 +8,7 @@ import { startHealthServer, startService } from '@gleaner/config/service';
 import { EXTRACTOR_VERSION } from '@gleaner/extraction';
 import { createDocumentParserPool } from '@gleaner/extraction/documents';
 import { createCounters, createRunLogWriter, llmRetryDelayMs } from '@gleaner/queue';
-import {
-  allowListedPeers,
-  createFetcher,
-  createRobotsCache,
-  createSiteGate,
-} from '@gleaner/http';
+import { allowListedPeers, createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
 import { keepStartingBackfill } from './backfill/start-backfill.js';
 import type { BackfillSettings, DocumentDeps, WorkerDeps } from './context.js';
 import { startWorkers } from './index.js';
