@@ -15,6 +15,8 @@ export interface LoadRequest {
   authorization: string;
   /** Paths sent in turn. */
   paths: string[];
+  /** The route each path belongs to, when a load mixes routes (`okByRoute` counts by it). */
+  routes?: string[];
   rate: number;
   seconds: number;
   warmUpSeconds: number;
@@ -39,6 +41,11 @@ export interface LoadResult {
   sendLagP99: number;
   /** The counted second whose requests waited longest (by schedule), and that wait: where a stall was. */
   worstSecond: { at: number; maxMs: number };
+  /** Latencies of the counted requests answered 2xx, and of those answered 503 (shed). */
+  answered: { p50: number; p99: number; max: number; count: number };
+  shed: { p50: number; p99: number; max: number; count: number };
+  /** Counted 2xx answers by route (`routes`), when the load mixes routes. */
+  okByRoute: Record<string, number>;
 }
 
 const percentile = (sorted: Float64Array, share: number) =>
@@ -57,6 +64,9 @@ async function runLoad(request: LoadRequest): Promise<LoadResult> {
   const warmUp = Math.round(request.warmUpSeconds * request.rate);
   const total = warmUp + Math.round(request.seconds * request.rate);
   const latencies = new Float64Array(total - warmUp);
+  /** By counted request: 1 answered 2xx, 2 answered 503, 0 anything else. */
+  const outcomes = new Uint8Array(total - warmUp);
+  const okByRoute: Record<string, number> = {};
   const sendLag = new Float64Array(total);
   const errors: Record<string, number> = {};
   const start = performance.now() + 20;
@@ -83,13 +93,24 @@ async function runLoad(request: LoadRequest): Promise<LoadResult> {
       if (error === undefined && end >= windowStart && end <= windowEnd) okInWindow++;
       if (index >= warmUp) {
         latencies[index - warmUp] = end - scheduled;
+        outcomes[index - warmUp] =
+          error === undefined ? 1 : error?.startsWith('status 503') ? 2 : 0;
         if (error === undefined) ok++;
         else errors[error] = (errors[error] ?? 0) + 1;
+        const route = request.routes?.[index % request.paths.length];
+        if (error === undefined && route !== undefined)
+          okByRoute[route] = (okByRoute[route] ?? 0) + 1;
       }
       if (++settled === total) allSettled();
     };
     pool.request({ path, method: 'GET', headers, signal: abort.signal }).then(
       async (response) => {
+        if (response.statusCode === 503) {
+          // A shed request's problem body says why (load-shed.ts): counted by reason.
+          const body = (await response.body.json().catch(() => ({}))) as { reason?: string };
+          finish(`status 503${body.reason ? ` ${body.reason}` : ''}`);
+          return;
+        }
         await response.body.dump({ limit: Number.MAX_SAFE_INTEGER });
         finish(
           response.statusCode >= 200 && response.statusCode < 300
@@ -126,6 +147,15 @@ async function runLoad(request: LoadRequest): Promise<LoadResult> {
       worstSecond = { at: Math.floor(index / perSecond), maxMs: round1(latencies[index]!) };
   }
   const sorted = latencies.slice().sort();
+  const summary = (outcome: number) => {
+    const of = latencies.filter((_, index) => outcomes[index] === outcome).sort();
+    return {
+      p50: round1(percentile(of, 0.5)),
+      p99: round1(percentile(of, 0.99)),
+      max: round1(of.at(-1) ?? 0),
+      count: of.length,
+    };
+  };
   return {
     route: request.route,
     p50: round1(percentile(sorted, 0.5)),
@@ -137,6 +167,9 @@ async function runLoad(request: LoadRequest): Promise<LoadResult> {
     errors,
     sendLagP99: round1(percentile(sendLag.slice().sort(), 0.99)),
     worstSecond,
+    answered: summary(1),
+    shed: summary(2),
+    okByRoute,
   };
 }
 

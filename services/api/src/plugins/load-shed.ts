@@ -33,6 +33,14 @@ const NEVER_SHED = new Set(['/health', '/metrics']);
 /** How often the event loop's delay is sampled: a shed decision lags it by this at most. */
 const SAMPLE_INTERVAL_MS = 100;
 
+/**
+ * The event loop's delay sheds only while the loop was also busy this share of the last sample:
+ * a process that waits on Postgres while other processes take the cores (tests on a shared CI
+ * machine, a VACUUM) sees timers late too, and shedding its few requests would relieve nothing.
+ * Seen on the 2-core machine at a load average of 12: one search at a time was shed.
+ */
+const BUSY_LOOP_UTILIZATION = 0.9;
+
 /** What a shed caller is told to wait before trying again, in seconds. */
 const RETRY_AFTER_SECONDS = 1;
 
@@ -127,10 +135,12 @@ export const loadShedPlugin = fp(
     await app.register(underPressure, {
       maxEventLoopDelay: settings.API_SHED_EVENT_LOOP_DELAY_MS,
       sampleInterval: SAMPLE_INTERVAL_MS,
+      eventLoopUtilizationMode: 'interval',
       // Answered here rather than by the plugin, so that the answer is a problem body like every
       // other error and the exempt routes pass.
       pressureHandler: (request) => {
         if (isExempt(request)) return undefined;
+        if (app.memoryUsage().eventLoopUtilized < BUSY_LOOP_UTILIZATION) return undefined;
         onShed?.('event-loop-delay', routeOf(request));
         return Promise.reject(busy('event-loop-delay'));
       },
