@@ -9,6 +9,7 @@ export { parseLocationText, type ParsedLocation } from './location.js';
 export { requirementsFromHtml } from './requirements.js';
 export { findSalaryInText, parseSalaryText, type Salary } from './salary.js';
 export { sanitiseHtml } from './sanitise-html.js';
+export { boundNesting, MAX_NESTING_DEPTH } from './bound-nesting.js';
 export {
   DESCRIPTION_SIMILARITY,
   EVALUATED_FIELDS,

@@ -6,10 +6,11 @@
  * from an ATS editor); a single regex pass proves that and returns the input unchanged, byte for
  * byte, which also keeps records equal to what the page published. Anything else — an unknown tag
  * or attribute, a comment, a URL that is not plainly http(s)/mailto/tel, unbalanced markup — is
- * rebuilt through htmlparser2's tokenizer from an allowlist. The rebuilt output passes the check,
- * so sanitising twice changes nothing.
+ * rebuilt through htmlparser2's tokenizer from an allowlist, its elements nested at most 512 deep
+ * (bound-nesting.ts). The rebuilt output passes the check, so sanitising twice changes nothing.
  */
 import { Parser } from 'htmlparser2';
+import { boundNesting } from './bound-nesting.js';
 import { escapeHtmlAttribute, escapeHtmlText } from './html-text.js';
 
 // prettier-ignore
@@ -176,7 +177,7 @@ function rebuildHtml(html: string): string {
     },
     { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
   );
-  parser.write(html);
+  parser.write(boundNesting(html));
   parser.end();
   return output;
 }
