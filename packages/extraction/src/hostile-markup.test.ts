@@ -109,7 +109,10 @@ const CPU_BOUND_MS: Record<string, number> = { documentHtml: 3000, documentDocx:
 
 /** 1 MB pages for `read`: each unclosed pattern, and (but for DOCX) each nesting pattern. */
 function hostilePages(name: string): [string, string][] {
-  const pages = HOSTILE_PATTERNS.map((pattern): [string, string] => [pattern, repeated(pattern, MB)]);
+  const pages = HOSTILE_PATTERNS.map((pattern): [string, string] => [
+    pattern,
+    repeated(pattern, MB),
+  ]);
   if (name === 'documentDocx') return pages; // no HTML tree: Word's XML is mammoth's own
   return [
     ...pages,
