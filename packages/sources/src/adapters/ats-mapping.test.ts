@@ -33,6 +33,38 @@ describe('ATS mapping helpers', () => {
     expect(htmlToText('<p> </p>')).toBeNull();
   });
 
+  it('turn 1 MB of blocks, line breaks or nesting into text within 1 s, in linear time', () => {
+    // CPU time, not wall time: the bound is for the work, on a machine shared with other tests.
+    const cpuMs = (run: () => unknown) => {
+      const before = process.cpuUsage();
+      run();
+      const used = process.cpuUsage(before);
+      return (used.user + used.system) / 1000;
+    };
+    const MB = 1024 * 1024;
+    htmlToText('<p>warm up</p>'.repeat(4096));
+    const times: Record<string, number> = {};
+    const ratios: Record<string, number> = {};
+    // Sibling blocks and <br>s took 4 and 8 s for 256 KB, and 200,000 nested <div>s overflowed
+    // the stack; 4x the input took 6-16x as long, as it does here for a quadratic walk.
+    for (const pattern of ['<p>x</p>', '<br>', '<div>', '<li>a']) {
+      const page = (size: number) => pattern.repeat(Math.ceil(size / pattern.length));
+      const quarter = cpuMs(() => htmlToText(page(MB / 4)));
+      times[pattern] = Math.round(cpuMs(() => htmlToText(page(MB))));
+      ratios[pattern] = Math.round((times[pattern] / Math.max(quarter, 20)) * 10) / 10;
+    }
+    const context = JSON.stringify({ times, ratios });
+    expect(
+      Object.values(times).filter((ms) => ms >= 1000),
+      context,
+    ).toEqual([]);
+    expect(
+      Object.values(ratios).filter((ratio) => ratio > 5.5),
+      context,
+    ).toEqual([]);
+    expect(htmlToText('<div>'.repeat(200_000) + 'deep')).toBe('deep');
+  }, 60_000);
+
   it('normalise employment types to schema.org values', () => {
     const cases: [string, string | null][] = [
       ['Full-time', 'FULL_TIME'],

@@ -3,6 +3,7 @@
  * conventions (see its `types.ts` and `json-ld-mapping.ts`) to vendor JSON.
  */
 import {
+  boundNesting,
   findSalaryInText,
   parseLocationText,
   parseSalaryText,
@@ -264,25 +265,55 @@ export function escapeHtml(value: string): string {
 
 const LINE_BREAK = '\uE000';
 
-const BLOCK_ELEMENTS =
-  'address,article,blockquote,dd,div,dl,dt,h1,h2,h3,h4,h5,h6,li,ol,p,pre,section,table,tr,ul';
+const BLOCK_ELEMENTS = new Set(
+  'address,article,blockquote,dd,div,dl,dt,h1,h2,h3,h4,h5,h6,li,ol,p,pre,section,table,tr,ul'.split(
+    ',',
+  ),
+);
+
+/** A node of the parsed fragment, as far as the text walk reads it. */
+interface FragmentNode {
+  type: string;
+  name?: string;
+  data?: string;
+  children?: FragmentNode[];
+}
 
 /**
  * Readable text of an HTML fragment: one line per block (paragraph, list item, heading), inner
  * whitespace collapsed, blank lines dropped. Requirements are stored as text, one per line, as
  * the JSON-LD mapping stores a list of qualifications.
+ *
+ * The fragment's text is read in one walk, with a line break around every block and for every
+ * `<br>`, rather than by inserting those breaks into the tree: each insertion shifted the
+ * parent's children, and 256 KB of `<br>` took 8 s. Its elements nest at most 512 deep
+ * (`boundNesting`), which also keeps cheerio's parse linear.
  */
 export function htmlToText(html: string | null | undefined): string | null {
   if (html === null || html === undefined || html.trim() === '') return null;
-  const $ = cheerio.load(html, null, false);
-  // Newlines in the source are just whitespace in HTML; a private-use character marks the
-  // breaks that blocks and <br> make.
-  $('br').replaceWith(LINE_BREAK);
-  $(BLOCK_ELEMENTS).each((_, element) => {
-    $(element).before(LINE_BREAK).after(LINE_BREAK);
-  });
-  const lines = $.root()
-    .text()
+  const $ = cheerio.load(boundNesting(html), null, false);
+  let text = '';
+  // Nodes to read, last first; a string is text to add once the nodes above it are read.
+  const pending: (FragmentNode | string)[] = [$.root()[0] as FragmentNode];
+  while (pending.length > 0) {
+    const node = pending.pop()!;
+    if (typeof node === 'string') {
+      text += node;
+    } else if (node.type === 'text') {
+      text += node.data ?? '';
+    } else if (node.name === 'br') {
+      text += LINE_BREAK; // newlines in the source are just whitespace in HTML
+    } else if (node.children !== undefined && node.type !== 'comment') {
+      const isBlock = node.name !== undefined && BLOCK_ELEMENTS.has(node.name);
+      if (isBlock) {
+        text += LINE_BREAK;
+        pending.push(LINE_BREAK);
+      }
+      for (let index = node.children.length - 1; index >= 0; index--)
+        pending.push(node.children[index]!);
+    }
+  }
+  const lines = text
     .split(LINE_BREAK)
     .map((line) => line.replace(/\s+/g, ' ').trim())
     .filter((line) => line !== '');

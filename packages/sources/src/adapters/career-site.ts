@@ -1,3 +1,4 @@
+import { boundNesting } from '@gleaner/extraction';
 import * as cheerio from 'cheerio/slim';
 import { z } from 'zod';
 import type {
@@ -224,7 +225,8 @@ async function listFromListingPages(
     pages += 1;
     const pageUrl: string = next;
     const html = await fetchText(context, pageUrl, 'text/html', signal);
-    const $ = cheerio.load(html);
+    // Nested at most 512 deep: a tree 200,000 levels deep takes minutes to build.
+    const $ = cheerio.load(boundNesting(html));
     $('a[href]').each((_, element) => {
       const link = $(element);
       if ((link.attr('rel') ?? '').split(/\s+/).includes('next')) return;
