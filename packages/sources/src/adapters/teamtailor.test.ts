@@ -147,6 +147,23 @@ describe('teamtailor adapter', () => {
     ).toThrow(/documented shape/);
   });
 
+  it('refuses a feed nested past 64 elements in time linear in its size', () => {
+    const feed = (depth: number) =>
+      `<rss><channel><item><title>X</title><link>https://acme.teamtailor.com/jobs/1</link><description>${'<a>'.repeat(depth)}</description></item></channel></rss>`;
+    // An item whose description nests escaped markup as real elements, 58 deep: still a feed.
+    expect(parseTeamtailorFeed(feed(58), request)).toHaveLength(1);
+    // 1 MB of unclosed `<a>`: refused after the 65th, without building the tree (minutes before).
+    const cpuBefore = process.cpuUsage();
+    expect(() => parseTeamtailorFeed(feed(350_000), request)).toThrow(
+      expect.objectContaining({
+        code: 'SOURCE_RESPONSE_INVALID',
+        message: expect.stringMatching(/nested more than 64 deep/),
+      }),
+    );
+    const cpu = process.cpuUsage(cpuBefore);
+    expect((cpu.user + cpu.system) / 1000).toBeLessThan(1_000);
+  });
+
   it('stops at the limit and says the listing is incomplete', async () => {
     const result = await list({ maxPostings: 12 }, { limit: 20 });
     expect(result.postings).toHaveLength(12);

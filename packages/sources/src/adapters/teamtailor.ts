@@ -11,6 +11,7 @@
  * object of its elements (below, `TeamtailorItem`), which is the payload.
  */
 import * as cheerio from 'cheerio/slim';
+import { Parser } from 'htmlparser2';
 import { z } from 'zod';
 import type {
   AtsMappedPosting,
@@ -78,6 +79,35 @@ export interface TeamtailorItem {
 }
 
 const MAX_LOCATIONS = 50;
+/**
+ * Elements open at once in a feed: an item's deepest element is six down (`rss`, `channel`, `item`,
+ * `tt:locations`, `tt:location`, `tt:name`). A feed may come from the company's own domain, and
+ * htmlparser2 shifts its list of open elements at the front for every tag it opens, so 1 MB of
+ * unclosed `<a>` would take minutes to build into a tree: past this depth the body is no feed.
+ */
+const MAX_FEED_NESTING = 64;
+
+/** Whether `xml` ever has more than `MAX_FEED_NESTING` elements open: one pass, no tree. */
+function nestsTooDeep(xml: string): boolean {
+  let depth = 0;
+  let tooDeep = false;
+  const parser = new Parser(
+    {
+      onopentagname() {
+        if (++depth > MAX_FEED_NESTING && !tooDeep) {
+          tooDeep = true;
+          parser.pause();
+        }
+      },
+      onclosetag() {
+        depth--;
+      },
+    },
+    { xmlMode: true, recognizeCDATA: true },
+  );
+  parser.end(xml);
+  return tooDeep;
+}
 
 const feedItem = z.object({
   guid: z.string().max(200).nullable(),
@@ -120,6 +150,8 @@ function child(element: XmlElement, name: string): string | null {
 
 /** The feed's items as payloads; a body that is not an RSS channel is SOURCE_RESPONSE_INVALID. */
 export function parseTeamtailorFeed(xml: string, request: VendorRequest): TeamtailorItem[] {
+  if (nestsTooDeep(xml))
+    throw invalidFeed(request, `elements nested more than ${MAX_FEED_NESTING} deep`);
   const $ = cheerio.load(xml, { xml: true });
   const channel = $('rss > channel').first();
   if (channel.length === 0) throw invalidFeed(request, 'a body that is not an RSS feed');
