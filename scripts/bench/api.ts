@@ -323,6 +323,14 @@ async function startApi(databaseName: string, settings: Settings, teardown: Tear
     // One API process per core, as this host would run it (a Node process answers on one core).
     API_PROCESSES: String(settings.apiProcesses),
     LOG_LEVEL: 'warn',
+    // The load-shedding settings, when the caller tries others than the defaults.
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(
+        (entry): entry is [string, string] =>
+          /^API_(SHED_|SEARCH_CONCURRENCY|RUN_STATUS_CONCURRENCY)/.test(entry[0]) &&
+          entry[1] !== undefined,
+      ),
+    ),
   });
   teardown.add('stop api', () => api.stop());
   const origin = `http://127.0.0.1:${port}`;
