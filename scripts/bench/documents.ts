@@ -260,12 +260,21 @@ async function upload(apiUrl: string, bodies: readonly UploadBody[], concurrency
     for (let index = next++; index < bodies.length; index = next++) {
       // A failed upload ends the run: the other uploaders take nothing more.
       const body = bodies[index]!;
-      const response = await client.request({
-        method: 'POST',
-        path: body.path,
-        headers: { ...adminHeaders, 'content-type': body.contentType },
-        body: body.bytes,
-      });
+      const send = () =>
+        client.request({
+          method: 'POST',
+          path: body.path,
+          headers: { ...adminHeaders, 'content-type': body.contentType },
+          body: body.bytes,
+        });
+      let response = await send();
+      // The API sheds uploads it cannot start soon (503 with Retry-After): sent again after it,
+      // as the CLI's client does.
+      for (let retry = 0; response.statusCode === 503 && retry < 20; retry++) {
+        await response.body.dump();
+        await sleep(Number(response.headers['retry-after'] ?? 1) * 1000);
+        response = await send();
+      }
       const answer = (await response.body.json()) as Accepted & { documents?: Accepted[] };
       const accepted = answer.documents ?? [answer];
       if (

@@ -32,11 +32,9 @@ export interface paths {
                             checks: {
                                 redis: {
                                     ok: boolean;
-                                    error?: string;
                                 };
                                 postgres: {
                                     ok: boolean;
-                                    error?: string;
                                 };
                             };
                         };
@@ -56,11 +54,9 @@ export interface paths {
                             checks: {
                                 redis: {
                                     ok: boolean;
-                                    error?: string;
                                 };
                                 postgres: {
                                     ok: boolean;
-                                    error?: string;
                                 };
                             };
                         };
@@ -107,11 +103,9 @@ export interface paths {
                             checks: {
                                 redis: {
                                     ok: boolean;
-                                    error?: string;
                                 };
                                 postgres: {
                                     ok: boolean;
-                                    error?: string;
                                 };
                                 queues: {
                                     /** @enum {boolean} */
@@ -123,7 +117,6 @@ export interface paths {
                                 } | {
                                     /** @enum {boolean} */
                                     ok: false;
-                                    error: string;
                                 };
                             };
                         };
@@ -179,11 +172,9 @@ export interface paths {
                             checks: {
                                 redis: {
                                     ok: boolean;
-                                    error?: string;
                                 };
                                 postgres: {
                                     ok: boolean;
-                                    error?: string;
                                 };
                                 queues: {
                                     /** @enum {boolean} */
@@ -195,7 +186,6 @@ export interface paths {
                                 } | {
                                     /** @enum {boolean} */
                                     ok: false;
-                                    error: string;
                                 };
                             };
                         };
@@ -4237,7 +4227,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an API key by id or prefix (it stops working at once on this replica, within 10 s on others) */
+        /** Revoke an API key by id or prefix (it stops working at once on every API process) */
         delete: {
             parameters: {
                 query?: never;
@@ -4344,12 +4334,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What operators did (key changes, dead-letter requeues and purges), newest first */
+        /**
+         * What keys did (every request that changes something), newest first
+         * @description One entry per POST, PUT, PATCH or DELETE made with a key, refused ones included, and the scheduler's storage sweeps. Filtered by `actor` (a key's id or prefix), `action` and `target`; `before` (the last `id` of a page) for the next page.
+         */
         get: {
             parameters: {
                 query?: {
-                    /** @description Only this action, e.g. keys.revoke */
+                    /** @description Only this key's entries: its id or prefix */
+                    actor?: string;
+                    /** @description Only this action, e.g. sites.delete or keys.revoke */
                     action?: string;
+                    /** @description Only entries about this target: a site name, a key id, a run id */
+                    target?: string;
+                    /** @description Entries older than this id */
+                    before?: number;
                     limit?: number;
                 };
                 header?: never;
@@ -4379,6 +4378,10 @@ export interface paths {
                                 details: {
                                     [key: string]: unknown;
                                 };
+                                target: string | null;
+                                /** @description The HTTP status the request was answered with */
+                                status_code: number | null;
+                                request_id: string | null;
                             }[];
                         };
                     };
