@@ -4,6 +4,7 @@
  * costs a fraction of a parse.
  */
 import { decodeEntities, findTagEnd, normaliseWhitespace, withoutTags } from './html-text.js';
+import { isJsWhitespace } from './words.js';
 
 export interface PageMeta {
   ogTitle: string | null;
@@ -131,7 +132,7 @@ function attributeValueAt(tag: string, from: number): { text: string; end: numbe
 
 function skipWhitespace(text: string, from: number): number {
   let position = from;
-  while (isRegExpWhitespace(text.charCodeAt(position))) position += 1;
+  while (isJsWhitespace(text.charCodeAt(position))) position += 1;
   return position;
 }
 
@@ -139,7 +140,7 @@ function skipWhitespace(text: string, from: number): number {
 function isAttributeNameCharacter(code: number): boolean {
   return (
     code === code && // not past the end (NaN)
-    !isRegExpWhitespace(code) &&
+    !isJsWhitespace(code) &&
     code !== 0x22 &&
     code !== 0x27 &&
     code !== 0x3e &&
@@ -151,7 +152,7 @@ function isAttributeNameCharacter(code: number): boolean {
 /** `[^\s"'=<>\`]` */
 function isBareValueCharacter(code: number): boolean {
   return (
-    !isRegExpWhitespace(code) &&
+    !isJsWhitespace(code) &&
     code !== 0x22 &&
     code !== 0x27 &&
     code !== 0x3d &&
@@ -161,22 +162,6 @@ function isBareValueCharacter(code: number): boolean {
   );
 }
 
-/** What `\s` matches in a JavaScript regular expression. */
-function isRegExpWhitespace(code: number): boolean {
-  return (
-    (code >= 0x09 && code <= 0x0d) ||
-    code === 0x20 ||
-    code === 0xa0 ||
-    code === 0x1680 ||
-    (code >= 0x2000 && code <= 0x200a) ||
-    code === 0x2028 ||
-    code === 0x2029 ||
-    code === 0x202f ||
-    code === 0x205f ||
-    code === 0x3000 ||
-    code === 0xfeff
-  );
-}
 
 /** Text of an HTML fragment: tags removed, entities decoded, whitespace collapsed; null if empty. */
 export function fragmentText(html: string): string | null {

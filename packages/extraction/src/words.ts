@@ -245,7 +245,7 @@ function isAsciiWordCharacter(code: number): boolean {
 }
 
 /** What `\s` matches in a JavaScript regular expression. */
-function isJsWhitespace(code: number): boolean {
+export function isJsWhitespace(code: number): boolean {
   return (
     (code >= 0x09 && code <= 0x0d) ||
     code === 0x20 ||
