@@ -7,6 +7,7 @@ import {
   freePort,
   startService,
   waitFor,
+  UNSHED_API_ENV,
   type ServiceProcess,
   type TestDatabase,
   type TestRedisNamespace,
@@ -57,7 +58,7 @@ describe('API_PROCESSES', () => {
       API_PORT: String(port),
       SHUTDOWN_GRACE_MS: '2000',
     };
-    api = startService('api', { ...environment, API_PROCESSES: '2' });
+    api = startService('api', { ...environment, ...UNSHED_API_ENV, API_PROCESSES: '2' });
     const service = api;
     const first = await waitFor(
       () => {

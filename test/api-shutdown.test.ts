@@ -9,6 +9,7 @@ import {
   startService,
   waitFor,
   waitForLog,
+  UNSHED_API_ENV,
   type ServiceProcess,
   type TestDatabase,
   type TestRedisNamespace,
@@ -40,6 +41,7 @@ describe('api shutdown', () => {
   it('ends a keep-alive connection whose response finishes after the server stopped listening', async () => {
     const port = await freePort();
     api = startService('api', {
+      ...UNSHED_API_ENV,
       DATABASE_URL: database.url,
       REDIS_URL: namespace.url,
       QUEUE_PREFIX: namespace.prefix,

@@ -11,6 +11,7 @@ import {
   waitFor,
   waitForLog,
   type FixtureCareerSite,
+  UNSHED_API_ENV,
   type ServiceProcess,
   type TestDatabase,
   type TestRedisNamespace,
@@ -114,7 +115,12 @@ beforeAll(async () => {
     DATABASE_POOL_MAX: '8',
     SHUTDOWN_GRACE_MS: '5000',
   };
-  api = startService('api', { ...env, API_PORT: String(port), API_HOST: '127.0.0.1' });
+  api = startService('api', {
+    ...env,
+    ...UNSHED_API_ENV,
+    API_PORT: String(port),
+    API_HOST: '127.0.0.1',
+  });
   workers = [1, 2].map((n) =>
     startService(
       'worker',

@@ -62,6 +62,18 @@ export const adminHeaders: Readonly<{ authorization: string }> = {
   authorization: `Bearer ${TEST_ADMIN_API_KEY}`,
 };
 
+/**
+ * Load shedding off, for an API process a test starts: tests share a loaded machine, where a fresh
+ * process's event loop lags behind its compiling and a test's request would be answered 503. The
+ * load-shedding tests and the benches keep the defaults.
+ */
+export const UNSHED_API_ENV: Readonly<Record<string, string>> = {
+  API_SHED_EVENT_LOOP_DELAY_MS: '0',
+  API_SHED_POOL_WAITING: '0',
+  API_SEARCH_CONCURRENCY: '0',
+  API_RUN_STATUS_CONCURRENCY: '0',
+};
+
 export function startService(
   name: ServiceName,
   env: Record<string, string>,

@@ -17,7 +17,8 @@ export function testApiConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     API_RATE_LIMIT_PER_MINUTE: 100_000,
     // Tests send wrong keys on purpose, all from one address; the flood test sets its own.
     API_AUTH_FAILURES_PER_MINUTE: 100_000,
-    API_UPLOADS_PER_KEY: 4,
+    // Tests upload at once what one key would send in turn; the cap's own test sets it.
+    API_UPLOADS_PER_KEY: 1000,
     API_CORS_ORIGINS: [],
     API_LOG_REQUESTS: false,
     // Tests change postings between searches; the cache's own test turns it on.
