@@ -419,10 +419,12 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
   async function waitForExtraction(id: string) {
     const deadline = Date.now() + deps.config.EXTRACTION_SYNC_TIMEOUT_MS;
     for (;;) {
-      const [document, llm] = await Promise.all([
-        getDocument(db, id, 0),
-        getLlmExtraction(db, { subjectType: 'document', subjectId: id }),
-      ]);
+      // The extraction first, then the document: an extraction starts only once its document is
+      // complete, so a document read after an ended extraction is complete too. Read side by side,
+      // on two connections, the document's read could be the older one (seen on a loaded machine:
+      // an extraction `ready` beside its document still `processing`).
+      const llm = await getLlmExtraction(db, { subjectType: 'document', subjectId: id });
+      const document = await getDocument(db, id, 0);
       const ended =
         document?.status === 'failed' ||
         (llm !== undefined &&
