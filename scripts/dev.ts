@@ -194,20 +194,40 @@ const admin = adminKey();
 env.ADMIN_API_KEY = admin.key;
 const authorization = `Bearer ${admin.key}`;
 
+/** How often a request the API refused as busy (`429`, `503` with `Retry-After`) is sent again. */
+const BUSY_RETRIES = 10;
+
+/**
+ * One request to the API, as the admin. A request refused as busy — the API sheds load while it
+ * is still warming up on a loaded machine — is sent again after its `Retry-After`.
+ */
 async function api(
   method: string,
   pathname: string,
   body?: unknown,
 ): Promise<{ status: number; json: any }> {
-  const response = await fetch(`${apiUrl}${pathname}`, {
-    method,
-    headers:
-      body === undefined
-        ? { authorization }
-        : { authorization, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, json: await response.json().catch(() => ({})) };
+  for (let attempt = 0; ; attempt++) {
+    const response = await fetch(`${apiUrl}${pathname}`, {
+      method,
+      headers:
+        body === undefined
+          ? { authorization }
+          : { authorization, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const retryAfter = Number(response.headers.get('retry-after'));
+    const busy =
+      (response.status === 429 || response.status === 503) &&
+      Number.isFinite(retryAfter) &&
+      retryAfter >= 0 &&
+      retryAfter <= 10;
+    if (busy && attempt < BUSY_RETRIES) {
+      await response.body?.cancel();
+      await sleep(retryAfter * 1000);
+      continue;
+    }
+    return { status: response.status, json: await response.json().catch(() => ({})) };
+  }
 }
 
 async function main(): Promise<void> {

@@ -8,6 +8,7 @@ import {
   repoRoot,
   TEST_ADMIN_API_KEY,
   waitFor,
+  WaitAbortedError,
   type TestDatabase,
   type TestRedisNamespace,
 } from '@gleaner/testing';
@@ -59,9 +60,14 @@ describe('npm start', () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     const started = Date.now();
     try {
-      const statusUrl = await waitFor(() => /Demo run status:\s+(\S+)/.exec(output)?.[1], {
-        timeoutMs: 60_000,
-        what: `the status URL in:\n${output}`,
+      const statusUrl = await waitFor(
+        () => {
+          if (child.exitCode !== null) throw new WaitAbortedError(`npm start exited:\n${output}`);
+          return /Demo run status:\s+(\S+)/.exec(output)?.[1];
+        },
+        { timeoutMs: 60_000, what: 'the status URL' },
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}; npm start printed:\n${output}`);
       });
       expect(output).toContain(
         `gleaner: demo setting HTTP_ALLOWED_PEERS=127.0.0.1:${demoPort} (its site is on 127.0.0.1:${demoPort})`,
