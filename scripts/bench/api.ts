@@ -327,7 +327,7 @@ async function startApi(databaseName: string, settings: Settings, teardown: Tear
     ...Object.fromEntries(
       Object.entries(process.env).filter(
         (entry): entry is [string, string] =>
-          /^API_(SHED_|SEARCH_CONCURRENCY|RUN_STATUS_CONCURRENCY)/.test(entry[0]) &&
+          /^API_(SHED_|MAX_IN_FLIGHT|SEARCH_CONCURRENCY|RUN_STATUS_CONCURRENCY)/.test(entry[0]) &&
           entry[1] !== undefined,
       ),
     ),

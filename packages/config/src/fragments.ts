@@ -111,12 +111,14 @@ export const apiFragment = {
   /** Up to 5 minutes (seed 004's sync job timeout): a sync scrape waits that long at most. */
   SYNC_SCRAPE_TIMEOUT_MS: integerFromEnv(20_000, { min: 1000, max: 300_000 }),
   /**
-   * Load shedding (services/api/src/plugins/load-shed.ts): a request the API cannot start soon is
-   * answered 503 with Retry-After at once instead of queueing until its caller gives up. Each
-   * bound is per API process; 0 turns that one off. /health and /metrics are never shed.
+   * Load shedding (services/api/src/admission.ts, plugins/load-shed.ts): a request the API cannot
+   * start soon is answered 503 with Retry-After at once instead of queueing until its caller gives
+   * up. Each bound is per API process; 0 turns that one off. /health and /metrics are never shed.
    *
-   * The event loop's mean delay (ms, over the last 100 ms) above which every request is shed.
+   * Requests started and not yet answered at which a new one is shed.
    */
+  API_MAX_IN_FLIGHT: integerFromEnv(32, { min: 0, max: 100_000 }),
+  /** The event loop's mean delay (ms, over the last 100 ms) above which every request is shed. */
   API_SHED_EVENT_LOOP_DELAY_MS: integerFromEnv(50, { min: 0, max: 10_000 }),
   /** Queries already waiting for a Postgres connection at which a new request is shed. */
   API_SHED_POOL_WAITING: integerFromEnv(20, { min: 0, max: 10_000 }),
@@ -317,6 +319,21 @@ export const documentFragment = {
   DOCUMENT_STALE_AFTER_MS: integerFromEnv(30 * 60_000, { min: 1000, max: 7 * 24 * 3_600_000 }),
 };
 
+/** A whole number that may be left unset (undefined), so that its default can depend on another. */
+const optionalInteger = ({ min, max }: { min: number; max: number }) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined) return undefined;
+      const parsed = /^\s*-?\d+\s*$/.test(value) ? Number(value) : Number.NaN;
+      if (!Number.isSafeInteger(parsed) || parsed < min || parsed > max) {
+        ctx.addIssue({ code: 'custom', message: `must be a whole number from ${min} to ${max}` });
+        return z.NEVER;
+      }
+      return parsed;
+    });
+
 /**
  * LLM extraction (seed 002): resumes and unreadable posting pages enriched by Groq or any
  * OpenAI-compatible server. Read by the API (enabled, mode, version, tenant cap), the worker (all
@@ -332,13 +349,42 @@ export const extractionFragment = {
     .string()
     .regex(/^[A-Za-z0-9._-]{1,64}$/, { message: 'must be 1-64 letters, digits, ., _ or -' })
     .default('1.0.0'),
-  /** Groq API key; required by a worker serving `llm-extract` while extraction is enabled. */
+  /**
+   * Who answers: `groq` (GROQ_API_KEY, GROQ_BASE_URL) or `openai-compatible`: any server speaking
+   * OpenAI's chat completions under LLM_BASE_URL — llama.cpp's llama-server, Ollama, vLLM.
+   */
+  LLM_PROVIDER: z.enum(['groq', 'openai-compatible']).default('groq'),
+  /**
+   * The OpenAI-compatible server's API root, `/v1` included (`http://127.0.0.1:8080/v1`, Ollama's
+   * `http://127.0.0.1:11434/v1`, vLLM's `http://127.0.0.1:8000/v1`). Required with
+   * `LLM_PROVIDER=openai-compatible`; unused with `groq`.
+   */
+  LLM_BASE_URL: url(['http', 'https']).optional(),
+  /** Bearer key of the OpenAI-compatible server, when it asks for one (`llama-server --api-key`). */
+  LLM_API_KEY: z.string().min(1).optional(),
+  /** Groq API key; required by a worker serving `llm-extract` with `LLM_PROVIDER=groq`. */
   GROQ_API_KEY: z.string().min(1).optional(),
-  /** Base URL of Groq, or of any OpenAI-compatible server speaking its chat-completions path. */
+  /** Groq's origin; the client adds `/openai/v1/chat/completions`. */
   GROQ_BASE_URL: url(['http', 'https']).default('https://api.groq.com'),
-  EXTRACTION_PRIMARY_MODEL: z.string().min(1).default('llama-3.1-8b-instant'),
-  /** Tried when the primary's JSON is invalid, misses required fields or is not confident enough. */
-  EXTRACTION_FALLBACK_MODEL: z.string().min(1).default('llama-3.3-70b-versatile'),
+  /**
+   * Groq decommissioned seed 002's `llama-3.1-8b-instant` and `llama-3.3-70b-versatile` on
+   * 2026-08-16 and named these as their replacements (decision 0017).
+   */
+  EXTRACTION_PRIMARY_MODEL: z.string().min(1).default('openai/gpt-oss-20b'),
+  /**
+   * Tried when the primary's JSON is invalid, misses required fields or is not confident enough,
+   * and when the provider does not serve the primary (unknown, retired, down).
+   */
+  EXTRACTION_FALLBACK_MODEL: z.string().min(1).default('openai/gpt-oss-120b'),
+  /** `reasoning_effort` of reasoning models (gpt-oss): extraction needs little. */
+  EXTRACTION_REASONING_EFFORT: z.enum(['low', 'medium', 'high']).default('low'),
+  /**
+   * Room for a reasoning model's reasoning, added to EXTRACTION_MAX_TOKENS in
+   * `max_completion_tokens`, so that reasoning cannot crowd out the answer.
+   */
+  EXTRACTION_REASONING_TOKENS: integerFromEnv(1024, { min: 0, max: 32_768 }),
+  /** `auto`: strict `json_schema` where the model supports it, JSON mode otherwise. */
+  EXTRACTION_RESPONSE_FORMAT: z.enum(['auto', 'json_schema', 'json_object']).default('auto'),
   EXTRACTION_CONFIDENCE_THRESHOLD: numberFromEnv(0.65, { min: 0, max: 1 }),
   /** Largest answer asked of the model, in tokens. */
   EXTRACTION_MAX_TOKENS: integerFromEnv(1024, { min: 16, max: 32_768 }),
@@ -355,14 +401,18 @@ export const extractionFragment = {
   EXTRACTION_MAX_RECENT_TITLES: integerFromEnv(3, { min: 1, max: 20 }),
   EXTRACTION_MAX_CERTIFICATIONS: integerFromEnv(10, { min: 1, max: 100 }),
   EXTRACTION_MAX_INDUSTRIES: integerFromEnv(5, { min: 1, max: 50 }),
-  /** Deadline of one call to the provider: the request is aborted then. */
-  EXTRACTION_REQUEST_TIMEOUT_MS: integerFromEnv(60_000, { min: 1000, max: 600_000 }),
   /**
-   * The provider's limits, shared by every replica (Groq's free tier for the primary model by
-   * default); its `x-ratelimit-*` headers and 429s tighten them at run time. 0: no such limit.
+   * Deadline of one call to the provider, connecting and reading included: the request is aborted
+   * then. Up to 30 minutes, for slow CPU models; no lower limit hides behind it.
    */
-  EXTRACTION_RATE_LIMIT_RPM: integerFromEnv(30, { min: 0, max: 1_000_000 }),
-  EXTRACTION_RATE_LIMIT_TPM: integerFromEnv(6_000, { min: 0, max: 100_000_000 }),
+  EXTRACTION_REQUEST_TIMEOUT_MS: integerFromEnv(60_000, { min: 1000, max: 1_800_000 }),
+  /**
+   * The provider's limits, shared by every replica; its `x-ratelimit-*` headers and 429s tighten
+   * them at run time. 0: no such limit. Unset: Groq's free tier (30 requests, 6000 tokens a
+   * minute) with `LLM_PROVIDER=groq`, none with `openai-compatible`.
+   */
+  EXTRACTION_RATE_LIMIT_RPM: optionalInteger({ min: 0, max: 1_000_000 }),
+  EXTRACTION_RATE_LIMIT_TPM: optionalInteger({ min: 0, max: 100_000_000 }),
   /** The length of the provider's "minute". Leave it at 60000; tests and benches shorten it. */
   EXTRACTION_RATE_WINDOW_MS: integerFromEnv(60_000, { min: 100, max: 3_600_000 }),
   /** Extractions a tenant may have queued or running; beyond it the API answers 429. */
@@ -371,6 +421,12 @@ export const extractionFragment = {
   EXTRACTION_TENANT_DAILY_TOKENS: integerFromEnv(0, { min: 0, max: 10_000_000_000 }),
   /** How long a request in `sync` mode waits for its extraction before answering 202 (ms). */
   EXTRACTION_SYNC_TIMEOUT_MS: integerFromEnv(30_000, { min: 1000, max: 300_000 }),
+  /**
+   * After a bump of EXTRACTION_VERSION, the scheduler queues the resumes an older version
+   * extracted again, at most this many a minute (a third of the default provider's 30 requests a
+   * minute, the rest left to new work). 0: stored results stay as their version made them.
+   */
+  EXTRACTION_REEXTRACT_PER_MINUTE: integerFromEnv(10, { min: 0, max: 1_000_000 }),
 };
 
 type ConfigOf<T extends z.ZodRawShape> = z.infer<z.ZodObject<T>>;

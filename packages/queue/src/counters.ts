@@ -5,7 +5,7 @@ import type { PassReport, RepairCounts } from './scheduler-status.js';
 /**
  * Cumulative counts that workers and schedulers add to as things happen and `GET /metrics` reads
  * at scrape time. They live in Redis, one hash per family under the queue prefix
- * (`<prefix>:metrics:jobs|sites|llm|scheduler`), because every replica is its own process: all of
+ * (`<prefix>:metrics:jobs|sites|llm|scheduler|api`), because every replica is its own process: all of
  * them add to the same fields, a replica that stops loses nothing it counted, and any API replica
  * reports the same totals. Only losing Redis's data resets them (Prometheus reads a lower value as
  * a counter reset). A writer adds increments up in memory and sends them together, one pipeline
@@ -22,6 +22,7 @@ export const counterKeys = (prefix: string) => ({
   sites: `${prefix}:metrics:sites`,
   llm: `${prefix}:metrics:llm`,
   scheduler: `${prefix}:metrics:scheduler`,
+  api: `${prefix}:metrics:api`,
 });
 
 /** Hash fields join their label values with this; no queue, code, model or uuid contains it. */
@@ -62,6 +63,8 @@ export interface Counters {
   llmCall(call: LlmCall): void;
   /** An extraction the fallback model answered, by why the primary's answer was not kept. */
   llmFallback(reason: string): void;
+  /** A request the API refused unstarted (`503`), by why (`in-flight`, `pool-waiting`, …). */
+  apiShed(reason: string): void;
   /** Sends the increments added so far. */
   flush(): Promise<void>;
   /** Sends what is left; later increments are ignored. */
@@ -137,6 +140,9 @@ export function createCounters({
     },
     llmFallback(reason) {
       add(keys.llm, field('fallbacks', reason));
+    },
+    apiShed(reason) {
+      add(keys.api, field('shed', reason));
     },
     flush,
     async close() {
@@ -222,6 +228,16 @@ export async function readLlmCounts(redis: Redis, prefix: string): Promise<LlmCo
     else if (kind === 'fallbacks') counts.fallbacks.push({ reason: first, count: value });
   }
   return counts;
+}
+
+/** Requests the API refused unstarted, by reason. */
+export async function readApiShedCounts(
+  redis: Redis,
+  prefix: string,
+): Promise<{ reason: string; count: number }[]> {
+  return (await readFamily(redis, counterKeys(prefix).api))
+    .filter(({ parts }) => parts[0] === 'shed')
+    .map(({ parts, value }) => ({ reason: parts[1] ?? '', count: value }));
 }
 
 export interface SchedulerCounts {

@@ -68,6 +68,7 @@ export const adminHeaders: Readonly<{ authorization: string }> = {
  * load-shedding tests and the benches keep the defaults.
  */
 export const UNSHED_API_ENV: Readonly<Record<string, string>> = {
+  API_MAX_IN_FLIGHT: '0',
   API_SHED_EVENT_LOOP_DELAY_MS: '0',
   API_SHED_POOL_WAITING: '0',
   API_SEARCH_CONCURRENCY: '0',

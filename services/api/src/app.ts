@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import helmet from '@fastify/helmet';
 import multipart from '@fastify/multipart';
@@ -11,7 +10,10 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
+import { createCounters } from '@gleaner/queue';
+import { createAdmission } from './admission.js';
 import type { ApiDeps } from './deps.js';
+import { requestIdFrom } from './request-id.js';
 import { accessPlugin, SAFE_METHODS } from './plugins/access.js';
 import { auditPlugin } from './plugins/audit.js';
 import { createAuthFailures } from './plugins/auth-failures.js';
@@ -38,11 +40,8 @@ import { runRoutes } from './routes/runs/runs.js';
 import { schedulerRoutes } from './routes/scheduler.js';
 import { siteRoutes } from './routes/sites.js';
 
-/** Accept a caller's request id only when it is short and harmless; it becomes the correlation id. */
-function requestIdFrom(header: string | string[] | undefined): string {
-  const value = Array.isArray(header) ? header[0] : header;
-  return value && /^[A-Za-z0-9._-]{1,64}$/.test(value) ? value : randomUUID();
-}
+/** How often the counts of refused requests are sent to Redis: a refusal costs no round trip. */
+const SHED_COUNT_FLUSH_MS = 1_000;
 
 /**
  * The docs and Bull Board run scripts and styles of their own files only (neither has an inline
@@ -69,7 +68,20 @@ function isStrictPolicyPage(url: string): boolean {
 
 /** The API as a plugin tree; main.ts owns the process, tests call `inject()`. */
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
+  const redisPrefix = deps.queues.scrape.opts.prefix ?? 'bull';
+  // Refused requests are counted in Redis, as every replica's counters are (gleaner_api_requests_shed_total).
+  const counters = createCounters({
+    redis: deps.redis,
+    prefix: redisPrefix,
+    flushIntervalMs: SHED_COUNT_FLUSH_MS,
+    onError: (error) => deps.logger.warn({ err: error }, 'API counters: not written to Redis'),
+  });
+  const admission = createAdmission({
+    settings: deps.config,
+    onRefused: (reason) => counters.apiShed(reason),
+  });
   const app = Fastify({
+    serverFactory: admission.serverFactory,
     loggerInstance: deps.logger,
     bodyLimit: deps.config.API_BODY_LIMIT_BYTES,
     genReqId: (request) => requestIdFrom(request.headers['x-request-id']),
@@ -81,8 +93,10 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     // handler runs, as plain JSON unless this says otherwise.
     frameworkErrors: (error, request, reply) => void replyWithProblem(error, request, reply),
   }).withTypeProvider<ZodTypeProvider>();
-
-  const redisPrefix = deps.queues.scrape.opts.prefix ?? 'bull';
+  app.addHook('onClose', async () => {
+    admission.stop();
+    await counters.close();
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   // A request in flight when the server starts closing is answered with `Connection: close`.
@@ -124,7 +138,11 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
     origin: deps.config.API_CORS_ORIGINS.length > 0 ? deps.config.API_CORS_ORIGINS : false,
   });
   // Before the key check and the rate limit (a Redis call): a shed request costs next to nothing.
-  await app.register(loadShedPlugin, { settings: deps.config, pool: deps.pool });
+  await app.register(loadShedPlugin, {
+    settings: deps.config,
+    pool: deps.pool,
+    onShed: (reason) => counters.apiShed(reason),
+  });
   const keys =
     deps.keys ??
     createKeyLookup({ db: deps.db, redis: deps.redis, prefix: redisPrefix, logger: deps.logger });

@@ -1,6 +1,8 @@
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readApiShedCounts } from '@gleaner/queue';
 import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
 
 let stack: ApiTestStack;
@@ -148,6 +150,90 @@ describe('load shedding', () => {
       ).toBe(200);
     } finally {
       await pooled.close();
+    }
+  });
+});
+
+/** What a refusal at the front door looks like on the wire. */
+async function expectRefused(response: Response, reason: string) {
+  expect(response.status).toBe(503);
+  expect(response.headers.get('retry-after')).toBe('1');
+  expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(response.headers.get('x-request-id')).toBeTruthy();
+  expect(await response.json()).toMatchObject({
+    status: 503,
+    title: 'Service Unavailable',
+    reason,
+    instance: new URL(response.url).pathname,
+  });
+}
+
+describe('the front door', () => {
+  /** An app listening on a port: the front door sits in its HTTP server, which inject() skips. */
+  async function listening(overrides: Parameters<ApiTestStack['buildApp']>[0]) {
+    const app = await stack.buildApp(overrides);
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const get = (path: string) =>
+      fetch(`${base}${path}`, { headers: { authorization: `Bearer ${stack.adminKey}` } });
+    return { app, get };
+  }
+
+  it('refuses a request past API_MAX_IN_FLIGHT before Fastify sees it, counts it, and lets /health through', async () => {
+    const { app, get } = await listening({ API_MAX_IN_FLIGHT: 2 });
+    const refusedInFlight = async () =>
+      (await readApiShedCounts(stack.redis, stack.prefix)).find(
+        (entry) => entry.reason === 'in-flight',
+      )?.count ?? 0;
+    try {
+      expect((await get('/postings?limit=1')).status).toBe(200);
+      const before = await refusedInFlight();
+      const lock = await lockPostings();
+      const held = [get('/postings?limit=1'), get('/postings?limit=2')];
+      await lock.blocked(2);
+      await expectRefused(await get('/sites'), 'in-flight');
+      await expectRefused(await get('/postings?q=engineer'), 'in-flight');
+      // A balancer's probe is never refused.
+      expect((await get('/health')).status).toBe(200);
+      await lock.unlock();
+      for (const response of await Promise.all(held)) expect(response.status).toBe(200);
+      // Both places are free again.
+      expect((await get('/sites')).status).toBe(200);
+      expect((await get('/postings?limit=1')).status).toBe(200);
+      // Closing the app sends its counts.
+      await app.close();
+      expect((await refusedInFlight()) - before).toBe(2);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('refuses every request but /health while the event loop is late and busy', async () => {
+    const { app, get } = await listening({ API_SHED_EVENT_LOOP_DELAY_MS: 5 });
+    try {
+      expect((await get('/sites')).status).toBe(200);
+      // The loop held 40 ms at a time, for 600 ms: late by tens of ms and busy all along.
+      let busy = true;
+      const holding = (async () => {
+        const until = performance.now() + 600;
+        while (performance.now() < until) {
+          const stop = performance.now() + 40;
+          while (performance.now() < stop);
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        busy = false;
+      })();
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      expect(busy).toBe(true);
+      const [sites, health] = await Promise.all([get('/sites'), get('/health')]);
+      await holding;
+      await expectRefused(sites, 'event-loop-delay');
+      expect(health.status).toBe(200);
+      // Once the loop is idle again, the next sample lets requests in.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect((await get('/sites')).status).toBe(200);
+    } finally {
+      await app.close();
     }
   });
 });

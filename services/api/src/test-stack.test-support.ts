@@ -1,5 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
 import { createDb, type DbHandle } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
 import { closeQueues, createQueues, createRedisConnection, type Queues } from '@gleaner/queue';
@@ -13,6 +14,9 @@ type AppConfig = Parameters<typeof buildApp>[0]['config'];
 export interface ApiTestStack {
   handle: DbHandle;
   queues: Queues;
+  /** The stack's Redis connection, and the prefix of its queues and counters. */
+  redis: Redis;
+  prefix: string;
   app: FastifyInstance;
   /** The admin key `app.inject()` sends unless a request names its own `authorization`. */
   adminKey: string;
@@ -45,6 +49,8 @@ export async function createApiTestStack(
   return {
     handle,
     queues,
+    redis,
+    prefix: namespace.prefix,
     app,
     adminKey,
     buildApp: build,

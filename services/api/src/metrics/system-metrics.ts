@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '@gleaner/logger';
 import { Gauge, Registry } from 'prom-client';
+import { apiMetrics } from './api-metrics.js';
 import type { Collector, MetricSources } from './collector.js';
 import { llmMetrics } from './llm-metrics.js';
 import { queueMetrics } from './queue-metrics.js';
@@ -34,6 +35,7 @@ export function createSystemMetrics(sources: MetricSources, logger: Logger): Sys
     llmMetrics(registry, sources),
     schedulerMetrics(registry, sources),
     storageMetrics(registry, sources),
+    apiMetrics(registry, sources),
   ];
   const success = new Gauge({
     name: 'gleaner_metrics_collector_success',

@@ -1,4 +1,3 @@
-import underPressure from '@fastify/under-pressure';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type pg from 'pg';
@@ -6,15 +5,15 @@ import type { ApiDeps } from '../deps.js';
 import { ProblemError } from './problem.js';
 
 /**
- * Load shedding: a request this process cannot start soon is answered `503` with `Retry-After`
- * at once, so that the requests it does start keep their latency. Without it, on a 2-core host
- * offered more than it could serve, every request queued (in the Postgres pool, behind slow
- * searches) until its caller timed out: 677–986 answers/s of 1,000 offered, p99 1–10 s, and
- * searches answered none of 20,000.
+ * Load shedding, the part that needs the route: a request this process cannot start soon is
+ * answered `503` with `Retry-After` at once, so that the requests it does start keep their
+ * latency. Without it, on a 2-core host offered more than it could serve, every request queued (in
+ * the Postgres pool, behind slow searches) until its caller timed out: 677–986 answers/s of 1,000
+ * offered, p99 1–10 s, and searches answered none of 20,000. What can be decided from the socket
+ * alone (too many requests in flight, a late event loop) is decided earlier and cheaper, in
+ * admission.ts.
  *
  * A request is shed when, as it arrives,
- *   - the event loop's mean delay is above API_SHED_EVENT_LOOP_DELAY_MS (@fastify/under-pressure,
- *     sampled every 100 ms): the process is CPU-bound and everything it starts waits;
  *   - API_SHED_POOL_WAITING queries already wait for a Postgres connection: the database is the
  *     bottleneck and one more query would wait behind them all;
  *   - it is an expensive request (a search, a run's status) and the route's API_*_CONCURRENCY
@@ -25,21 +24,10 @@ import { ProblemError } from './problem.js';
  * `/health` and `/metrics` are never shed: a balancer and Prometheus must still see the process.
  */
 
-export type ShedReason = 'event-loop-delay' | 'pool-waiting' | 'queue-full' | 'queue-time';
+export type ShedReason = 'pool-waiting' | 'queue-full' | 'queue-time';
 
 /** The routes that are never shed. */
 const NEVER_SHED = new Set(['/health', '/metrics']);
-
-/** How often the event loop's delay is sampled: a shed decision lags it by this at most. */
-const SAMPLE_INTERVAL_MS = 100;
-
-/**
- * The event loop's delay sheds only while the loop was also busy this share of the last sample:
- * a process that waits on Postgres while other processes take the cores (tests on a shared CI
- * machine, a VACUUM) sees timers late too, and shedding its few requests would relieve nothing.
- * Seen on the 2-core machine at a load average of 12: one search at a time was shed.
- */
-const BUSY_LOOP_UTILIZATION = 0.9;
 
 /** What a shed caller is told to wait before trying again, in seconds. */
 const RETRY_AFTER_SECONDS = 1;
@@ -49,7 +37,6 @@ const QUEUED_PER_SLOT = 8;
 
 type LoadShedSettings = Pick<
   ApiDeps['config'],
-  | 'API_SHED_EVENT_LOOP_DELAY_MS'
   | 'API_SHED_POOL_WAITING'
   | 'API_SEARCH_CONCURRENCY'
   | 'API_RUN_STATUS_CONCURRENCY'
@@ -131,20 +118,6 @@ export const loadShedPlugin = fp(
     const routeOf = (request: FastifyRequest) =>
       `${request.method} ${request.routeOptions.url ?? '(no route)'}`;
     const isExempt = (request: FastifyRequest) => NEVER_SHED.has(request.routeOptions.url ?? '');
-
-    await app.register(underPressure, {
-      maxEventLoopDelay: settings.API_SHED_EVENT_LOOP_DELAY_MS,
-      sampleInterval: SAMPLE_INTERVAL_MS,
-      eventLoopUtilizationMode: 'interval',
-      // Answered here rather than by the plugin, so that the answer is a problem body like every
-      // other error and the exempt routes pass.
-      pressureHandler: (request) => {
-        if (isExempt(request)) return undefined;
-        if (app.memoryUsage().eventLoopUtilized < BUSY_LOOP_UTILIZATION) return undefined;
-        onShed?.('event-loop-delay', routeOf(request));
-        return Promise.reject(busy('event-loop-delay'));
-      },
-    });
 
     const limits = {
       'posting-search': settings.API_SEARCH_CONCURRENCY,

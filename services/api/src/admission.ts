@@ -1,0 +1,168 @@
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { monitorEventLoopDelay, performance, type EventLoopUtilization } from 'node:perf_hooks';
+import type { FastifyServerFactory } from 'fastify';
+import { requestIdFrom } from './request-id.js';
+
+/**
+ * The API's front door: whether a request is started at all, decided from the socket before
+ * Fastify routes, parses or logs it. A request refused here costs a few microseconds of the event
+ * loop and is answered `503` with `Retry-After` at once, so that a process offered more than it
+ * can serve spends its cores on the requests it started. Refusing in a Fastify hook instead cost
+ * a whole request's worth of work per refusal; with the loop saturated, the refusals themselves
+ * waited 300 ms.
+ *
+ * A request is refused when, as it arrives,
+ *   - API_MAX_IN_FLIGHT requests of this process are already started and unanswered: more would
+ *     only wait behind them, each one's latency growing with the queue;
+ *   - the event loop's mean delay over the last sample is above API_SHED_EVENT_LOOP_DELAY_MS while
+ *     the loop was busy (see BUSY_LOOP_UTILIZATION): the process is CPU-bound and everything it
+ *     starts waits.
+ * The expensive routes' own turns and the Postgres pool's queue are checked later, in the
+ * load-shed plugin, where the route is known.
+ *
+ * `/health` and `/metrics` are never refused: a balancer and Prometheus must still see the
+ * process. Such a request still counts as in flight.
+ */
+
+export type AdmissionRefusal = 'in-flight' | 'event-loop-delay';
+
+export interface AdmissionSettings {
+  /** Requests started and unanswered at which a new one is refused; 0: no limit. */
+  API_MAX_IN_FLIGHT: number;
+  /** The event loop's mean delay (ms) above which a new request is refused; 0: never. */
+  API_SHED_EVENT_LOOP_DELAY_MS: number;
+}
+
+export interface Admission {
+  /** Fastify's `serverFactory`: the HTTP server with the front door before Fastify's handler. */
+  readonly serverFactory: FastifyServerFactory;
+  /** Requests started and not yet answered (or hung up on). */
+  inFlight(): number;
+  /** Stops sampling the event loop (the server's `close` does it too). */
+  stop(): void;
+}
+
+export interface AdmissionOptions {
+  settings: AdmissionSettings;
+  /** Called for each refused request (a metric counts them). */
+  onRefused?: (reason: AdmissionRefusal) => void;
+}
+
+/** How often the event loop's delay and utilisation are sampled. */
+const SAMPLE_INTERVAL_MS = 100;
+/** The delay histogram's resolution: what it adds to every sample, taken off the mean. */
+const RESOLUTION_MS = 10;
+
+/**
+ * The event loop's delay refuses requests only while the loop was also busy this share of the
+ * last sample: a process that waits on Postgres while other processes take the cores (tests on a
+ * shared CI machine, a VACUUM) sees timers late too, and refusing its few requests would relieve
+ * nothing. Seen on a 2-core machine at a load average of 12: one search at a time was refused.
+ */
+const BUSY_LOOP_UTILIZATION = 0.9;
+
+/** What a refused caller is told to wait before trying again, in seconds. */
+const RETRY_AFTER_SECONDS = 1;
+
+/** Paths never refused. */
+const NEVER_REFUSED = new Set(['/health', '/metrics']);
+
+const pathOf = (url: string) => {
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+};
+
+/** The refusal, as the problem body every other error of the API has. */
+function refuse(request: IncomingMessage, response: ServerResponse, reason: AdmissionRefusal) {
+  const body = JSON.stringify({
+    type: 'https://gleaner.dev/problems/service-unavailable',
+    title: 'Service Unavailable',
+    status: 503,
+    detail: 'the API is busy; try again in a moment',
+    instance: pathOf(request.url ?? '/'),
+    reason,
+  });
+  response.writeHead(503, {
+    'content-type': 'application/problem+json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'retry-after': String(RETRY_AFTER_SECONDS),
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    'x-request-id': requestIdFrom(request.headers['x-request-id']),
+  });
+  response.end(body);
+}
+
+/** Whether the event loop was late and busy over the last sample, refreshed every sample. */
+function sampleEventLoop(maxDelayMs: number): { pressed(): boolean; stop(): void } {
+  if (maxDelayMs <= 0) return { pressed: () => false, stop: () => {} };
+  const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
+  histogram.enable();
+  let utilization: EventLoopUtilization = performance.eventLoopUtilization();
+  let pressed = false;
+  const timer = setInterval(() => {
+    const delay = Math.max(0, histogram.mean / 1e6 - RESOLUTION_MS);
+    histogram.reset();
+    const now = performance.eventLoopUtilization();
+    const busy = performance.eventLoopUtilization(now, utilization).utilization;
+    utilization = now;
+    pressed = delay > maxDelayMs && busy >= BUSY_LOOP_UTILIZATION;
+  }, SAMPLE_INTERVAL_MS);
+  timer.unref();
+  return {
+    pressed: () => pressed,
+    stop() {
+      clearInterval(timer);
+      histogram.disable();
+    },
+  };
+}
+
+export function createAdmission({ settings, onRefused }: AdmissionOptions): Admission {
+  const maxInFlight = settings.API_MAX_IN_FLIGHT;
+  // Sampled from the moment the server listens: building the app keeps the loop busy for a while,
+  // and a first sample that counted it would refuse the first requests of a process at rest.
+  let eventLoop: ReturnType<typeof sampleEventLoop> | undefined;
+  let inFlight = 0;
+
+  function refusal(): AdmissionRefusal | undefined {
+    if (maxInFlight > 0 && inFlight >= maxInFlight) return 'in-flight';
+    if (eventLoop?.pressed()) return 'event-loop-delay';
+    return undefined;
+  }
+
+  const serverFactory: FastifyServerFactory = (handler, options) => {
+    const server = http.createServer(options.http ?? {}, (request, response) => {
+      const refused = refusal();
+      if (refused !== undefined && !NEVER_REFUSED.has(pathOf(request.url ?? '/'))) {
+        onRefused?.(refused);
+        refuse(request, response, refused);
+        return;
+      }
+      inFlight++;
+      // 'close' follows the answer's last byte, or the caller hanging up first: once either way.
+      response.once('close', () => inFlight--);
+      handler(request, response);
+    });
+    // What Fastify sets on the server it creates itself (its options hold their defaults here).
+    const timeouts = options as {
+      keepAliveTimeout?: number;
+      requestTimeout?: number;
+      connectionTimeout?: number;
+      maxRequestsPerSocket?: number;
+    };
+    if (timeouts.keepAliveTimeout !== undefined)
+      server.keepAliveTimeout = timeouts.keepAliveTimeout;
+    if (timeouts.requestTimeout !== undefined) server.requestTimeout = timeouts.requestTimeout;
+    if (timeouts.connectionTimeout !== undefined) server.setTimeout(timeouts.connectionTimeout);
+    if (timeouts.maxRequestsPerSocket) server.maxRequestsPerSocket = timeouts.maxRequestsPerSocket;
+    server.on('listening', () => {
+      eventLoop?.stop();
+      eventLoop = sampleEventLoop(settings.API_SHED_EVENT_LOOP_DELAY_MS);
+    });
+    server.once('close', () => eventLoop?.stop());
+    return server;
+  };
+
+  return { serverFactory, inFlight: () => inFlight, stop: () => eventLoop?.stop() };
+}
