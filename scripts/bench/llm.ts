@@ -21,7 +21,8 @@
  *
  * Environment: BENCH_RESUMES (500), BENCH_TENANTS (3), BENCH_WORKERS (2), BENCH_LLM_RPM (30),
  * BENCH_LLM_TPM (6000), BENCH_LLM_MINUTE_MS (1000), BENCH_RESUME_WORDS (120),
- * BENCH_LLM_MAX_TOKENS (256), BENCH_TIMEOUT_MS (600000), BENCH_CONFIGURED_RPM and
+ * BENCH_LLM_MAX_TOKENS (256), BENCH_LLM_REASONING_TOKENS (256), BENCH_LLM_RPD (1000),
+ * BENCH_TIMEOUT_MS (600000), BENCH_CONFIGURED_RPM and
  * BENCH_CONFIGURED_TPM (Gleaner's own EXTRACTION_RATE_LIMIT_*: the provider's by default; 0 leaves
  * it to learn the limits from the provider's headers and 429s). TEST_DATABASE_URL / TEST_REDIS_URL as for
  * the tests.
@@ -53,7 +54,8 @@ import {
 const USAGE = `usage: pnpm bench llm
 environment: BENCH_RESUMES (500), BENCH_TENANTS (3), BENCH_WORKERS (2), BENCH_LLM_RPM (30),
   BENCH_LLM_TPM (6000), BENCH_LLM_MINUTE_MS (1000), BENCH_RESUME_WORDS (120),
-  BENCH_LLM_MAX_TOKENS (256), BENCH_TIMEOUT_MS (600000),
+  BENCH_LLM_MAX_TOKENS (256), BENCH_LLM_REASONING_TOKENS (256), BENCH_LLM_RPD (1000: requests a
+  day, what the fixture's x-ratelimit-*-requests headers report), BENCH_TIMEOUT_MS (600000),
   BENCH_CONFIGURED_RPM, BENCH_CONFIGURED_TPM (the provider's limits; 0: learn them from its answers)
 `;
 
@@ -67,10 +69,13 @@ interface Settings {
   tenants: number;
   workers: number;
   rpm: number;
+  /** Requests per day, the limit Groq's `x-ratelimit-*-requests` headers report. */
+  rpd: number;
   tpm: number;
   minuteMs: number;
   words: number;
   maxTokens: number;
+  reasoningTokens: number;
   timeoutMs: number;
   /** Gleaner's own EXTRACTION_RATE_LIMIT_RPM / _TPM (0: none; it learns from headers and 429s). */
   configuredRpm: number;
@@ -88,10 +93,12 @@ function readSettings(args: string[]): Settings | 'help' {
     tenants: integerFrom('BENCH_TENANTS', 3, { min: 1, max: 100 }, USAGE),
     workers: integerFrom('BENCH_WORKERS', 2, { min: 1, max: 16 }, USAGE),
     rpm,
+    rpd: integerFrom('BENCH_LLM_RPD', 1000, { min: 1 }, USAGE),
     tpm,
     minuteMs: integerFrom('BENCH_LLM_MINUTE_MS', 1000, { min: 100, max: 60_000 }, USAGE),
     words: integerFrom('BENCH_RESUME_WORDS', 120, { min: 20 }, USAGE),
     maxTokens: integerFrom('BENCH_LLM_MAX_TOKENS', 256, { min: 16 }, USAGE),
+    reasoningTokens: integerFrom('BENCH_LLM_REASONING_TOKENS', 256, { min: 0 }, USAGE),
     timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 600_000, { min: 1000 }, USAGE),
     configuredRpm: integerFrom('BENCH_CONFIGURED_RPM', rpm, { min: 0 }, USAGE),
     configuredTpm: integerFrom('BENCH_CONFIGURED_TPM', tpm, { min: 0 }, USAGE),
@@ -106,6 +113,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     const provider = await startLlmServer({
       apiKey: API_KEY,
       limits: {
+        requestsPerDay: settings.rpd,
         requestsPerMinute: settings.rpm,
         tokensPerMinute: settings.tpm,
         minuteMs: settings.minuteMs,
@@ -123,6 +131,8 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       EXTRACTION_RATE_LIMIT_TPM: String(settings.configuredTpm),
       EXTRACTION_RATE_WINDOW_MS: String(settings.minuteMs),
       EXTRACTION_MAX_TOKENS: String(settings.maxTokens),
+      // The default models reason: room for low-effort reasoning on top of the answer.
+      EXTRACTION_REASONING_TOKENS: String(settings.reasoningTokens),
       EXTRACTION_TENANT_MAX_PENDING: String(settings.resumes),
       EXTRACTION_RETRY_BASE_SECONDS: '1',
       EXTRACTION_HEALTHCHECK_PORT: '0',

@@ -1,5 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLlmClient, type LlmCompletionRequest } from './client.js';
+import {
+  createLlmClient,
+  llmAgentOptions,
+  modelProfile,
+  type LlmCompletionRequest,
+} from './client.js';
 import { LlmProviderError } from './errors.js';
 import {
   chatCompletion,
@@ -28,7 +33,12 @@ const request: LlmCompletionRequest = {
 };
 
 function client(timeoutMs = 5000) {
-  return createLlmClient({ baseURL: groq.baseURL, apiKey: 'test-key', timeoutMs });
+  return createLlmClient({
+    provider: 'groq',
+    baseURL: groq.baseURL,
+    apiKey: 'test-key',
+    timeoutMs,
+  });
 }
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
@@ -49,6 +59,8 @@ describe('createLlmClient', () => {
     expect(completion).toEqual({
       content: '{"ok":true}',
       model: 'llama-3.1-8b-instant',
+      finishReason: 'stop',
+      reasoningTokens: 0,
       usage: { promptTokens: 40, completionTokens: 5, totalTokens: 45 },
       rateLimit: {
         limitRequests: 14400,
@@ -156,7 +168,12 @@ describe('createLlmClient', () => {
   it('maps a refused connection to LLM_UNAVAILABLE', async () => {
     const baseURL = groq.baseURL;
     await groq.close();
-    const closedClient = createLlmClient({ baseURL, apiKey: 'k', timeoutMs: 2000 });
+    const closedClient = createLlmClient({
+      provider: 'groq',
+      baseURL,
+      apiKey: 'k',
+      timeoutMs: 2000,
+    });
 
     await expect(closedClient.complete(request)).rejects.toMatchObject({
       code: 'LLM_UNAVAILABLE',
@@ -213,5 +230,125 @@ describe('createLlmClient', () => {
       reason,
     );
     expect(groq.requests).toHaveLength(0);
+  });
+});
+
+describe('createLlmClient against reasoning models and other servers', () => {
+  const gptOss: LlmCompletionRequest = {
+    ...request,
+    model: 'openai/gpt-oss-20b',
+    maxTokens: 1280,
+    reasoningEffort: 'low',
+    responseFormat: { type: 'json_schema', name: 'resume_fields', schema: { type: 'object' } },
+  };
+
+  it('asks gpt-oss on Groq for low effort, no reasoning in the answer, a strict schema', async () => {
+    groq.answer({
+      ...chatCompletion('{"ok":true}', { model: 'openai/gpt-oss-20b' }),
+    });
+    await client().complete(gptOss);
+    expect(groq.requests[0]?.body).toMatchObject({
+      model: 'openai/gpt-oss-20b',
+      max_completion_tokens: 1280,
+      reasoning_effort: 'low',
+      include_reasoning: false,
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'resume_fields', strict: true, schema: { type: 'object' } },
+      },
+    });
+    expect(groq.requests[0]?.body).not.toHaveProperty('reasoning_format');
+  });
+
+  it('reads finish_reason length and the reasoning tokens', async () => {
+    const answer = chatCompletion('{"primary_sk', { model: 'openai/gpt-oss-20b' });
+    const body = answer.body as {
+      choices: { finish_reason: string }[];
+      usage: Record<string, unknown>;
+    };
+    body.choices[0]!.finish_reason = 'length';
+    body.usage.completion_tokens_details = { reasoning_tokens: 15 };
+    groq.answer(answer);
+    await expect(client().complete(gptOss)).resolves.toMatchObject({
+      finishReason: 'length',
+      reasoningTokens: 15,
+    });
+  });
+
+  it.each([
+    [404, 'model_not_found', 'LLM_MODEL_UNAVAILABLE', true],
+    [400, 'model_decommissioned', 'LLM_MODEL_UNAVAILABLE', true],
+    [401, 'invalid_api_key', 'LLM_UNAUTHORIZED', true],
+    [422, undefined, 'LLM_UNPROCESSABLE', true],
+    [413, 'rate_limit_exceeded', 'LLM_REJECTED', false],
+  ] as const)('maps %s %s to %s', async (status, code, expected, retryable) => {
+    groq.answer(errorAnswer(status, { message: `refused ${status}`, ...(code ? { code } : {}) }));
+    await expect(client().complete(request)).rejects.toMatchObject({
+      code: expected,
+      retryable,
+      status,
+    });
+  });
+
+  it("keeps json_validate_failed's failed_generation", async () => {
+    groq.answer({
+      status: 400,
+      body: {
+        error: {
+          message: 'Failed to generate JSON.',
+          type: 'invalid_request_error',
+          code: 'json_validate_failed',
+          failed_generation: '```json\n{"ok":true}\n```',
+        },
+      },
+    });
+    await expect(client().complete(request)).rejects.toMatchObject({
+      providerCode: 'json_validate_failed',
+      failedGeneration: '```json\n{"ok":true}\n```',
+    });
+  });
+
+  it("honours a 503's retry-after", async () => {
+    groq.answer(errorAnswer(503, { message: 'over capacity' }, { 'retry-after': '7' }));
+    await expect(client().complete(request)).rejects.toMatchObject({
+      code: 'LLM_UNAVAILABLE',
+      retryAfterMs: 7000,
+    });
+  });
+
+  it('sets the connections’ own timeouts from the deadline, above undici’s 300 s defaults', () => {
+    expect(llmAgentOptions(900_000)).toEqual({
+      connectTimeout: 900_000,
+      headersTimeout: 900_000,
+      bodyTimeout: 900_000,
+    });
+  });
+
+  it('refuses a base URL that is not http(s) and a deadline that is not positive', () => {
+    expect(() =>
+      createLlmClient({ provider: 'groq', baseURL: 'ftp://x', timeoutMs: 1000 }),
+    ).toThrow(/baseURL must be http/);
+    expect(() => createLlmClient({ provider: 'groq', baseURL: 'http://x', timeoutMs: 0 })).toThrow(
+      /timeoutMs must be a positive integer/,
+    );
+  });
+
+  it('profiles models: strict schemas and reasoning for gpt-oss on Groq, schemas everywhere else', () => {
+    expect(modelProfile('groq', 'openai/gpt-oss-120b')).toEqual({
+      reasoning: true,
+      strictJsonSchema: true,
+    });
+    expect(modelProfile('groq', 'qwen/qwen3.6-27b')).toEqual({
+      reasoning: false,
+      strictJsonSchema: false,
+    });
+    expect(modelProfile('openai-compatible', 'gpt-oss:20b')).toEqual({
+      reasoning: true,
+      strictJsonSchema: true,
+    });
+    expect(modelProfile('openai-compatible', 'qwen2.5-7b-instruct')).toEqual({
+      reasoning: false,
+      strictJsonSchema: true,
+    });
   });
 });

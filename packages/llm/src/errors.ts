@@ -3,15 +3,32 @@ import type { ProviderRateLimit } from './rate-limit.js';
 
 /** Stable codes of a failed call to the LLM provider. */
 export type LlmProviderErrorCode =
-  'LLM_RATE_LIMITED' | 'LLM_UNAVAILABLE' | 'LLM_TIMEOUT' | 'LLM_REJECTED';
+  | 'LLM_RATE_LIMITED'
+  | 'LLM_UNAVAILABLE'
+  | 'LLM_TIMEOUT'
+  | 'LLM_REJECTED'
+  /** The model is unknown or retired (Groq's `model_not_found` / `model_decommissioned`). */
+  | 'LLM_MODEL_UNAVAILABLE'
+  /** The key is missing, wrong or revoked (401, 403): no call can succeed until it is fixed. */
+  | 'LLM_UNAUTHORIZED'
+  /** Groq's 422: the request was well-formed but the model could not follow it this time. */
+  | 'LLM_UNPROCESSABLE';
 
 /** Why a model's answer was not accepted: the seed 002 fallback triggers. */
 export type LlmOutputProblem =
-  'invalid_json' | 'invalid_schema' | 'missing_fields' | 'low_confidence';
+  | 'invalid_json'
+  | 'invalid_schema'
+  | 'missing_fields'
+  | 'low_confidence'
+  /** The answer ran into its token cap (`finish_reason: "length"`), even with more room. */
+  | 'truncated';
 
 /**
  * A call to the provider failed. Retryable (transient) unless the provider rejected the request
- * itself (`LLM_REJECTED`: a 4xx other than 408 and 429), which sending it again cannot fix.
+ * itself (`LLM_REJECTED`: a 4xx other than 401, 403, 404 for a model, 408, 422 and 429), which
+ * sending it again cannot fix. An unknown model or a refused key is retryable: neither is the
+ * job's fault, and both are fixed by an operator (the worker alerts and waits rather than
+ * failing the backlog).
  * The client never retries: the queue owns retries, and SDK retries under queue attempts
  * would multiply them (STYLE.md, "retry layers stacked on each other").
  */
@@ -30,6 +47,8 @@ export class LlmProviderError extends ClassifiedError {
    * `json_validate_failed`: JSON mode was on and the model did not produce valid JSON.
    */
   readonly providerCode?: string;
+  /** Groq's `json_validate_failed`: what the model wrote, which may still be usable. */
+  readonly failedGeneration?: string;
 
   constructor(
     code: LlmProviderErrorCode,
@@ -39,6 +58,7 @@ export class LlmProviderError extends ClassifiedError {
       retryAfterMs?: number;
       rateLimit?: ProviderRateLimit;
       providerCode?: string;
+      failedGeneration?: string;
       cause?: unknown;
     } = {},
   ) {
@@ -49,6 +69,7 @@ export class LlmProviderError extends ClassifiedError {
     if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
     if (details.rateLimit !== undefined) this.rateLimit = details.rateLimit;
     if (details.providerCode !== undefined) this.providerCode = details.providerCode;
+    if (details.failedGeneration !== undefined) this.failedGeneration = details.failedGeneration;
   }
 }
 

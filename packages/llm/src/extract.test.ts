@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLlmClient, type LlmClient } from './client.js';
 import { LlmOutputError, LlmProviderError } from './errors.js';
 import {
+  estimateTokens,
   extractFields,
   isExtractableText,
   MIN_EXTRACTION_CHARS,
@@ -47,7 +48,12 @@ let client: LlmClient;
 
 beforeEach(async () => {
   groq = await startFakeGroq();
-  client = createLlmClient({ baseURL: groq.baseURL, apiKey: 'test-key', timeoutMs: 5000 });
+  client = createLlmClient({
+    provider: 'groq',
+    baseURL: groq.baseURL,
+    apiKey: 'test-key',
+    timeoutMs: 5000,
+  });
 });
 
 afterEach(async () => {
@@ -84,6 +90,7 @@ describe('extractFields', () => {
       usage: { promptTokens: 700, completionTokens: 80, totalTokens: 780 },
       calls: 1,
       dropped: [],
+      unavailableModels: [],
     });
     expect(sentModels()).toEqual(['llama-3.1-8b-instant']);
 
@@ -191,6 +198,91 @@ describe('extractFields', () => {
         rateLimit: expect.objectContaining({ limitTokens: 6000 }),
       },
     ]);
+  });
+
+  it.each([
+    [
+      'model_not_found',
+      errorAnswer(404, { message: 'no such model', code: 'model_not_found' }),
+      'model_unavailable',
+    ],
+    ['a 503', errorAnswer(503, { message: 'over capacity' }), 'provider_error'],
+    ['a 422', errorAnswer(422, { message: 'could not follow' }), 'provider_error'],
+  ] as const)(
+    'asks the fallback model when the primary answers %s',
+    async (_what, refusal, reason) => {
+      groq.answer(refusal, jsonCompletion(goodResume));
+      const result = await extractFields(client, { kind: 'resume', text: resumeText, settings });
+      expect(sentModels()).toEqual(['llama-3.1-8b-instant', 'llama-3.3-70b-versatile']);
+      expect(result).toMatchObject({
+        model: 'llama-3.3-70b-versatile',
+        fallbackUsed: true,
+        fallbackReason: reason,
+        unavailableModels: reason === 'model_unavailable' ? ['llama-3.1-8b-instant'] : [],
+      });
+    },
+  );
+
+  it('rejects with the fallback model_not_found when neither model is served', async () => {
+    const gone = errorAnswer(404, { message: 'no such model', code: 'model_not_found' });
+    groq.answer(gone, gone);
+    await expect(
+      extractFields(client, { kind: 'resume', text: resumeText, settings }),
+    ).rejects.toMatchObject({ code: 'LLM_MODEL_UNAVAILABLE', retryable: true });
+  });
+
+  it("salvages json_validate_failed's failed_generation without a fallback call", async () => {
+    groq.answer({
+      status: 400,
+      body: {
+        error: {
+          message: 'Failed to generate JSON.',
+          type: 'invalid_request_error',
+          code: 'json_validate_failed',
+          failed_generation: '```json\n' + JSON.stringify(goodResume) + '\n```',
+        },
+      },
+    });
+    const result = await extractFields(client, { kind: 'resume', text: resumeText, settings });
+    expect(sentModels()).toEqual(['llama-3.1-8b-instant']);
+    expect(result).toMatchObject({ model: 'llama-3.1-8b-instant', fallbackUsed: false, calls: 1 });
+  });
+
+  it('asks again with twice the tokens when an answer ends at its cap, not as bad JSON', async () => {
+    const cut = chatCompletion('{"primary_skills": ["Go", "Type');
+    (cut.body as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason = 'length';
+    groq.answer(cut, jsonCompletion(goodResume));
+    const result = await extractFields(client, { kind: 'resume', text: resumeText, settings });
+    expect(result).toMatchObject({ model: 'llama-3.1-8b-instant', fallbackUsed: false, calls: 2 });
+    expect(
+      groq.requests.map((r) => (r.body as { max_completion_tokens: number }).max_completion_tokens),
+    ).toEqual([1024, 2048]);
+  });
+
+  it('sizes reasoning models for reasoning and answer, low effort, strict schema', async () => {
+    groq.answer(jsonCompletion(goodResume));
+    await extractFields(client, {
+      kind: 'resume',
+      text: resumeText,
+      settings: { ...settings, primaryModel: 'openai/gpt-oss-20b', reasoningTokens: 512 },
+    });
+    const body = groq.requests[0]?.body as Record<string, unknown>;
+    expect(body).toMatchObject({
+      model: 'openai/gpt-oss-20b',
+      max_completion_tokens: 1024 + 512,
+      reasoning_effort: 'low',
+      include_reasoning: false,
+      response_format: { type: 'json_schema', json_schema: { strict: true } },
+    });
+    const schema = (body.response_format as { json_schema: { schema: Record<string, unknown> } })
+      .json_schema.schema;
+    expect(schema).toMatchObject({ type: 'object', additionalProperties: false });
+    expect(schema.required).toEqual(Object.keys(schema.properties as object));
+  });
+
+  it('counts a CJK character as a token in its estimate', () => {
+    expect(estimateTokens('abcd')).toBe(1);
+    expect(estimateTokens('東京都の開発者')).toBe(7);
   });
 
   it('does not call the fallback model once the signal has aborted', async () => {

@@ -1,4 +1,10 @@
-import type { LlmClient, LlmUsage } from './client.js';
+import type {
+  LlmClient,
+  LlmCompletion,
+  LlmReasoningEffort,
+  LlmResponseFormat,
+  LlmUsage,
+} from './client.js';
 import {
   abortedCallError,
   LlmOutputError,
@@ -10,6 +16,7 @@ import { groundFields, normaliseForMatch } from './grounding.js';
 import { buildExtractionMessages } from './prompts.js';
 import type { ProviderRateLimit } from './rate-limit.js';
 import {
+  answerJsonSchema,
   extractionSchemas,
   REQUIRED_FIELDS,
   type ExtractionFieldsByKind,
@@ -39,17 +46,29 @@ export interface ExtractionSettings {
   fallbackModel: string;
   /** A primary answer with a lower confidence is asked again of the fallback model. */
   confidenceThreshold: number;
-  /** Cap on each answer's tokens. */
+  /** Cap on each answer's own tokens (the JSON). */
   maxTokens: number;
   /** The text is cut to this many characters before it is sent. */
   maxInputChars: number;
   caps: ExtractionCaps;
+  /** `reasoning_effort` asked of reasoning models. Default `low`: extraction needs little. */
+  reasoningEffort?: LlmReasoningEffort;
+  /**
+   * Room for a reasoning model's reasoning, added to `maxTokens` in `max_completion_tokens`, so
+   * that reasoning cannot crowd out the JSON. Default 1024.
+   */
+  reasoningTokens?: number;
+  /**
+   * `auto`: strict `json_schema` where the model supports it (`LlmClient.profile`), JSON mode
+   * otherwise. Default `auto`.
+   */
+  responseFormat?: 'auto' | 'json_schema' | 'json_object';
 }
 
 /** A call about to be made: the model and a token estimate, for a token budget to wait on. */
 export interface LlmCallStart {
   model: string;
-  /** ceil(prompt characters / 4) + maxTokens: an upper-end guess; `usage` afterwards is the truth. */
+  /** `estimateTokens` of the prompt + the call's token cap: an upper-end guess; `usage` afterwards is the truth. */
   estimatedTokens: number;
 }
 
@@ -76,8 +95,11 @@ export interface ExtractionRequest<K extends ExtractionKind = ExtractionKind> {
   hooks?: ExtractionHooks;
 }
 
-/** Why the fallback model was asked. */
-export type FallbackReason = LlmOutputProblem;
+/**
+ * Why the fallback model was asked: the primary's answer was not good enough, or the primary
+ * could not answer (unknown or retired model, provider down for it, a 422).
+ */
+export type FallbackReason = LlmOutputProblem | 'model_unavailable' | 'provider_error';
 
 /** Grounded, capped fields and what it took to get them. */
 export type ExtractionResult<K extends ExtractionKind = ExtractionKind> = {
@@ -96,6 +118,8 @@ export type ExtractionResult<K extends ExtractionKind = ExtractionKind> = {
     calls: number;
     /** Paths of the accepted answer's values that grounding removed. */
     dropped: string[];
+    /** Models the provider said do not exist (or no longer do): an operator should know. */
+    unavailableModels: string[];
   };
 }[K];
 
@@ -235,14 +259,40 @@ function addUsage(total: LlmUsage, usage: LlmUsage): LlmUsage {
   };
 }
 
+/** Most tokens one answer may be given once a `length` finish asked for more. */
+const MAX_ANSWER_TOKENS = 32_768;
+
+/** Provider errors on the primary that the fallback model may not share (outages are per model). */
+const FALLBACK_ERRORS = new Set(['LLM_MODEL_UNAVAILABLE', 'LLM_UNAVAILABLE', 'LLM_UNPROCESSABLE']);
+
+/**
+ * Upper-end token estimate of a text: a quarter token per ASCII character and a whole one per
+ * other character (CJK text is about one token per character; ceil(chars / 4) would under-count
+ * it fourfold and the provider would refuse the call as too large).
+ */
+export function estimateTokens(text: string): number {
+  let ascii = 0;
+  let other = 0;
+  for (const char of text) {
+    if (char.charCodeAt(0) < 128) ascii += 1;
+    else other += 1;
+  }
+  return Math.ceil(ascii / 4) + other;
+}
+
 /**
  * Seed 002's two-tier extraction: the primary model first; the fallback model when the primary's
  * answer is not JSON (`invalid_json`), does not fit the schema (`invalid_schema`), lacks a
- * required field once grounded (`missing_fields`) or is less confident than the threshold
- * (`low_confidence`). The fallback's answer is accepted at any confidence when it is valid and
- * has the required fields; otherwise `LlmOutputError`. Provider errors (`LlmProviderError`) are
- * not fallback triggers: they reject at once, for the queue to retry — except Groq's
- * `json_validate_failed` 400, which is the model failing JSON mode, read as `invalid_json`.
+ * required field once grounded (`missing_fields`), is less confident than the threshold
+ * (`low_confidence`) or stays cut short (`truncated`) — and when the primary cannot answer at
+ * all: an unknown or retired model (`model_unavailable`), a 5xx or a 422 (`provider_error`).
+ * The fallback's answer is accepted at any confidence when it is valid and has the required
+ * fields; otherwise `LlmOutputError`. Other provider errors (429, 401, timeouts, the fallback's
+ * own errors) reject at once, for the caller to wait or retry.
+ *
+ * An answer cut at its token cap (`finish_reason: "length"`) is not read as bad JSON: the same
+ * model is asked once more with twice the room. Groq's `json_validate_failed` carries what the
+ * model wrote (`failed_generation`); that is read before a fallback call is spent on it.
  *
  * The caller checks `isExtractableText` first; this extracts from whatever it is given.
  */
@@ -253,35 +303,75 @@ export async function extractFields<K extends ExtractionKind>(
   const { kind, settings, signal, hooks } = request;
   const text = truncateText(request.text, settings.maxInputChars);
   const messages = buildExtractionMessages(kind, text);
-  const promptChars = messages.reduce((sum, message) => sum + message.content.length, 0);
-  const estimatedTokens = Math.ceil(promptChars / 4) + settings.maxTokens;
+  const promptTokens = estimateTokens(messages.map((message) => message.content).join(''));
 
   let usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
   let calls = 0;
+  const unavailableModels: string[] = [];
 
-  const ask = async (model: string): Promise<Evaluation<K>> => {
+  const formatFor = (model: string): LlmResponseFormat => {
+    const wanted = settings.responseFormat ?? 'auto';
+    const strict =
+      wanted === 'json_schema' || (wanted === 'auto' && client.profile(model).strictJsonSchema);
+    return strict
+      ? { type: 'json_schema', name: `${kind}_fields`, schema: answerJsonSchema(kind) }
+      : { type: 'json_object' };
+  };
+
+  type Answer = Evaluation<K> | { ok: false; problem: 'unavailable'; error: LlmProviderError };
+
+  const call = async (model: string, maxTokens: number): Promise<LlmCompletion | Answer> => {
     if (signal?.aborted) throw abortedCallError(signal, model);
-    await hooks?.beforeCall?.({ model, estimatedTokens });
+    await hooks?.beforeCall?.({ model, estimatedTokens: promptTokens + maxTokens });
     calls += 1;
-    let completion;
+    const reasoning = client.profile(model).reasoning;
     try {
-      completion = await client.complete({
+      const completion = await client.complete({
         model,
         messages,
-        maxTokens: settings.maxTokens,
+        maxTokens,
+        responseFormat: formatFor(model),
+        ...(reasoning ? { reasoningEffort: settings.reasoningEffort ?? 'low' } : {}),
         signal,
       });
+      usage = addUsage(usage, completion.usage);
+      await hooks?.afterCall?.({ model, usage: completion.usage, rateLimit: completion.rateLimit });
+      return completion;
     } catch (error) {
       const rateLimit = error instanceof LlmProviderError ? error.rateLimit : undefined;
       await hooks?.afterCall?.({ model, rateLimit, error });
-      if (error instanceof LlmProviderError && error.providerCode === 'json_validate_failed') {
+      if (!(error instanceof LlmProviderError)) throw error;
+      if (error.code === 'LLM_MODEL_UNAVAILABLE') unavailableModels.push(model);
+      if (error.providerCode === 'json_validate_failed') {
+        // What the model wrote is often one repairable step from valid (a fence, a trailing
+        // remark): read it before paying for another call.
+        if (error.failedGeneration !== undefined)
+          return evaluate(kind, error.failedGeneration, text, settings.caps);
         return { ok: false, problem: 'invalid_json', detail: 'the provider found no valid JSON' };
       }
+      if (model === settings.primaryModel && FALLBACK_ERRORS.has(error.code))
+        return { ok: false, problem: 'unavailable', error };
       throw error;
     }
-    usage = addUsage(usage, completion.usage);
-    await hooks?.afterCall?.({ model, usage: completion.usage, rateLimit: completion.rateLimit });
-    return evaluate(kind, completion.content, text, settings.caps);
+  };
+
+  const ask = async (model: string): Promise<Answer> => {
+    const reasoning = client.profile(model).reasoning;
+    const budget = settings.maxTokens + (reasoning ? (settings.reasoningTokens ?? 1024) : 0);
+    let answer = await call(model, budget);
+    if ('finishReason' in answer && answer.finishReason === 'length') {
+      const more = Math.min(MAX_ANSWER_TOKENS, budget * 2);
+      if (more > budget) answer = await call(model, more);
+    }
+    if (!('finishReason' in answer)) return answer;
+    if (answer.finishReason === 'length') {
+      return {
+        ok: false,
+        problem: 'truncated',
+        detail: `the answer ran past ${answer.usage.completionTokens} tokens`,
+      };
+    }
+    return evaluate(kind, answer.content, text, settings.caps);
   };
 
   const result = (
@@ -298,19 +388,26 @@ export async function extractFields<K extends ExtractionKind>(
     usage,
     calls,
     dropped: evaluation.dropped,
+    unavailableModels,
   });
 
   const primary = await ask(settings.primaryModel);
-  let primaryProblem: LlmOutputAttempt;
+  let primaryProblem: LlmOutputAttempt | undefined;
+  let fallbackReason: FallbackReason;
   if (primary.ok && primary.confidence >= settings.confidenceThreshold) {
     return result(primary, settings.primaryModel);
   } else if (primary.ok) {
+    fallbackReason = 'low_confidence';
     primaryProblem = {
       model: settings.primaryModel,
       problem: 'low_confidence',
       detail: `confidence ${primary.confidence} < ${settings.confidenceThreshold}`,
     };
+  } else if (primary.problem === 'unavailable') {
+    fallbackReason =
+      primary.error.code === 'LLM_MODEL_UNAVAILABLE' ? 'model_unavailable' : 'provider_error';
   } else {
+    fallbackReason = primary.problem;
     primaryProblem = {
       model: settings.primaryModel,
       problem: primary.problem,
@@ -319,23 +416,24 @@ export async function extractFields<K extends ExtractionKind>(
   }
 
   const fallback = await ask(settings.fallbackModel);
-  if (fallback.ok) return result(fallback, settings.fallbackModel, primaryProblem.problem);
+  if (fallback.ok) return result(fallback, settings.fallbackModel, fallbackReason);
+  if (fallback.problem === 'unavailable') throw fallback.error;
   // Neither answer had every required field: the fallback's, then the primary's, is still used
   // when it has the kind's minimum (a posting's title), with what the text does not hold empty.
   for (const [evaluation, model] of [
     [fallback, settings.fallbackModel],
     [primary, settings.primaryModel],
   ] as const) {
-    if (evaluation.ok || !evaluation.partial) continue;
+    if (evaluation.ok || evaluation.problem === 'unavailable' || !evaluation.partial) continue;
     if (missingFields(kind, evaluation.partial.fields, MINIMUM_FIELDS[kind]).length > 0) continue;
     return result(
       { ok: true, ...evaluation.partial, confidence: evaluation.confidence ?? 0 },
       model,
-      primaryProblem.problem,
+      fallbackReason,
     );
   }
   throw new LlmOutputError([
-    primaryProblem,
+    ...(primaryProblem ? [primaryProblem] : []),
     { model: settings.fallbackModel, problem: fallback.problem, detail: fallback.detail },
   ]);
 }

@@ -5,7 +5,14 @@
  */
 export {
   createLlmClient,
+  LLM_PROVIDERS,
+  llmAgentOptions,
+  modelProfile,
   type LlmClient,
+  type LlmModelProfile,
+  type LlmProvider,
+  type LlmReasoningEffort,
+  type LlmResponseFormat,
   type LlmClientOptions,
   type LlmCompletion,
   type LlmCompletionRequest,
@@ -21,6 +28,7 @@ export {
 } from './errors.js';
 export {
   capFields,
+  estimateTokens,
   extractFields,
   isExtractableText,
   MIN_EXTRACTION_CHARS,
@@ -43,6 +51,7 @@ export {
   type ProviderRateLimit,
 } from './rate-limit.js';
 export {
+  answerJsonSchema,
   EXTRACTION_KINDS,
   postingFieldsSchema,
   resumeFieldsSchema,

@@ -143,3 +143,48 @@ export const REQUIRED_FIELDS = {
   resume: ['primary_skills', 'recent_job_titles'],
   posting: ['title', 'company', 'location', 'description'],
 } as const satisfies { [K in ExtractionKind]: readonly (keyof ExtractionFieldsByKind[K])[] };
+
+/*
+ * The answer's shape as JSON Schema, for strict structured outputs (`response_format:
+ * json_schema`, `strict: true`): every key required and no other (Groq and OpenAI refuse a
+ * strict schema otherwise), nullable where the prompt allows null. Constrained decoding makes the
+ * model write this shape; the lenient schemas above still read whatever comes back.
+ */
+const text = z.string();
+const nullableText = z.string().nullable();
+const texts = z.array(z.string());
+const nullableNumber = z.number().nullable();
+const answerShapes = {
+  resume: z.strictObject({
+    primary_skills: texts,
+    recent_job_titles: texts,
+    years_experience_total: z.union([z.number(), text, z.null()]),
+    certifications: texts.nullable(),
+    industries: texts.nullable(),
+    confidence: z.number(),
+  }),
+  posting: z.strictObject({
+    title: nullableText,
+    company: nullableText,
+    location: nullableText,
+    description: nullableText,
+    employment_type: nullableText,
+    salary_min: nullableNumber,
+    salary_max: nullableNumber,
+    salary_currency: nullableText,
+    date_posted: nullableText,
+    confidence: z.number(),
+  }),
+} satisfies {
+  [K in ExtractionKind]: z.ZodType<
+    { [P in keyof ExtractionFieldsByKind[K]]: unknown } & Confidence
+  >;
+};
+
+/** Each kind's answer as a JSON Schema object (draft 7, without `$schema`), for `json_schema`. */
+export function answerJsonSchema(kind: ExtractionKind): Record<string, unknown> {
+  const { $schema: _dialect, ...schema } = z.toJSONSchema(answerShapes[kind], {
+    target: 'draft-7',
+  }) as Record<string, unknown>;
+  return schema;
+}

@@ -1,6 +1,7 @@
 export * from './catalogue.js';
 export * from './connection.js';
 export * from './counters.js';
+export * from './llm-alerts.js';
 export * from './define-job.js';
 export * from './errors.js';
 export * from './queues.js';

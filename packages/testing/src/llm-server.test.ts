@@ -31,7 +31,7 @@ const RESUME_SYSTEM = 'You extract resume fields. Answer with one JSON object.';
 
 function chatBody(userText: string, extra: Record<string, unknown> = {}) {
   return {
-    model: 'llama-3.1-8b-instant',
+    model: 'qwen/qwen3.6-27b',
     messages: [
       { role: 'system', content: RESUME_SYSTEM },
       { role: 'user', content: userText },
@@ -47,7 +47,7 @@ async function post(
   body: unknown,
   { key = 'test-key', path = '/openai/v1/chat/completions' } = {},
 ) {
-  const response = await fetch(`${server.baseURL}${path}`, {
+  const response = await fetch(`${server.url}${path}`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -130,29 +130,34 @@ describe('startLlmServer', () => {
     const userText = `Skills such as React or Rust count.\n<resume>\n${resume}</resume>`;
     const { status, headers, body } = await post(server, chatBody(userText));
     expect(status).toBe(200);
-    expect(headers.get('x-ratelimit-limit-requests')).toBeNull();
+    expect(headers.get('x-ratelimit-limit-requests')).toBe('14400');
+    expect(headers.get('x-ratelimit-remaining-requests')).toBe('14399');
+    expect(headers.get('x-ratelimit-limit-tokens')).toBe('1000000');
+    expect(headers.get('retry-after')).toBeNull();
     expect(body.object).toBe('chat.completion');
-    expect(body.model).toBe('llama-3.1-8b-instant');
+    expect(body.model).toBe('qwen/qwen3.6-27b');
     const content = body.choices[0].message.content as string;
     expect(JSON.parse(content)).toEqual(fixtureResumeFields(resume));
     expect(JSON.parse(content).primary_skills).toEqual(['Python', 'AWS']);
     const promptTokens = llmPromptTokens([{ content: RESUME_SYSTEM }, { content: userText }]);
-    expect(body.usage).toEqual({
+    expect(body.usage).toMatchObject({
       prompt_tokens: promptTokens,
       completion_tokens: Math.ceil(content.length / 4),
       total_tokens: promptTokens + Math.ceil(content.length / 4),
     });
+    for (const timing of ['queue_time', 'prompt_time', 'completion_time', 'total_time'])
+      expect(typeof body.usage[timing]).toBe('number');
     expect(server.stats()).toMatchObject({
       requests: 1,
       allowed: 1,
       rateLimited: 0,
-      byModel: { 'llama-3.1-8b-instant': 1 },
+      byModel: { 'qwen/qwen3.6-27b': 1 },
       promptTokens,
     });
     expect(server.requests[0]).toMatchObject({
       path: '/openai/v1/chat/completions',
       apiKey: 'test-key',
-      model: 'llama-3.1-8b-instant',
+      model: 'qwen/qwen3.6-27b',
       maxTokens: 256,
       responseFormat: { type: 'json_object' },
       status: 200,
@@ -160,11 +165,11 @@ describe('startLlmServer', () => {
   });
 
   it('answers null posting fields to a posting prompt, and serves /v1 for OpenAI clients', async () => {
-    const server = await start();
+    const server = await start({ flavour: 'openai-compatible' });
     const { status, body } = await post(
       server,
       {
-        model: 'm',
+        model: 'qwen/qwen3.6-27b',
         messages: [
           { role: 'system', content: 'Extract the job posting fields.' },
           { role: 'user', content: [{ type: 'text', text: 'Senior Engineer, Berlin' }] },
@@ -240,11 +245,15 @@ describe('startLlmServer', () => {
       '{"model": ',
       '[]',
       { messages: [{ role: 'user', content: 'x' }] },
-      { model: 'm', messages: [] },
-      { model: 'm', messages: [{ role: 'robot', content: 'x' }] },
-      { model: 'm', messages: [{ role: 'user', content: 42 }] },
-      { model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: -1 },
-      { model: 'm', messages: [{ role: 'user', content: 'x' }], response_format: { type: 'yaml' } },
+      { model: 'qwen/qwen3.6-27b', messages: [] },
+      { model: 'qwen/qwen3.6-27b', messages: [{ role: 'robot', content: 'x' }] },
+      { model: 'qwen/qwen3.6-27b', messages: [{ role: 'user', content: 42 }] },
+      { model: 'qwen/qwen3.6-27b', messages: [{ role: 'user', content: 'x' }], max_tokens: -1 },
+      {
+        model: 'qwen/qwen3.6-27b',
+        messages: [{ role: 'user', content: 'x' }],
+        response_format: { type: 'yaml' },
+      },
     ];
     for (const body of cases) {
       const answer = await post(server, body);
@@ -253,63 +262,77 @@ describe('startLlmServer', () => {
       expect(typeof answer.body.error.message).toBe('string');
     }
     expect(server.stats()).toMatchObject({ requests: cases.length, allowed: 0 });
-    const unknown = await fetch(`${server.url}/openai/v1/models`);
+    const unknown = await fetch(`${server.url}/openai/v1/embeddings`);
     expect(unknown.status).toBe(404);
     await unknown.body?.cancel();
   });
 
-  it('limits requests per minute with Groq headers, a 429 body and retry-after', async () => {
-    const server = await start({ limits: { requestsPerMinute: 3, minuteMs: 60_000 } });
+  it('limits requests per minute silently and per day in its headers, 429s with retry-after', async () => {
+    const server = await start({
+      limits: { requestsPerMinute: 3, requestsPerDay: 100, minuteMs: 60_000 },
+    });
     const answers = [];
-    for (let i = 0; i < 4; i += 1) answers.push(await post(server, chatBody('x')));
+    for (let i = 0; i < 4; i += 1) answers.push(await post(server, chatBody('x json')));
     expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 429]);
-    expect(answers[0]!.headers.get('x-ratelimit-limit-requests')).toBe('3');
-    expect(answers[0]!.headers.get('x-ratelimit-remaining-requests')).toBe('2');
-    expect(answers[2]!.headers.get('x-ratelimit-remaining-requests')).toBe('0');
-    expect(answers[2]!.headers.get('x-ratelimit-reset-requests')).toMatch(/^(59\.\d+s|1m0s)$/);
-    expect(answers[0]!.headers.get('x-ratelimit-limit-tokens')).toBeNull();
+    // The request headers are Groq's per-day ones: 100 a day, whatever the minute allows.
+    expect(answers[0]!.headers.get('x-ratelimit-limit-requests')).toBe('100');
+    expect(answers[0]!.headers.get('x-ratelimit-remaining-requests')).toBe('99');
+    expect(answers[2]!.headers.get('x-ratelimit-remaining-requests')).toBe('97');
+    expect(answers[2]!.headers.get('x-ratelimit-reset-requests')).toMatch(/^23h59m\d+(\.\d+)?s$/);
+    expect(answers[0]!.headers.get('retry-after')).toBeNull();
     const limited = answers[3]!;
     expect(limited.body.error).toMatchObject({ type: 'requests', code: 'rate_limit_exceeded' });
-    expect(limited.body.error.message).toMatch(/^Rate limit reached for model/);
+    expect(limited.body.error.message).toMatch(/requests per minute \(RPM\)/);
+    expect(limited.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(59);
     expect(limited.headers.get('retry-after-ms')).toBeNull();
     expect(server.stats()).toMatchObject({ requests: 4, allowed: 3, rateLimited: 1 });
+  });
+
+  it('refuses the day past its requests per day', async () => {
+    const server = await start({ limits: { requestsPerDay: 2, minuteMs: 100 } });
+    expect((await post(server, chatBody('json'))).status).toBe(200);
+    const last = await post(server, chatBody('json'));
+    expect(last.headers.get('x-ratelimit-remaining-requests')).toBe('0');
+    const refused = await post(server, chatBody('json'));
+    expect(refused.status).toBe(429);
+    expect(refused.body.error.message).toMatch(/requests per day \(RPD\): Limit 2, Used 2/);
+    // A day of 1440 scaled minutes of 100 ms: 144 s.
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(100);
   });
 
   it('limits tokens counting max_tokens at admission and actual usage after the answer', async () => {
     const server = await start({ limits: { tokensPerMinute: 1000, minuteMs: 60_000 } });
     server.setResponder(() => reply.json({ ok: true })); // 3 completion tokens
     const messages = [{ role: 'user', content: 'x'.repeat(400) }]; // 100 prompt tokens
-    const first = await post(server, { model: 'm', messages, max_tokens: 500 });
+    const first = await post(server, { model: 'qwen/qwen3.6-27b', messages, max_tokens: 500 });
     expect(first.status).toBe(200);
     // 100 + 3 used: 897 remain.
     expect(first.headers.get('x-ratelimit-remaining-tokens')).toBe('897');
     expect(first.headers.get('x-ratelimit-limit-tokens')).toBe('1000');
     // 100 + 800 would exceed 1000 - 103: refused on tokens.
-    const second = await post(server, { model: 'm', messages, max_tokens: 800 });
+    const second = await post(server, { model: 'qwen/qwen3.6-27b', messages, max_tokens: 800 });
     expect(second.status).toBe(429);
     expect(second.body.error.type).toBe('tokens');
     expect(second.body.error.message).toContain('Used 103, Requested 900');
     // More than the whole limit can never be served: 413 like Groq's "Request too large".
-    const huge = await post(server, { model: 'm', messages, max_tokens: 2000 });
+    const huge = await post(server, { model: 'qwen/qwen3.6-27b', messages, max_tokens: 2000 });
     expect(huge.status).toBe(413);
     expect(huge.body.error.code).toBe('rate_limit_exceeded');
   });
 
-  it('rolls the window, sends retry-after-ms in scaled time and counts early retries', async () => {
+  it('rolls the window, sends retry-after in whole seconds and counts early retries', async () => {
     const server = await start({ limits: { requestsPerMinute: 2, minuteMs: 400 } });
     expect((await post(server, chatBody('x'))).status).toBe(200);
     expect((await post(server, chatBody('x'))).status).toBe(200);
     const limited = await post(server, chatBody('x'));
     expect(limited.status).toBe(429);
-    const waitMs = Number(limited.headers.get('retry-after-ms'));
-    expect(waitMs).toBeGreaterThan(0);
-    expect(waitMs).toBeLessThanOrEqual(400);
     expect(limited.headers.get('retry-after')).toBe('1');
+    expect(limited.headers.get('retry-after-ms')).toBeNull();
     // Too early: counted, and refused again.
     expect((await post(server, chatBody('x'))).status).toBe(429);
     expect(server.stats().requestsBeforeRetryAfter).toBe(1);
-    await sleep(450);
+    await sleep(1050);
     expect((await post(server, chatBody('x'))).status).toBe(200);
     expect(server.stats()).toMatchObject({
       requests: 5,
@@ -328,5 +351,141 @@ describe('startLlmServer', () => {
     expect(formatGroqDuration(59_996)).toBe('1m0s');
     expect(formatGroqDuration(59_994)).toBe('59.99s');
     expect(formatGroqDuration(0)).toBe('0ms');
+    expect(formatGroqDuration(86_399_000)).toBe('23h59m59s');
+  });
+});
+
+describe('startLlmServer as Groq', () => {
+  const gptOss = (extra: Record<string, unknown> = {}) =>
+    chatBody('Answer with the JSON object.', { model: 'openai/gpt-oss-20b', ...extra });
+
+  it('lists its models and refuses unknown and retired ones as Groq does', async () => {
+    const server = await start();
+    const list = await (
+      await fetch(`${server.url}/openai/v1/models`, { headers: { authorization: 'Bearer k' } })
+    ).json();
+    const ids = (list as { data: { id: string }[] }).data.map((model) => model.id);
+    expect(ids).toContain('openai/gpt-oss-20b');
+    expect(ids).not.toContain('llama-3.1-8b-instant');
+    const retired = await post(server, chatBody('json', { model: 'llama-3.1-8b-instant' }));
+    expect(retired.status).toBe(404);
+    expect(retired.body).toEqual({
+      error: {
+        message: 'The model `llama-3.1-8b-instant` does not exist or you do not have access to it.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'model_not_found',
+      },
+    });
+    const older = await post(server, chatBody('json', { model: 'gemma2-9b-it' }));
+    expect(older.status).toBe(400);
+    expect(older.body.error.code).toBe('model_decommissioned');
+    expect((await post(server, chatBody('json', { model: 'no-such-model' }))).status).toBe(404);
+  });
+
+  it('refuses JSON mode when no message says json', async () => {
+    const server = await start();
+    const refused = await post(server, {
+      model: 'qwen/qwen3.6-27b',
+      messages: [{ role: 'user', content: 'Extract the fields.' }],
+      response_format: { type: 'json_object' },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(/must contain the word 'json'/);
+  });
+
+  it('takes strict schemas only on models that support them, and only closed and all-required', async () => {
+    const server = await start();
+    const schema = {
+      type: 'object',
+      properties: { a: { type: 'string' } },
+      required: ['a'],
+      additionalProperties: false,
+    };
+    const format = (value: object) => ({
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'x', strict: true, schema: value },
+      },
+    });
+    server.setResponder(() => reply.json({ a: 'b' }));
+    expect(
+      (await post(server, gptOss({ ...format(schema), reasoning_effort: 'low' }))).status,
+    ).toBe(200);
+    expect((await post(server, chatBody('json', format(schema)))).status).toBe(400);
+    const open = await post(server, gptOss(format({ ...schema, additionalProperties: true })));
+    expect(open.status).toBe(400);
+    const optional = await post(server, gptOss(format({ ...schema, required: [] })));
+    expect(optional.body.error.message).toMatch(/every property must be required/);
+  });
+
+  it('spends reasoning tokens within max_completion_tokens, and ends length when they crowd out the answer', async () => {
+    const server = await start();
+    server.setResponder(() => reply.json({ primary_skills: ['Go'], confidence: 0.9 }));
+    const low = await post(
+      server,
+      gptOss({ reasoning_effort: 'low', include_reasoning: false, max_tokens: 256 }),
+    );
+    expect(low.status).toBe(200);
+    expect(low.body.choices[0].finish_reason).toBe('stop');
+    expect(low.body.choices[0].message).not.toHaveProperty('reasoning');
+    expect(low.body.usage.completion_tokens_details).toEqual({ reasoning_tokens: 64 });
+    const high = await post(server, gptOss({ reasoning_effort: 'high', max_tokens: 256 }));
+    expect(high.body.choices[0].finish_reason).toBe('length');
+    expect(high.body.choices[0].message.content).toBe('');
+    expect(high.body.choices[0].message.reasoning).toEqual(expect.any(String));
+    const notReasoning = await post(server, chatBody('json', { reasoning_effort: 'low' }));
+    expect(notReasoning.status).toBe(400);
+    const both = await post(
+      server,
+      gptOss({ include_reasoning: false, reasoning_format: 'hidden' }),
+    );
+    expect(both.status).toBe(400);
+  });
+
+  it('answers content that is not JSON with json_validate_failed and its failed_generation', async () => {
+    const server = await start();
+    server.setResponder(() => reply.content('Here it is: {"a": 1}'));
+    const answer = await post(server, chatBody('json'));
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toMatchObject({
+      code: 'json_validate_failed',
+      failed_generation: 'Here it is: {"a": 1}',
+    });
+  });
+
+  it('scripts 422s', async () => {
+    const server = await start({ responder: () => reply.unprocessable() });
+    expect((await post(server, chatBody('json'))).status).toBe(422);
+  });
+
+  it('counts CJK text as Groq does: a client estimating chars / 4 is refused as too large', async () => {
+    const server = await start({ limits: { tokensPerMinute: 1000 } });
+    const text = '東京都でソフトウェア開発者として働いています。'.repeat(60); // 1440 chars
+    const naive = Math.ceil(text.length / 4) + 100; // 340: looks well within 1000
+    expect(naive).toBeLessThan(1000);
+    const refused = await post(server, {
+      model: 'qwen/qwen3.6-27b',
+      messages: [{ role: 'user', content: text }],
+      max_tokens: 100,
+    });
+    expect(refused.status).toBe(413);
+    expect(refused.body.error.message).toMatch(/Request too large/);
+  });
+
+  it('serves only /openai/v1 as Groq, and only /v1 as an OpenAI-compatible server that needs no key', async () => {
+    const groq = await start();
+    expect((await post(groq, chatBody('json'), { path: '/v1/chat/completions' })).status).toBe(404);
+    const local = await start({ flavour: 'openai-compatible' });
+    expect(local.baseURL).toBe(`${local.url}/v1`);
+    const answer = await post(local, chatBody('no mention', { model: 'anything' }), {
+      key: '',
+      path: '/v1/chat/completions',
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('x-ratelimit-limit-requests')).toBeNull();
+    expect(
+      (await post(local, chatBody('json'), { path: '/openai/v1/chat/completions' })).status,
+    ).toBe(404);
   });
 });

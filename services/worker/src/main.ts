@@ -167,7 +167,8 @@ const started = await startService({
           // The job's deadline is the extraction's (seed 001's extraction_timeout).
           documents: config.DOCUMENT_EXTRACTION_TIMEOUT_MS,
           // Two provider calls (primary and fallback), each bounded by the request timeout.
-          'llm-extract': 2 * config.EXTRACTION_REQUEST_TIMEOUT_MS + 60_000,
+          // Up to four calls: each model, and each again with more room after a `length`.
+          'llm-extract': 4 * config.EXTRACTION_REQUEST_TIMEOUT_MS + 60_000,
           // A batch of stored bodies extracted one after another, as an extract job does one.
           backfill: config.JOB_TIMEOUT_EXTRACT_MS,
         },

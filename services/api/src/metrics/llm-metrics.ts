@@ -1,5 +1,5 @@
 import { listTenantsWithLlmWork } from '@gleaner/db';
-import { readLlmCounts, tenantTokensKey } from '@gleaner/queue';
+import { readLlmAlerts, readLlmCounts, tenantTokensKey } from '@gleaner/queue';
 import { Counter, Gauge } from 'prom-client';
 import { MAX_LABELLED_TENANTS, type CollectorFactory } from './collector.js';
 
@@ -42,7 +42,13 @@ export const llmMetrics: CollectorFactory = (
     labelNames: ['tenant'] as const,
     registers,
   });
-  const families = [requests, tokens, fallbacks, budget, remaining];
+  const alerts = new Gauge({
+    name: 'gleaner_llm_provider_alert',
+    help: 'What only an operator can fix, 1 while it lasts: a model the provider does not serve (kind model_unavailable) or a refused API key (kind unauthorized: calls are paused).',
+    labelNames: ['kind', 'model'] as const,
+    registers,
+  });
+  const families = [requests, tokens, fallbacks, budget, remaining, alerts];
 
   async function readRemaining(): Promise<[string, number][]> {
     if (tenantDailyTokens <= 0) return [];
@@ -59,7 +65,11 @@ export const llmMetrics: CollectorFactory = (
   return {
     name: 'llm',
     async collect(signal) {
-      const [counts, left] = await Promise.all([readLlmCounts(redis, prefix), readRemaining()]);
+      const [counts, left, raised] = await Promise.all([
+        readLlmCounts(redis, prefix),
+        readRemaining(),
+        readLlmAlerts(redis, prefix),
+      ]);
       signal.throwIfAborted();
       for (const family of families) family.reset();
       for (const { model, outcome, count } of counts.requests)
@@ -68,6 +78,7 @@ export const llmMetrics: CollectorFactory = (
       for (const { reason, count } of counts.fallbacks) fallbacks.inc({ reason }, count);
       budget.set(Math.max(0, tenantDailyTokens));
       for (const [tenant, tokensLeft] of left) remaining.set({ tenant }, tokensLeft);
+      for (const alert of raised) alerts.set({ kind: alert.kind, model: alert.model ?? '' }, 1);
     },
     clear() {
       for (const family of families) family.reset();

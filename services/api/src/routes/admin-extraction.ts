@@ -1,5 +1,5 @@
 import { llmExtractionStatuses, llmExtractionTenantStatus, selectLlmRequeue } from '@gleaner/db';
-import { requestLlmExtractions } from '@gleaner/queue';
+import { readLlmAlerts, requestLlmExtractions } from '@gleaner/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
@@ -21,6 +21,15 @@ const statusAnswer = z.object({
   status_counts: z.record(z.string(), z.int()),
   queue: z.object({ queue: z.int(), active: z.int(), retry: z.int(), dlq: z.int() }),
   fallback_rate: z.number().nullable(),
+  alerts: z.array(
+    z.object({
+      kind: z.enum(['model_unavailable', 'unauthorized']),
+      model: z.string().nullable(),
+      message: z.string(),
+      since: z.string(),
+      last_seen: z.string(),
+    }),
+  ),
 });
 
 const requeueBody = z
@@ -62,7 +71,7 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
   app,
   { deps },
 ) => {
-  const { db, queues, config } = deps;
+  const { db, queues, config, redis } = deps;
 
   /** Dead letters whose job came from `llm-extract` (seed 002's `dlq`), among the newest. */
   async function deadLetterDepth(): Promise<number> {
@@ -83,7 +92,7 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
         tags: ['extraction'],
         summary: "A tenant's LLM extraction status (seed 002)",
         description:
-          "`status_counts` counts the tenant's extractions by status, with `none` for complete resumes never queued; `queue` gives the llm-extract queue's waiting (`queue`), running (`active`) and delayed (`retry`) jobs and its dead letters (`dlq`), across tenants; `fallback_rate` is the share of the tenant's ready extractions answered by the fallback model.",
+          "`status_counts` counts the tenant's extractions by status, with `none` for complete resumes never queued; `queue` gives the llm-extract queue's waiting (`queue`), running (`active`) and delayed (`retry`) jobs and its dead letters (`dlq`), across tenants; `fallback_rate` is the share of the tenant's ready extractions answered by the fallback model; `alerts` is what only an operator can fix, across tenants: a model the provider does not serve (`model_unavailable`: the fallback answers meanwhile) or a refused API key (`unauthorized`: calls are paused and jobs wait).",
         querystring: z.object({ tenant_id: tenantId }),
         response: {
           200: statusAnswer.describe("The tenant's extraction status"),
@@ -94,10 +103,11 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
     async (request) => {
       const tenant = request.query.tenant_id;
       assertTenant(request, tenant, 'querystring.tenant_id');
-      const [status, counts, dlq] = await Promise.all([
+      const [status, counts, dlq, alerts] = await Promise.all([
         llmExtractionTenantStatus(db, tenant),
         queues['llm-extract'].getJobCounts('waiting', 'prioritized', 'active', 'delayed'),
         deadLetterDepth(),
+        readLlmAlerts(redis, queues['llm-extract'].opts.prefix ?? 'bull'),
       ]);
       return {
         enabled: config.EXTRACTION_ENABLED,
@@ -112,6 +122,13 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
           dlq,
         },
         fallback_rate: status.fallbackRate,
+        alerts: alerts.map((alert) => ({
+          kind: alert.kind,
+          model: alert.model,
+          message: alert.message,
+          since: alert.since,
+          last_seen: alert.lastSeen,
+        })),
       };
     },
   );

@@ -16,13 +16,28 @@ import {
   type ExtractionResult,
   type PostingFields as LlmPostingFields,
 } from '@gleaner/llm';
-import { publishExtractionEvent } from '@gleaner/queue';
+import {
+  clearLlmAlert,
+  llmCallsPausedForMs,
+  pauseLlmCalls,
+  publishExtractionEvent,
+  raiseLlmAlert,
+} from '@gleaner/queue';
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { HandlerContext, JobHandler, LlmDeps } from '../context.js';
 import { LlmProviderBusyError } from './errors.js';
 import { mergeLlmPostingFields, missingPostingFields } from './posting-fields.js';
 import type { ProviderGate } from './provider-gate.js';
 import { loadLlmSource, LlmSubjectUnavailable, type LlmSource } from './subject.js';
+
+/**
+ * How long every replica's calls wait after the provider refused the key (401, 403): long enough
+ * not to send the backlog to a refusal, short enough to resume soon after the key is fixed.
+ */
+export const UNAUTHORIZED_PAUSE_MS = 60_000;
+
+/** Errors that wait (no attempt spent) while an operator acts, rather than failing the job. */
+const OPERATOR_ERRORS = new Set(['LLM_UNAUTHORIZED', 'LLM_MODEL_UNAVAILABLE']);
 
 function llmOf(context: HandlerContext): LlmDeps {
   if (!context.llm) throw new Error('a worker serving llm-extract needs its LLM dependencies');
@@ -62,6 +77,9 @@ async function callModel(
     signal: context.signal,
     hooks: {
       async beforeCall({ model, estimatedTokens }) {
+        // A refused key pauses every replica's calls: the backlog waits instead of failing.
+        const pausedMs = await llmCallsPausedForMs(llm.redis, llm.prefix);
+        if (pausedMs > 0) throw new LlmProviderBusyError(pausedMs);
         const gate = llm.gateFor(model);
         const id = await gate.acquire(estimatedTokens, {
           signal: context.signal,
@@ -79,11 +97,14 @@ async function callModel(
           promptTokens: usage?.promptTokens,
           completionTokens: usage?.completionTokens,
         });
-        // A 429 stops every replica until its retry-after has passed, not only this one.
+        // A 429 stops every replica until its retry-after has passed, not only this one; so
+        // does a 5xx's retry-after, for this model (the fallback may still answer).
         const retryAfterMs =
           error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED'
             ? (error.retryAfterMs ?? 1000)
-            : undefined;
+            : error instanceof LlmProviderError && error.code === 'LLM_UNAVAILABLE'
+              ? error.retryAfterMs
+              : undefined;
         await held.gate.settle(held.id, {
           actualTokens: usage?.totalTokens,
           rateLimit,
@@ -155,9 +176,21 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
           Date.now() + (error.retryAfterMs ?? 1000),
           error.code,
         );
+      if (error instanceof LlmProviderError && OPERATOR_ERRORS.has(error.code)) {
+        // Neither the key nor the models are the job's fault: alert, pause, and wait.
+        await alertOperator(context, llm, error);
+        await waitUntil(
+          context,
+          subject,
+          payload.version,
+          Date.now() + UNAUTHORIZED_PAUSE_MS,
+          error.code,
+        );
+      }
       throw error;
     }
     if (result.fallbackUsed) context.counters.llmFallback(result.fallbackReason ?? 'unknown');
+    await settleAlerts(context, llm, result);
 
     const { completed, versionChanged } = await completeLlmExtraction(
       db,
@@ -227,6 +260,68 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
     );
   },
 };
+
+/**
+ * Tells the operator what only they can fix, once per occurrence in the log and as an alert in
+ * Redis (`/admin/extraction/status`, `gleaner_llm_provider_alert`). A refused key also pauses
+ * every replica's calls for `UNAUTHORIZED_PAUSE_MS`.
+ */
+async function alertOperator(
+  context: HandlerContext,
+  llm: LlmDeps,
+  error: LlmProviderError,
+): Promise<void> {
+  if (error.code === 'LLM_UNAUTHORIZED') {
+    await raiseLlmAlert(llm.redis, llm.prefix, {
+      kind: 'unauthorized',
+      model: null,
+      message: error.message,
+    });
+    await pauseLlmCalls(llm.redis, llm.prefix, UNAUTHORIZED_PAUSE_MS);
+    context.log.error(
+      { err: error, pauseMs: UNAUTHORIZED_PAUSE_MS },
+      'the LLM provider refused the API key: calls paused, jobs wait (check GROQ_API_KEY / LLM_API_KEY)',
+    );
+    return;
+  }
+  // The primary's refusal is answered by the fallback: a thrown one is the fallback's.
+  const models = [llm.settings.fallbackModel];
+  for (const name of models)
+    await raiseLlmAlert(llm.redis, llm.prefix, {
+      kind: 'model_unavailable',
+      model: name,
+      message: error.message,
+    });
+  context.log.error(
+    { err: error, models },
+    'the LLM provider does not serve the configured model: set EXTRACTION_PRIMARY_MODEL / EXTRACTION_FALLBACK_MODEL',
+  );
+}
+
+/**
+ * After an extraction: raises an alert for each model the provider said it does not serve (the
+ * fallback answered instead), and clears the alerts a successful call disproves.
+ */
+async function settleAlerts(
+  context: HandlerContext,
+  llm: LlmDeps,
+  result: ExtractionResult,
+): Promise<void> {
+  for (const model of result.unavailableModels) {
+    await raiseLlmAlert(llm.redis, llm.prefix, {
+      kind: 'model_unavailable',
+      model,
+      message: `${model} is not served by the provider; ${result.model} answered instead`,
+    });
+    context.log.warn(
+      { model, answeredBy: result.model },
+      'the LLM provider does not serve this model: the fallback answers meanwhile',
+    );
+  }
+  await clearLlmAlert(llm.redis, llm.prefix, 'unauthorized', null);
+  if (!result.unavailableModels.includes(result.model))
+    await clearLlmAlert(llm.redis, llm.prefix, 'model_unavailable', result.model);
+}
 
 /**
  * A posting handed to the LLM leaves `pending`: `ready` with its merged fields when it has a
