@@ -15,8 +15,9 @@ import { requestIdFrom } from './request-id.js';
  *   - API_MAX_IN_FLIGHT requests of this process are already started and unanswered: more would
  *     only wait behind them, each one's latency growing with the queue;
  *   - the event loop's mean delay over the last sample is above API_SHED_EVENT_LOOP_DELAY_MS while
- *     the loop was busy (see BUSY_LOOP_UTILIZATION): the process is CPU-bound and everything it
- *     starts waits.
+ *     the loop was busy (see BUSY_LOOP_UTILIZATION) and other requests are in flight: the process
+ *     is CPU-bound and everything it starts waits. With none in flight the lag was a request that
+ *     has ended (a large upload parsed), and the new one waits behind nothing.
  * The expensive routes' own turns and the Postgres pool's queue are checked later, in the
  * load-shed plugin, where the route is known.
  *
@@ -127,7 +128,8 @@ export function createAdmission({ settings, onRefused }: AdmissionOptions): Admi
 
   function refusal(): AdmissionRefusal | undefined {
     if (maxInFlight > 0 && inFlight >= maxInFlight) return 'in-flight';
-    if (eventLoop?.pressed()) return 'event-loop-delay';
+    // With nothing in flight, a late loop was a request that has ended: the new one waits for none.
+    if (inFlight > 0 && eventLoop?.pressed()) return 'event-loop-delay';
     return undefined;
   }
 

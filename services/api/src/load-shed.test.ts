@@ -208,27 +208,37 @@ describe('the front door', () => {
     }
   });
 
-  it('refuses every request but /health while the event loop is late and busy', async () => {
+  it('refuses every request but /health while the event loop is late and busy with requests in flight', async () => {
     const { app, get } = await listening({ API_SHED_EVENT_LOOP_DELAY_MS: 5 });
+    /** Holds the event loop 40 ms at a time for `ms`: late by tens of ms and busy all along. */
+    const holdLoop = async (ms: number) => {
+      const until = performance.now() + ms;
+      while (performance.now() < until) {
+        const stop = performance.now() + 40;
+        while (performance.now() < stop);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
     try {
       expect((await get('/sites')).status).toBe(200);
-      // The loop held 40 ms at a time, for 600 ms: late by tens of ms and busy all along.
-      let busy = true;
-      const holding = (async () => {
-        const until = performance.now() + 600;
-        while (performance.now() < until) {
-          const stop = performance.now() + 40;
-          while (performance.now() < stop);
-          await new Promise((resolve) => setImmediate(resolve));
-        }
-        busy = false;
-      })();
+      // Nothing in flight: the late loop was work that has ended, and the request waits for none.
+      let holding = holdLoop(600);
       await new Promise((resolve) => setTimeout(resolve, 250));
-      expect(busy).toBe(true);
+      const alone = get('/sites');
+      await holding;
+      expect((await alone).status).toBe(200);
+
+      const lock = await lockPostings();
+      const held = get('/postings?limit=1');
+      await lock.blocked(1);
+      holding = holdLoop(600);
+      await new Promise((resolve) => setTimeout(resolve, 250));
       const [sites, health] = await Promise.all([get('/sites'), get('/health')]);
       await holding;
       await expectRefused(sites, 'event-loop-delay');
       expect(health.status).toBe(200);
+      await lock.unlock();
+      expect((await held).status).toBe(200);
       // Once the loop is idle again, the next sample lets requests in.
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect((await get('/sites')).status).toBe(200);
