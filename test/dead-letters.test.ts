@@ -30,9 +30,10 @@ import {
 
 /**
  * Issue 16's dead letters, end to end: a posting whose LLM extraction always fails (the fixture
- * model answers with JSON cut off mid-object, primary and fallback alike) fails for good, settles
- * `error`, and its job lands in the dead letters with its error class. A requeue is a dry run
- * unless told otherwise, and a dry run changes nothing; once the model answers well, a real
+ * model writes JSON cut off mid-object, primary and fallback alike, which Groq refuses as
+ * `json_validate_failed` with a `failed_generation` nothing can be salvaged from) fails for good,
+ * settles `error`, and its job lands in the dead letters with its error class. A requeue is a dry
+ * run unless told otherwise, and a dry run changes nothing; once the model answers well, a real
  * requeue gives the posting back to the workers in a replay run, its extraction ends `ready` and
  * the posting too. Both requeues are in the audit log.
  */
@@ -159,6 +160,13 @@ describe('a posting whose LLM extraction always fails', () => {
       ],
       next_cursor: null,
     });
+    // Every attempt asked the default primary, then the fallback; Groq refused each answer.
+    expect(llm.requests.map((request) => [request.model, request.status])).toEqual(
+      Array.from({ length: LLM_MAX_ATTEMPTS }, () => [
+        ['openai/gpt-oss-20b', 400],
+        ['openai/gpt-oss-120b', 400],
+      ]).flat(),
+    );
     // Each filter narrows to it or away from it.
     const byClass = await api('GET', '/admin/dead-letters?error_class=LLM_INVALID_OUTPUT');
     expect(byClass.body.data.map((entry: { subject_id: string }) => entry.subject_id)).toEqual([

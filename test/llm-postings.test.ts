@@ -21,7 +21,8 @@ import { llmStage, startPlainPagesSite, type PlainPagesSite } from './support/ll
 /**
  * Career pages without structured data, crawled through a site that asks for the LLM stage: the
  * rules read no company, location or description from them, so each page goes to the LLM (the
- * real groq-sdk client against the fixture model), and its posting becomes `ready` with what the
+ * real client against the Groq-like fixture, with no model settings: Groq's gpt-oss defaults),
+ * and its posting becomes `ready` with what the
  * model found in the page's visible text, marked `llm`. What the model invents or was told to
  * write by the page, and the page does not say, is never stored.
  */
@@ -178,11 +179,22 @@ describe('career pages without structured data, through the LLM stage', () => {
     // Each page asked the primary model; the two whose company was dropped asked the fallback
     // too (a required field missing once grounded), which could not find one either.
     expect(llm.stats().byModel).toEqual({
-      'llama-3.1-8b-instant': 3,
-      'llama-3.3-70b-versatile': 2,
+      'openai/gpt-oss-20b': 3,
+      'openai/gpt-oss-120b': 2,
     });
+    // Both are reasoning models with strict structured outputs on Groq: low effort, a closed
+    // schema, and room for reasoning on top of the answer's own tokens.
     for (const request of llm.requests)
-      expect(request.responseFormat).toEqual({ type: 'json_object' });
+      expect(request).toMatchObject({
+        path: '/openai/v1/chat/completions',
+        status: 200,
+        reasoningEffort: 'low',
+        maxTokens: 2048,
+        responseFormat: {
+          type: 'json_schema',
+          json_schema: expect.objectContaining({ name: 'posting_fields', strict: true }),
+        },
+      });
 
     // The LLM stage's lines are in the run's log, badged LLM, though its jobs name only a posting.
     const redis = createRedisConnection(system.namespace.url, 'producer');
@@ -208,8 +220,8 @@ describe('career pages without structured data, through the LLM stage', () => {
         .poll(() => readLlmCounts(redis, system.namespace.prefix))
         .toMatchObject({
           requests: expect.arrayContaining([
-            { model: 'llama-3.1-8b-instant', outcome: 'ok', count: 3 },
-            { model: 'llama-3.3-70b-versatile', outcome: 'ok', count: 2 },
+            { model: 'openai/gpt-oss-20b', outcome: 'ok', count: 3 },
+            { model: 'openai/gpt-oss-120b', outcome: 'ok', count: 2 },
           ]),
           fallbacks: [{ reason: 'missing_fields', count: 2 }],
         });

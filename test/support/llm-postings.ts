@@ -63,8 +63,9 @@ export const LLM_VERSION = '1.0.0';
 export const LLM_MAX_ATTEMPTS = 2;
 
 /**
- * `startInProcessSystem`'s `more`: each replica serves `llm-extract` too, with extraction on and
- * no provider limits, against `llm` through the real groq-sdk client.
+ * `startInProcessSystem`'s `more`: each replica serves `llm-extract` too, with extraction on, no
+ * provider limits and no model settings (Groq's defaults, `openai/gpt-oss-20b` then `-120b`),
+ * against `llm` through the real client.
  */
 export function llmStage(llm: FixtureLlmServer): NonNullable<InProcessSystemOptions['more']> {
   return (producer, prefix) => ({
