@@ -1,13 +1,15 @@
 import { PassThrough } from 'node:stream';
+import { z } from 'zod';
 import { buildApp } from '@gleaner/api';
 import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
-import { extractionFragment, fragmentDefaults } from '@gleaner/config';
+import { extractionFragment, fragmentDefaults, parseConfig } from '@gleaner/config';
 import { getLlmExtraction, type LlmExtractionRow } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
 import { readExtractionEvents, requestLlmExtractions } from '@gleaner/queue';
 import {
   buildResumeText,
   defaultLlmResponder,
+  GROQ_MODELS,
   reply,
   startLlmServer,
   waitFor,
@@ -23,10 +25,14 @@ import { startDocumentsSystem, type DocumentsSystem } from './support/documents-
 
 /**
  * Seed 002 end to end: resumes uploaded through the API, their text extracted by the documents
- * queue, then their fields by the llm-extract queue against an OpenAI-compatible fixture driven
- * through the real groq-sdk client. No test reaches a real provider.
+ * queue, then their fields by the llm-extract queue through the real client, against the fixture
+ * in Groq's flavour (it refuses retired models) or an OpenAI-compatible server's. No test reaches
+ * a real provider.
  */
 const VERSION = '1.0.0';
+/** Groq's replacements for seed 002's retired models (decision 0017): used when nothing is set. */
+const PRIMARY = 'openai/gpt-oss-20b';
+const FALLBACK = 'openai/gpt-oss-120b';
 let system: DocumentsSystem;
 let llmServer: FixtureLlmServer;
 let app: Awaited<ReturnType<typeof buildApp>>;
@@ -60,8 +66,14 @@ async function buildTestApp(overrides: Record<string, unknown> = {}) {
   return built;
 }
 
-/** A worker serving documents and llm-extract, as main.ts builds one with extraction enabled. */
-function startWorker(overrides: Record<string, unknown> = {}) {
+/**
+ * A worker serving documents and llm-extract, as main.ts builds one with extraction enabled,
+ * against `server` (default: the Groq-like fixture every test shares).
+ */
+function startWorker(
+  overrides: Record<string, unknown> = {},
+  { server = llmServer, log }: { server?: FixtureLlmServer; log?: PassThrough } = {},
+) {
   const producer = createRedisConnection(system.namespace.url, 'producer');
   const connection = createRedisConnection(system.namespace.url, 'worker');
   const queues = createQueues(producer, system.namespace.prefix);
@@ -77,8 +89,9 @@ function startWorker(overrides: Record<string, unknown> = {}) {
     ...extractionConfig(overrides),
     QUEUE_PREFIX: system.namespace.prefix,
     GROQ_API_KEY: 'test-key',
-    GROQ_BASE_URL: llmServer.baseURL,
+    GROQ_BASE_URL: server.baseURL,
   };
+  const llm = createLlmDeps(config, producer);
   const runtime: WorkerRuntime = startWorkers(
     {
       ...testWorkerDeps({
@@ -87,6 +100,7 @@ function startWorker(overrides: Record<string, unknown> = {}) {
         fetcher,
         producer,
         prefix: system.namespace.prefix,
+        logDestination: log,
       }),
       documents: {
         parser,
@@ -95,19 +109,24 @@ function startWorker(overrides: Record<string, unknown> = {}) {
         heartbeatIntervalMs: 500,
       },
       extraction: { version: config.EXTRACTION_VERSION, maxAttempts: 2, retryBaseMs: 0 },
-      llm: createLlmDeps(config, producer),
+      llm,
     },
     {
       connection,
       prefix: system.namespace.prefix,
       queues: ['documents', 'llm-extract'],
       concurrency: { documents: 2, 'llm-extract': 4 },
-      timeouts: { documents: 30_000, 'llm-extract': 30_000 },
+      // As main.ts: up to four calls, each bounded by the request timeout.
+      timeouts: {
+        documents: 30_000,
+        'llm-extract': 4 * config.EXTRACTION_REQUEST_TIMEOUT_MS + 60_000,
+      },
     },
   );
   return {
     async close() {
       await runtime.close(2_000);
+      await llm.client.close();
       await parser.close();
       await closeQueues(queues);
       await fetcher.close();
@@ -172,11 +191,27 @@ describe('LLM extraction of resumes', () => {
     expect(response.statusCode).toBe(202);
     const id = response.json<{ id: string }>().id;
     const row = await waitForExtraction(id);
+    // No model settings: Groq's gpt-oss defaults, asked as reasoning models with a strict schema.
+    expect(extractionConfig()).toMatchObject({
+      LLM_PROVIDER: 'groq',
+      EXTRACTION_PRIMARY_MODEL: PRIMARY,
+      EXTRACTION_FALLBACK_MODEL: FALLBACK,
+    });
     expect(row).toMatchObject({
       status: 'ready',
-      model: 'llama-3.1-8b-instant',
+      model: PRIMARY,
       fallbackUsed: false,
       extractedVersion: VERSION,
+    });
+    expect(llmServer.requests.at(-1)).toMatchObject({
+      path: '/openai/v1/chat/completions',
+      model: PRIMARY,
+      status: 200,
+      reasoningEffort: 'low',
+      responseFormat: {
+        type: 'json_schema',
+        json_schema: expect.objectContaining({ name: 'resume_fields', strict: true }),
+      },
     });
     const fields = row.fields as { primary_skills: string[]; recent_job_titles: string[] };
     expect(fields.primary_skills.length).toBeGreaterThan(0);
@@ -187,7 +222,7 @@ describe('LLM extraction of resumes', () => {
     expect(detail.json().data.extraction).toMatchObject({
       extraction_status: 'ready',
       extraction_version: VERSION,
-      extraction_model: 'llama-3.1-8b-instant',
+      extraction_model: PRIMARY,
     });
     expect(detail.json().data.extraction.extraction_confidence).toBeCloseTo(0.9);
 
@@ -211,8 +246,7 @@ describe('LLM extraction of resumes', () => {
     worker = startWorker();
     const text = buildResumeText({ seed });
     llmServer.setResponder((request) => {
-      if (request.model !== 'llama-3.1-8b-instant')
-        return { json: defaultAnswer(request.userText) };
+      if (request.model !== PRIMARY) return { json: defaultAnswer(request.userText) };
       if (primaryAnswer === 'low')
         return { json: { ...defaultAnswer(request.userText), confidence: 0.3 } };
       if (primaryAnswer === 'invented')
@@ -225,10 +259,98 @@ describe('LLM extraction of resumes', () => {
     const row = await waitForExtraction(id);
     expect(row).toMatchObject({
       status: 'ready',
-      model: 'llama-3.3-70b-versatile',
+      model: FALLBACK,
       fallbackUsed: true,
       fallbackReason: reason,
     });
+  });
+
+  it('answers through the fallback when Groq no longer serves the primary, alerts the operator and fails nothing', async () => {
+    // Groq's answer for the models it retired on 2026-08-16, here for today's primary.
+    const refusing = await startLlmServer({
+      apiKey: 'test-key',
+      models: GROQ_MODELS.map((model) =>
+        model.id === PRIMARY ? { ...model, retired: 'model_not_found' as const } : model,
+      ),
+    });
+    const log = new PassThrough();
+    const lines: { level: number; msg: string; model?: string; answeredBy?: string }[] = [];
+    log.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n'))
+        if (line.trim() !== '') lines.push(JSON.parse(line) as (typeof lines)[number]);
+    });
+    const failedBefore = await system.queues['llm-extract'].getFailedCount();
+    try {
+      worker = startWorker({}, { server: refusing, log });
+      const ids: string[] = [];
+      for (const seed of [70, 71, 72])
+        ids.push(
+          (await upload('tenant-retired', buildResumeText({ seed }))).json<{ id: string }>().id,
+        );
+      for (const id of ids)
+        expect(await waitForExtraction(id)).toMatchObject({
+          status: 'ready',
+          model: FALLBACK,
+          fallbackUsed: true,
+          fallbackReason: 'model_unavailable',
+          attempts: 1,
+          error: null,
+        });
+      // Each resume spent one 404 on the primary, then the fallback answered.
+      const answered: Record<string, number> = {};
+      for (const request of refusing.requests) {
+        const key = `${request.model} ${request.status}`;
+        answered[key] = (answered[key] ?? 0) + 1;
+      }
+      expect(answered).toEqual({ [`${PRIMARY} 404`]: 3, [`${FALLBACK} 200`]: 3 });
+    } finally {
+      await worker?.close();
+      worker = undefined;
+      await refusing.close();
+    }
+    // Nothing failed: no job, no row.
+    expect(await system.queues['llm-extract'].getFailedCount()).toBe(failedBefore);
+    const status = await app.inject({
+      method: 'GET',
+      url: '/admin/extraction/status?tenant_id=tenant-retired',
+    });
+    expect(status.json().status_counts).toMatchObject({ ready: 3 });
+    expect(status.json().status_counts.failed ?? 0).toBe(0);
+    // The operator is told: /admin/extraction/status, the metric, the log.
+    expect(status.json().alerts).toEqual([
+      expect.objectContaining({
+        kind: 'model_unavailable',
+        model: PRIMARY,
+        message: expect.stringContaining(`${FALLBACK} answered instead`),
+      }),
+    ]);
+    const metrics = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(metrics.body).toContain(
+      `gleaner_llm_provider_alert{kind="model_unavailable",model="${PRIMARY}"} 1`,
+    );
+    expect(metrics.body).toMatch(/gleaner_llm_fallbacks_total\{reason="model_unavailable"\} 3\b/);
+    expect(
+      lines.filter((line) => line.model === PRIMARY && line.answeredBy === FALLBACK),
+    ).toHaveLength(3);
+    expect(lines.find((line) => line.model === PRIMARY)).toMatchObject({
+      level: 40,
+      msg: 'the LLM provider does not serve this model: the fallback answers meanwhile',
+    });
+
+    // Once the provider serves the primary again, its next answer clears the alert.
+    worker = startWorker();
+    const back = (await upload('tenant-retired', buildResumeText({ seed: 73 }))).json<{
+      id: string;
+    }>().id;
+    expect(await waitForExtraction(back)).toMatchObject({ status: 'ready', model: PRIMARY });
+    const after = await app.inject({
+      method: 'GET',
+      url: '/admin/extraction/status?tenant_id=tenant-retired',
+    });
+    expect(after.json().alerts).toEqual([]);
+    expect((await app.inject({ method: 'GET', url: '/metrics' })).body).not.toContain(
+      'gleaner_llm_provider_alert{',
+    );
   });
 
   it('answers with the extraction in sync mode, and 202 when it does not end in time', async () => {
@@ -444,6 +566,150 @@ describe('LLM extraction of resumes', () => {
   });
 });
 
+/**
+ * The README's "A local model" section, one row per server: the fixture in OpenAI-compatible
+ * flavour (only `/v1/chat/completions`) naming models as that server does and asking for the key
+ * it was started with, and the environment the README gives for it, its address swapped for the
+ * fixture's. No rate limit is set: a local server has none unless configured.
+ */
+const LOCAL_SERVERS = [
+  {
+    server: 'llama-server (llama.cpp)',
+    seed: 80,
+    // llama-server answers with the one model it loaded, whatever the request names.
+    models: undefined,
+    apiKey: 'local-secret',
+    env: (baseURL: string) => ({
+      LLM_PROVIDER: 'openai-compatible',
+      LLM_BASE_URL: baseURL, // http://127.0.0.1:8080/v1
+      LLM_API_KEY: 'local-secret',
+      EXTRACTION_PRIMARY_MODEL: 'gpt-oss-20b',
+      EXTRACTION_FALLBACK_MODEL: 'gpt-oss-20b',
+      EXTRACTION_REQUEST_TIMEOUT_MS: '600000',
+    }),
+  },
+  {
+    server: 'Ollama',
+    seed: 81,
+    models: [
+      { id: 'gpt-oss:20b', reasoning: true, strictJsonSchema: true },
+      { id: 'gpt-oss:120b', reasoning: true, strictJsonSchema: true },
+    ],
+    apiKey: undefined,
+    env: (baseURL: string) => ({
+      LLM_PROVIDER: 'openai-compatible',
+      LLM_BASE_URL: baseURL, // http://127.0.0.1:11434/v1
+      EXTRACTION_PRIMARY_MODEL: 'gpt-oss:20b',
+      EXTRACTION_FALLBACK_MODEL: 'gpt-oss:120b',
+      EXTRACTION_REQUEST_TIMEOUT_MS: '600000',
+    }),
+  },
+  {
+    server: 'vLLM',
+    seed: 82,
+    models: [{ id: 'openai/gpt-oss-20b', reasoning: true, strictJsonSchema: true }],
+    apiKey: 'local-secret',
+    env: (baseURL: string) => ({
+      LLM_PROVIDER: 'openai-compatible',
+      LLM_BASE_URL: baseURL, // http://127.0.0.1:8000/v1
+      LLM_API_KEY: 'local-secret',
+      EXTRACTION_PRIMARY_MODEL: 'openai/gpt-oss-20b',
+      EXTRACTION_FALLBACK_MODEL: 'openai/gpt-oss-20b',
+      EXTRACTION_REQUEST_TIMEOUT_MS: '600000',
+    }),
+  },
+];
+
+describe('LLM extraction through other providers and slow models', () => {
+  it.each(LOCAL_SERVERS)(
+    'extracts a resume through $server with LLM_PROVIDER=openai-compatible',
+    async ({ seed, models, apiKey, env }) => {
+      const local = await startLlmServer({ flavour: 'openai-compatible', models, apiKey });
+      try {
+        const settings = env(local.baseURL);
+        expect(local.baseURL).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+        const config = parseConfig(z.object(extractionFragment), {
+          EXTRACTION_ENABLED: 'true',
+          EXTRACTION_VERSION: VERSION,
+          EXTRACTION_RETRY_BASE_SECONDS: '0',
+          ...settings,
+        });
+        worker = startWorker(config, { server: local });
+        const text = buildResumeText({ seed });
+        const id = (await upload('tenant-local', text)).json<{ id: string }>().id;
+        const row = await waitForExtraction(id);
+        expect(row).toMatchObject({
+          status: 'ready',
+          model: settings.EXTRACTION_PRIMARY_MODEL,
+          fallbackUsed: false,
+        });
+        const fields = row.fields as { primary_skills: string[] };
+        expect(fields.primary_skills.length).toBeGreaterThan(0);
+        for (const skill of fields.primary_skills)
+          expect(text.toLowerCase()).toContain(skill.toLowerCase());
+        // One call, on the server's own path, with its key (or none), a strict schema, and the
+        // reasoning effort gpt-oss takes; nothing reached the Groq-like fixture.
+        expect(local.requests).toEqual([
+          expect.objectContaining({
+            path: '/v1/chat/completions',
+            apiKey: apiKey ?? null,
+            model: settings.EXTRACTION_PRIMARY_MODEL,
+            status: 200,
+            reasoningEffort: 'low',
+            maxTokens: 2048,
+            responseFormat: {
+              type: 'json_schema',
+              json_schema: expect.objectContaining({ name: 'resume_fields', strict: true }),
+            },
+          }),
+        ]);
+        expect(llmServer.requests.filter((request) => request.at >= local.requests[0]!.at)).toEqual(
+          [],
+        );
+      } finally {
+        await worker?.close();
+        worker = undefined;
+        await local.close();
+      }
+    },
+  );
+
+  it('waits for a slow model as long as EXTRACTION_REQUEST_TIMEOUT_MS says, and no longer', async () => {
+    // A model that takes 2.5 s to answer, headers included: a CPU model on a long resume.
+    llmServer.setResponder((request) =>
+      reply.slow(2_500, { json: defaultAnswer(request.userText) }),
+    );
+    worker = startWorker({ EXTRACTION_REQUEST_TIMEOUT_MS: 1_000 });
+    const id = (await upload('tenant-slow', buildResumeText({ seed: 90 }))).json<{ id: string }>()
+      .id;
+    // Under 1 s, each attempt gives up on the primary at the deadline (a timeout is not a reason
+    // to ask the fallback), and the extraction fails once its attempts are spent.
+    const timedOut = await waitForExtraction(id);
+    expect(timedOut).toMatchObject({
+      status: 'failed',
+      attempts: 2,
+      error: `${PRIMARY} did not answer within 1000 ms`,
+    });
+    await worker.close();
+
+    // Under 10 s the same answer is waited for: no shorter limit hides under the setting.
+    worker = startWorker({ EXTRACTION_REQUEST_TIMEOUT_MS: 10_000 });
+    const requeued = await app.inject({
+      method: 'POST',
+      url: '/admin/extraction/requeue',
+      payload: { tenant_id: 'tenant-slow', status: 'failed' },
+    });
+    expect(requeued.json()).toMatchObject({ matched: 1, requeued: 1 });
+    const startedAt = Date.now();
+    expect(await waitForExtraction(id, ['ready', 'failed'])).toMatchObject({
+      status: 'ready',
+      model: PRIMARY,
+      attempts: 1,
+    });
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(2_500);
+  });
+});
+
 /** A worker serving documents only, with extraction off: resumes complete without extraction. */
 function startDocumentsOnly() {
   return system.startReplica({ concurrency: 1 });
@@ -461,6 +727,7 @@ function llmServerDefault(userText: string) {
     messages: [{ role: 'user', content: userText }],
     maxTokens: 100,
     responseFormat: null,
+    reasoningEffort: null,
     systemText: 'resume',
     userText,
     index: 0,
