@@ -2,12 +2,16 @@
  * `pnpm bench llm`: resumes from several tenants through the whole LLM path against a provider
  * that enforces its rate limits, to show that the replicas together stay within them.
  *
- *   provider  the OpenAI-compatible fixture (`startLlmServer`) in this process, enforcing
- *             BENCH_LLM_RPM requests and BENCH_LLM_TPM tokens per "minute" with 429s beyond (it
- *             counts a request's prompt tokens plus its max_tokens, as Groq does). The minute is
- *             BENCH_LLM_MINUTE_MS long, on both sides (EXTRACTION_RATE_WINDOW_MS), so that the
- *             bench takes a minute or two rather than half an hour;
- *   gleaner   the API process (uploads as `POST /documents/batch`, JSON text), and
+ *   provider  the Groq-like fixture (`startLlmServer`) in this process, serving the default
+ *             gpt-oss models and enforcing BENCH_LLM_RPM requests (silently, as Groq does) and
+ *             BENCH_LLM_TPM tokens per "minute" with 429s beyond (it counts a request's prompt
+ *             tokens plus its max_tokens, as Groq does), and BENCH_LLM_RPD requests a day, which
+ *             its x-ratelimit-*-requests headers report (Gleaner must not read them as a minute's).
+ *             The minute is BENCH_LLM_MINUTE_MS long, on both sides (EXTRACTION_RATE_WINDOW_MS),
+ *             so that the bench takes a minute or two rather than half an hour;
+ *   gleaner   the API process (uploads as `POST /documents/batch`, JSON text, with its load
+ *             shedding on: a refused upload is sent again after its Retry-After, as users'
+ *             clients do), and
  *             BENCH_WORKERS worker processes serving documents and llm-extract, sharing the
  *             provider gate through Redis.
  *
@@ -60,6 +64,8 @@ environment: BENCH_RESUMES (500), BENCH_TENANTS (3), BENCH_WORKERS (2), BENCH_LL
 `;
 
 const TARGET_ALLOWED_SHARE = 0.9;
+/** Times a request the API refused as busy is sent again, each after its Retry-After. */
+const BUSY_RETRIES = 20;
 const API_KEY = 'bench-key';
 /** Documents per `POST /documents/batch` (its limit is 100). */
 const BATCH = 100;
@@ -103,6 +109,32 @@ function readSettings(args: string[]): Settings | 'help' {
     configuredRpm: integerFrom('BENCH_CONFIGURED_RPM', rpm, { min: 0 }, USAGE),
     configuredTpm: integerFrom('BENCH_CONFIGURED_TPM', tpm, { min: 0 }, USAGE),
   };
+}
+
+/**
+ * `fetch`, sending a request again after its Retry-After when the API refuses it before acting on
+ * it (429, or 503 while it sheds load), as `@gleaner/client`'s `retriesWhenBusy` does; counts
+ * the refusals in `busy`.
+ */
+async function fetchWhenBusy(
+  url: string,
+  init: RequestInit,
+  busy: { refused: number },
+): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    const response = await fetch(url, init);
+    const retryAfter = response.headers.get('retry-after')?.trim();
+    if (
+      attempt >= BUSY_RETRIES ||
+      (response.status !== 429 && response.status !== 503) ||
+      retryAfter === undefined ||
+      !/^\d+$/.test(retryAfter)
+    )
+      return response;
+    busy.refused += 1;
+    await response.body?.cancel();
+    await sleep(Number(retryAfter) * 1000);
+  }
 }
 
 export const run: BenchModule['run'] = benchRun<Settings>(
@@ -163,13 +195,18 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       kind: 'resume',
       text: buildResumeText({ seed: index + 1, words: settings.words }),
     }));
+    const busy = { refused: 0 };
     const startedAt = performance.now();
     for (let start = 0; start < resumes.length; start += BATCH) {
-      const response = await fetch(`${apiUrl}/documents/batch`, {
-        method: 'POST',
-        headers: { ...adminHeaders, 'content-type': 'application/json' },
-        body: JSON.stringify(resumes.slice(start, start + BATCH)),
-      });
+      const response = await fetchWhenBusy(
+        `${apiUrl}/documents/batch`,
+        {
+          method: 'POST',
+          headers: { ...adminHeaders, 'content-type': 'application/json' },
+          body: JSON.stringify(resumes.slice(start, start + BATCH)),
+        },
+        busy,
+      );
       if (response.status !== 202)
         throw new Error(
           `POST /documents/batch answered ${response.status}: ${await response.text()}`,
@@ -207,10 +244,15 @@ export const run: BenchModule['run'] = benchRun<Settings>(
 
     const counts = { ready: 0, failed: 0, skipped: 0, pending: 0 };
     for (const tenant of tenants) {
-      const response = await fetch(
+      const response = await fetchWhenBusy(
         `${apiUrl}/admin/extraction/status?tenant_id=${encodeURIComponent(tenant)}`,
         { headers: adminHeaders },
+        busy,
       );
+      if (response.status !== 200)
+        throw new Error(
+          `GET /admin/extraction/status answered ${response.status}: ${await response.text()}`,
+        );
       const body = (await response.json()) as { status_counts?: Record<string, number> };
       const byStatus = body.status_counts ?? {};
       counts.ready += byStatus.ready ?? 0;
@@ -240,6 +282,8 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       pending: counts.pending,
       requests: stats.requests,
       rateLimited: stats.rateLimited,
+      // Requests to Gleaner's API it refused as busy (sent again after their Retry-After).
+      apiBusyRefusals: busy.refused,
       byModel: stats.byModel,
       promptTokens: stats.promptTokens,
       completionTokens: stats.completionTokens,
