@@ -22,6 +22,7 @@ export * from './posting-fields.js';
 export * from './repositories/documents.js';
 export * from './repositories/document-workers.js';
 export * from './repositories/llm-extractions.js';
+export * from './repositories/llm-reextractions.js';
 export * from './repositories/api-keys.js';
 export * from './repositories/dead-letters.js';
 export * from './repositories/metrics.js';

@@ -514,6 +514,41 @@ export const llmExtractions = pgTable(
   ],
 );
 
+/**
+ * One re-extraction of the stored LLM results per prompt version (`EXTRACTION_VERSION`): when the
+ * scheduler runs a new version, every resume whose fields an older version produced is queued for
+ * extraction again, a paced batch at a time, its old fields kept readable until the new ones land.
+ * Batches walk `llm_extractions` in id order: `cursor` is the last id a committed batch covered in
+ * the current lap, moved in the same transaction as the rows it queued, so a restart resumes
+ * where it stopped and queues nothing twice. `next_batch_at` paces the batches across scheduler
+ * replicas. A newer version supersedes an older one still running.
+ */
+export const llmReextractions = pgTable(
+  'llm_reextractions',
+  {
+    version: text('version').primaryKey(),
+    status: text('status', { enum: backfillStatuses }).notNull().default('running'),
+    /** The last `llm_extractions.id` a committed batch covered; null at the start of a lap. */
+    cursor: uuid('cursor'),
+    /** Results to extract again, counted when the re-extraction started. */
+    total: integer('total').notNull().default(0),
+    /** Extractions queued under this version by the re-extraction (each once). */
+    queued: integer('queued').notNull().default(0),
+    batches: integer('batches').notNull().default(0),
+    /** No batch before this: the pace (`EXTRACTION_REEXTRACT_PER_MINUTE`) across replicas. */
+    nextBatchAt: timestamp('next_batch_at', { withTimezone: true }).notNull().defaultNow(),
+    startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    check(
+      'llm_reextractions_status_valid',
+      sql`${t.status} IN ('running','completed','superseded')`,
+    ),
+  ],
+);
+
 export const apiKeyRoles = ['admin', 'viewer', 'tenant'] as const;
 export type ApiKeyRole = (typeof apiKeyRoles)[number];
 
@@ -587,6 +622,7 @@ export type ExtractionBackfillRow = typeof extractionBackfills.$inferSelect;
 export type DocumentRow = typeof documents.$inferSelect;
 export type DocumentWorkerHeartbeatRow = typeof documentWorkerHeartbeats.$inferSelect;
 export type LlmExtractionRow = typeof llmExtractions.$inferSelect;
+export type LlmReextractionRow = typeof llmReextractions.$inferSelect;
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 /** The posting field list and the schema agree on each field's type: a mismatch does not compile. */

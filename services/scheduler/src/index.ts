@@ -5,3 +5,8 @@ export { createSiteLocks, type SiteLocks } from './locks.js';
 export { startForcedPasses } from './forced-passes.js';
 export { createBackfillResumer, type BackfillResumer } from './backfill.js';
 export { createBodySweeper, type BodySweeper, type BodySweeperOptions } from './body-sweeper.js';
+export {
+  createLlmReextractor,
+  type LlmReextractor,
+  type LlmReextractorOptions,
+} from './llm-reextraction.js';

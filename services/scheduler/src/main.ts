@@ -6,6 +6,7 @@ import { waitForRedis, writeSchedulerReplica } from '@gleaner/queue';
 import { startForcedPasses } from './forced-passes.js';
 import { createBackfillResumer } from './backfill.js';
 import { createBodySweeper } from './body-sweeper.js';
+import { createLlmReextractor } from './llm-reextraction.js';
 import { createSearchIndexer } from './search-indexer.js';
 import { createSiteLocks } from './locks.js';
 import { createSchedulerLoop } from './loop.js';
@@ -17,8 +18,8 @@ const started = await startService({
   env: process.env,
   settings: { ...schedulerFragment, ...documentFragment, ...extractionFragment },
   // One pass at a time needs one connection, the body sweeper a second, the search indexer a
-  // third; the fourth serves the health check.
-  poolMax: () => 4,
+  // third, the LLM re-extraction a fourth; the fifth serves the health check.
+  poolMax: () => 5,
   healthPort: (config) => config.SCHEDULER_HEALTH_PORT,
   async start({ config, logger, database, redis, queues, workerConnection, onShutdown }) {
     // Unlike the API, the scheduler has nothing to do without both: wait for them, or fail.
@@ -96,6 +97,22 @@ const started = await startService({
     });
     indexer.start();
     onShutdown('search indexer', () => indexer.stop());
+    // A bumped EXTRACTION_VERSION re-extracts what older versions produced, at its own pace.
+    if (config.EXTRACTION_ENABLED && config.EXTRACTION_REEXTRACT_PER_MINUTE > 0) {
+      const reextractor = createLlmReextractor({
+        db,
+        queues,
+        logger,
+        settings: {
+          version: config.EXTRACTION_VERSION,
+          maxAttempts: config.EXTRACTION_MAX_ATTEMPTS,
+          retryBaseMs: config.EXTRACTION_RETRY_BASE_SECONDS * 1000,
+        },
+        perMinute: config.EXTRACTION_REEXTRACT_PER_MINUTE,
+      });
+      reextractor.start();
+      onShutdown('llm re-extraction', () => reextractor.stop());
+    }
     const forced = startForcedPasses({
       connection: workerConnection(),
       prefix: config.QUEUE_PREFIX,
