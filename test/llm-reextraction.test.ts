@@ -1,4 +1,6 @@
 import { PassThrough } from 'node:stream';
+import { buildApp } from '@gleaner/api';
+import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { getLlmReextraction, insertDocuments, type LlmReextractionRow } from '@gleaner/db';
 import { createFetcher } from '@gleaner/http';
@@ -30,6 +32,7 @@ const OLD_FIELDS = { primary_skills: ['Fortran'], recent_job_titles: ['Old Promp
 
 let system: DocumentsSystem;
 let llmServer: FixtureLlmServer;
+let app: Awaited<ReturnType<typeof buildApp>>;
 const logger = createLogger({ service: 'test', level: 'silent', destination: new PassThrough() });
 
 const config = () => ({
@@ -162,12 +165,32 @@ async function progress(): Promise<Progress> {
   return { landed: landed[0]!.landed, waiting, reextraction };
 }
 
+/** `GET /admin/extraction/status`'s re-extraction, for one tenant. */
+async function reextractionStatus(tenant: string) {
+  const response = await app.inject({
+    method: 'GET',
+    url: `/admin/extraction/status?tenant_id=${tenant}`,
+  });
+  expect(response.statusCode).toBe(200);
+  return response.json<{ version: string; reextraction: Record<string, unknown> }>();
+}
+
 beforeAll(async () => {
   system = await startDocumentsSystem('llm_reextraction');
   llmServer = await startLlmServer({ apiKey: 'test-key' });
+  app = await buildApp({
+    config: testApiConfig(config()),
+    logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
+    db: system.handle.db,
+    pool: system.handle.pool,
+    redis: system.redis,
+    queues: system.queues,
+  });
+  await injectWithKey(app, system.handle.db);
 });
 
 afterAll(async () => {
+  await app?.close();
   await llmServer?.close();
   await system?.close();
 });
@@ -176,6 +199,10 @@ describe('a prompt version bump', () => {
   it('re-extracts 500 stored resumes at the configured pace, resuming after a restart, each once', async () => {
     const ids = await seedResumes();
     expect(llmServer.requests).toHaveLength(0);
+    expect(await reextractionStatus('tenant-a')).toMatchObject({
+      version: NEW_VERSION,
+      reextraction: { status: 'not_started', total: 0, queued: 0, outdated: 167 },
+    });
 
     // The pace, checked at every look: batch n is queued no sooner than n intervals after the
     // first, so by t seconds at most one batch plus t seconds' worth are queued (one more batch
@@ -220,6 +247,16 @@ describe('a prompt version bump', () => {
       const paused = stalled.reextraction!;
       expect(paused).toMatchObject({ status: 'running', total: RESUMES });
       expect(paused.queued).toBeLessThan(RESUMES);
+      const midway = await reextractionStatus('tenant-b');
+      expect(midway.reextraction).toMatchObject({
+        status: 'running',
+        total: RESUMES,
+        queued: paused.queued,
+        finished_at: null,
+      });
+      // tenant-b's share of what is not queued again yet.
+      expect(midway.reextraction.outdated).toBeGreaterThan(0);
+      expect(midway.reextraction.outdated).toBeLessThanOrEqual(RESUMES - paused.queued);
 
       // Both restarted: the row in Postgres says where the re-extraction stood.
       worker = startWorker();
@@ -255,6 +292,12 @@ describe('a prompt version bump', () => {
       [NEW_VERSION],
     );
     expect(rows).toEqual([{ status: 'ready', count: RESUMES }]);
+    expect((await reextractionStatus('tenant-c')).reextraction).toMatchObject({
+      status: 'completed',
+      total: RESUMES,
+      queued: RESUMES,
+      outdated: 0,
+    });
 
     // The provider read each resume once under the new version, whatever the restart did.
     const perResume = new Map<string, number>();

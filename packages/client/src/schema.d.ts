@@ -3571,7 +3571,7 @@ export interface paths {
         };
         /**
          * A tenant's LLM extraction status (seed 002)
-         * @description `status_counts` counts the tenant's extractions by status, with `none` for complete resumes never queued; `queue` gives the llm-extract queue's waiting (`queue`), running (`active`) and delayed (`retry`) jobs and its dead letters (`dlq`), across tenants; `fallback_rate` is the share of the tenant's ready extractions answered by the fallback model.
+         * @description `status_counts` counts the tenant's extractions by status, with `none` for complete resumes never queued; `queue` gives the llm-extract queue's waiting (`queue`), running (`active`) and delayed (`retry`) jobs and its dead letters (`dlq`), across tenants; `fallback_rate` is the share of the tenant's ready extractions answered by the fallback model; `alerts` is what only an operator can fix, across tenants: a model the provider does not serve (`model_unavailable`: the fallback answers meanwhile) or a refused API key (`unauthorized`: calls are paused and jobs wait); `reextraction` is the progress of re-extracting, under the current version, the resumes older versions extracted.
          */
         get: {
             parameters: {
@@ -3606,6 +3606,30 @@ export interface paths {
                                 dlq: number;
                             };
                             fallback_rate: number | null;
+                            alerts: {
+                                /** @enum {string} */
+                                kind: "model_unavailable" | "unauthorized";
+                                model: string | null;
+                                message: string;
+                                since: string;
+                                last_seen: string;
+                            }[];
+                            /** @description The re-extraction of results older prompt versions produced */
+                            reextraction: {
+                                /**
+                                 * @description `not_started` until a scheduler with extraction on and EXTRACTION_REEXTRACT_PER_MINUTE above 0 starts it
+                                 * @enum {string}
+                                 */
+                                status: "not_started" | "running" | "completed" | "superseded";
+                                /** @description Results of older versions when it started, across tenants */
+                                total: number;
+                                /** @description Extractions it has queued again under the current version, across tenants */
+                                queued: number;
+                                /** @description The tenant's resumes whose fields an older version produced and that wait for it */
+                                outdated: number;
+                                started_at: string | null;
+                                finished_at: string | null;
+                            };
                         };
                     };
                 };

@@ -7,6 +7,7 @@ import { assertTenant } from '../plugins/access.js';
 import { problemResponses } from '../openapi/problem.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableText } from '../storable.js';
+import { readReextractionStatus, reextractionStatus } from './reextraction-status.js';
 
 /** Dead letters looked at to count the LLM stage's: the newest this many. */
 const DEAD_LETTER_SCAN = 10_000;
@@ -30,6 +31,7 @@ const statusAnswer = z.object({
       last_seen: z.string(),
     }),
   ),
+  reextraction: reextractionStatus,
 });
 
 const requeueBody = z
@@ -92,7 +94,7 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
         tags: ['extraction'],
         summary: "A tenant's LLM extraction status (seed 002)",
         description:
-          "`status_counts` counts the tenant's extractions by status, with `none` for complete resumes never queued; `queue` gives the llm-extract queue's waiting (`queue`), running (`active`) and delayed (`retry`) jobs and its dead letters (`dlq`), across tenants; `fallback_rate` is the share of the tenant's ready extractions answered by the fallback model; `alerts` is what only an operator can fix, across tenants: a model the provider does not serve (`model_unavailable`: the fallback answers meanwhile) or a refused API key (`unauthorized`: calls are paused and jobs wait).",
+          "`status_counts` counts the tenant's extractions by status, with `none` for complete resumes never queued; `queue` gives the llm-extract queue's waiting (`queue`), running (`active`) and delayed (`retry`) jobs and its dead letters (`dlq`), across tenants; `fallback_rate` is the share of the tenant's ready extractions answered by the fallback model; `alerts` is what only an operator can fix, across tenants: a model the provider does not serve (`model_unavailable`: the fallback answers meanwhile) or a refused API key (`unauthorized`: calls are paused and jobs wait); `reextraction` is the progress of re-extracting, under the current version, the resumes older versions extracted.",
         querystring: z.object({ tenant_id: tenantId }),
         response: {
           200: statusAnswer.describe("The tenant's extraction status"),
@@ -103,11 +105,12 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
     async (request) => {
       const tenant = request.query.tenant_id;
       assertTenant(request, tenant, 'querystring.tenant_id');
-      const [status, counts, dlq, alerts] = await Promise.all([
+      const [status, counts, dlq, alerts, reextraction] = await Promise.all([
         llmExtractionTenantStatus(db, tenant),
         queues['llm-extract'].getJobCounts('waiting', 'prioritized', 'active', 'delayed'),
         deadLetterDepth(),
         readLlmAlerts(redis, queues['llm-extract'].opts.prefix ?? 'bull'),
+        readReextractionStatus(db, config.EXTRACTION_VERSION, tenant),
       ]);
       return {
         enabled: config.EXTRACTION_ENABLED,
@@ -129,6 +132,7 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
           since: alert.since,
           last_seen: alert.lastSeen,
         })),
+        reextraction,
       };
     },
   );
