@@ -24,7 +24,7 @@ afterEach(async () => {
 });
 
 const request: LlmCompletionRequest = {
-  model: 'llama-3.1-8b-instant',
+  model: 'openai/gpt-oss-20b',
   messages: [
     { role: 'system', content: 'Answer with a JSON object.' },
     { role: 'user', content: 'Hello' },
@@ -58,7 +58,7 @@ describe('createLlmClient', () => {
 
     expect(completion).toEqual({
       content: '{"ok":true}',
-      model: 'llama-3.1-8b-instant',
+      model: 'openai/gpt-oss-20b',
       finishReason: 'stop',
       reasoningTokens: 0,
       usage: { promptTokens: 40, completionTokens: 5, totalTokens: 45 },
@@ -76,7 +76,7 @@ describe('createLlmClient', () => {
     expect(sent?.path).toBe('/openai/v1/chat/completions');
     expect(sent?.headers.authorization).toBe('Bearer test-key');
     expect(sent?.body).toMatchObject({
-      model: 'llama-3.1-8b-instant',
+      model: 'openai/gpt-oss-20b',
       messages: request.messages,
       max_completion_tokens: 256,
       temperature: 0,

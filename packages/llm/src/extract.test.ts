@@ -20,9 +20,10 @@ import {
 import { DOCUMENT_END, DOCUMENT_START, SYSTEM_PROMPTS } from './prompts.js';
 import { postingFieldsSchema, resumeFieldsSchema } from './schemas.js';
 
+/** Groq's defaults since seed 002's models were retired (decision 0017): reasoning models. */
 const settings: ExtractionSettings = {
-  primaryModel: 'llama-3.1-8b-instant',
-  fallbackModel: 'llama-3.3-70b-versatile',
+  primaryModel: 'openai/gpt-oss-20b',
+  fallbackModel: 'openai/gpt-oss-120b',
   confidenceThreshold: 0.65,
   maxTokens: 1024,
   maxInputChars: 12_000,
@@ -85,23 +86,24 @@ describe('extractFields', () => {
       kind: 'resume',
       fields,
       confidence: 0.9,
-      model: 'llama-3.1-8b-instant',
+      model: 'openai/gpt-oss-20b',
       fallbackUsed: false,
       usage: { promptTokens: 700, completionTokens: 80, totalTokens: 780 },
       calls: 1,
       dropped: [],
       unavailableModels: [],
     });
-    expect(sentModels()).toEqual(['llama-3.1-8b-instant']);
+    expect(sentModels()).toEqual(['openai/gpt-oss-20b']);
 
     const messages = (groq.requests[0]?.body as { messages: { content: string }[] }).messages;
     const promptChars = messages.reduce((sum, m) => sum + m.content.length, 0);
     expect(starts).toEqual([
-      { model: 'llama-3.1-8b-instant', estimatedTokens: Math.ceil(promptChars / 4) + 1024 },
+      // The answer's 1024 tokens and, for a reasoning model, 1024 more of reasoning by default.
+      { model: 'openai/gpt-oss-20b', estimatedTokens: Math.ceil(promptChars / 4) + 1024 + 1024 },
     ]);
     expect(ends).toEqual([
       {
-        model: 'llama-3.1-8b-instant',
+        model: 'openai/gpt-oss-20b',
         usage: { promptTokens: 700, completionTokens: 80, totalTokens: 780 },
         rateLimit: expect.objectContaining({ remainingRequests: 14370 }),
       },
@@ -125,14 +127,14 @@ describe('extractFields', () => {
   ])('asks the fallback model on %s and returns its answer', async (reason, primaryAnswer) => {
     groq.answer(
       primaryAnswer,
-      jsonCompletion({ ...goodResume, confidence: 0.8 }, { model: 'llama-3.3-70b-versatile' }),
+      jsonCompletion({ ...goodResume, confidence: 0.8 }, { model: 'openai/gpt-oss-120b' }),
     );
 
     const result = await extractFields(client, { kind: 'resume', text: resumeText, settings });
 
-    expect(sentModels()).toEqual(['llama-3.1-8b-instant', 'llama-3.3-70b-versatile']);
+    expect(sentModels()).toEqual(['openai/gpt-oss-20b', 'openai/gpt-oss-120b']);
     expect(result).toMatchObject({
-      model: 'llama-3.3-70b-versatile',
+      model: 'openai/gpt-oss-120b',
       fallbackUsed: true,
       fallbackReason: reason,
       confidence: 0.8,
@@ -190,10 +192,10 @@ describe('extractFields', () => {
 
     expect(error).toBeInstanceOf(LlmProviderError);
     expect(error).toMatchObject({ code: 'LLM_RATE_LIMITED', retryAfterMs: 2000 });
-    expect(sentModels()).toEqual(['llama-3.1-8b-instant']);
+    expect(sentModels()).toEqual(['openai/gpt-oss-20b']);
     expect(ends).toEqual([
       {
-        model: 'llama-3.1-8b-instant',
+        model: 'openai/gpt-oss-20b',
         error,
         rateLimit: expect.objectContaining({ limitTokens: 6000 }),
       },
@@ -213,12 +215,12 @@ describe('extractFields', () => {
     async (_what, refusal, reason) => {
       groq.answer(refusal, jsonCompletion(goodResume));
       const result = await extractFields(client, { kind: 'resume', text: resumeText, settings });
-      expect(sentModels()).toEqual(['llama-3.1-8b-instant', 'llama-3.3-70b-versatile']);
+      expect(sentModels()).toEqual(['openai/gpt-oss-20b', 'openai/gpt-oss-120b']);
       expect(result).toMatchObject({
-        model: 'llama-3.3-70b-versatile',
+        model: 'openai/gpt-oss-120b',
         fallbackUsed: true,
         fallbackReason: reason,
-        unavailableModels: reason === 'model_unavailable' ? ['llama-3.1-8b-instant'] : [],
+        unavailableModels: reason === 'model_unavailable' ? ['openai/gpt-oss-20b'] : [],
       });
     },
   );
@@ -244,8 +246,8 @@ describe('extractFields', () => {
       },
     });
     const result = await extractFields(client, { kind: 'resume', text: resumeText, settings });
-    expect(sentModels()).toEqual(['llama-3.1-8b-instant']);
-    expect(result).toMatchObject({ model: 'llama-3.1-8b-instant', fallbackUsed: false, calls: 1 });
+    expect(sentModels()).toEqual(['openai/gpt-oss-20b']);
+    expect(result).toMatchObject({ model: 'openai/gpt-oss-20b', fallbackUsed: false, calls: 1 });
   });
 
   it('asks again with twice the tokens when an answer ends at its cap, not as bad JSON', async () => {
@@ -253,10 +255,10 @@ describe('extractFields', () => {
     (cut.body as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason = 'length';
     groq.answer(cut, jsonCompletion(goodResume));
     const result = await extractFields(client, { kind: 'resume', text: resumeText, settings });
-    expect(result).toMatchObject({ model: 'llama-3.1-8b-instant', fallbackUsed: false, calls: 2 });
+    expect(result).toMatchObject({ model: 'openai/gpt-oss-20b', fallbackUsed: false, calls: 2 });
     expect(
       groq.requests.map((r) => (r.body as { max_completion_tokens: number }).max_completion_tokens),
-    ).toEqual([1024, 2048]);
+    ).toEqual([1024 + 1024, 2 * (1024 + 1024)]);
   });
 
   it('sizes reasoning models for reasoning and answer, low effort, strict schema', async () => {
@@ -280,6 +282,26 @@ describe('extractFields', () => {
     expect(schema.required).toEqual(Object.keys(schema.properties as object));
   });
 
+  it('asks a model without strict structured outputs in JSON mode, without reasoning_effort', async () => {
+    groq.answer(jsonCompletion(goodResume));
+    const result = await extractFields(client, {
+      kind: 'resume',
+      text: resumeText,
+      settings: { ...settings, primaryModel: 'qwen/qwen3.6-27b' },
+    });
+    expect(result).toMatchObject({ model: 'qwen/qwen3.6-27b', fallbackUsed: false, calls: 1 });
+    const body = groq.requests[0]?.body as Record<string, unknown>;
+    expect(body).toMatchObject({
+      model: 'qwen/qwen3.6-27b',
+      max_completion_tokens: 1024,
+      response_format: { type: 'json_object' },
+    });
+    expect(body).not.toHaveProperty('reasoning_effort');
+    expect(body).not.toHaveProperty('include_reasoning');
+    // Groq refuses JSON mode unless a message says "json".
+    expect(JSON.stringify(body.messages)).toMatch(/json/i);
+  });
+
   it('counts a CJK character as a token in its estimate', () => {
     expect(estimateTokens('abcd')).toBe(1);
     expect(estimateTokens('東京都の開発者')).toBe(7);
@@ -299,7 +321,7 @@ describe('extractFields', () => {
         hooks: { afterCall: async () => controller.abort(reason) },
       }),
     ).rejects.toBe(reason);
-    expect(sentModels()).toEqual(['llama-3.1-8b-instant']);
+    expect(sentModels()).toEqual(['openai/gpt-oss-20b']);
   });
 
   it('de-duplicates lists (case-insensitively) and caps them after grounding', async () => {

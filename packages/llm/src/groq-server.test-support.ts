@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 
 /*
  * A small Groq stand-in for this package's tests: node:http on loopback, answering
- * `POST /openai/v1/chat/completions` (the path groq-sdk appends to its baseURL) with scripted
- * OpenAI-style answers, so the real SDK is exercised end to end.
+ * `POST /openai/v1/chat/completions` (the path the client appends to Groq's base URL) with
+ * scripted OpenAI-style answers, so the real client is exercised end to end.
  */
 
 /** One scripted answer. */
@@ -60,7 +60,7 @@ export function chatCompletion(
       id: 'chatcmpl-test',
       object: 'chat.completion',
       created: 1_767_225_600,
-      model: options.model ?? 'llama-3.1-8b-instant',
+      model: options.model ?? 'openai/gpt-oss-20b',
       choices: [
         {
           index: 0,
