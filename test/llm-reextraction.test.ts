@@ -11,6 +11,7 @@ import { buildResumeText, startLlmServer, waitFor, type FixtureLlmServer } from 
 import { createLlmDeps, startWorkers } from '@gleaner/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDocumentsSystem, type DocumentsSystem } from './support/documents-system.js';
+import { parseExposition, sampleValue } from './support/prometheus-text.js';
 import { testWorkerDeps } from './support/in-process-system.js';
 
 /**
@@ -175,6 +176,22 @@ async function reextractionStatus(tenant: string) {
   return response.json<{ version: string; reextraction: Record<string, unknown> }>();
 }
 
+/** The re-extraction's families in `GET /metrics`, for the new version. */
+async function reextractionMetrics() {
+  const response = await app.inject({ method: 'GET', url: '/metrics' });
+  expect(response.statusCode).toBe(200);
+  const families = parseExposition(response.body);
+  const labels = { version: NEW_VERSION };
+  expect(
+    sampleValue(families, 'gleaner_metrics_collector_success', { collector: 'reextraction' }),
+  ).toBe(1);
+  return {
+    total: sampleValue(families, 'gleaner_llm_reextraction_total_extractions', labels),
+    queued: sampleValue(families, 'gleaner_llm_reextraction_queued_extractions', labels),
+    running: sampleValue(families, 'gleaner_llm_reextraction_running', labels),
+  };
+}
+
 beforeAll(async () => {
   system = await startDocumentsSystem('llm_reextraction');
   llmServer = await startLlmServer({ apiKey: 'test-key' });
@@ -257,6 +274,11 @@ describe('a prompt version bump', () => {
       // tenant-b's share of what is not queued again yet.
       expect(midway.reextraction.outdated).toBeGreaterThan(0);
       expect(midway.reextraction.outdated).toBeLessThanOrEqual(RESUMES - paused.queued);
+      expect(await reextractionMetrics()).toEqual({
+        total: RESUMES,
+        queued: paused.queued,
+        running: 1,
+      });
 
       // Both restarted: the row in Postgres says where the re-extraction stood.
       worker = startWorker();
@@ -298,6 +320,7 @@ describe('a prompt version bump', () => {
       queued: RESUMES,
       outdated: 0,
     });
+    expect(await reextractionMetrics()).toEqual({ total: RESUMES, queued: RESUMES, running: 0 });
 
     // The provider read each resume once under the new version, whatever the restart did.
     const perResume = new Map<string, number>();

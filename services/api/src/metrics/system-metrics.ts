@@ -5,6 +5,7 @@ import { apiMetrics } from './api-metrics.js';
 import type { Collector, MetricSources } from './collector.js';
 import { llmMetrics } from './llm-metrics.js';
 import { queueMetrics } from './queue-metrics.js';
+import { reextractionMetrics } from './reextraction-metrics.js';
 import { schedulerMetrics } from './scheduler-metrics.js';
 import { siteMetrics } from './site-metrics.js';
 import { storageMetrics } from './storage-metrics.js';
@@ -33,6 +34,7 @@ export function createSystemMetrics(sources: MetricSources, logger: Logger): Sys
     siteMetrics(registry, sources),
     workMetrics(registry, sources),
     llmMetrics(registry, sources),
+    reextractionMetrics(registry, sources),
     schedulerMetrics(registry, sources),
     storageMetrics(registry, sources),
     apiMetrics(registry, sources),
