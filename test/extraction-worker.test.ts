@@ -58,6 +58,15 @@ describe('an extraction worker process', () => {
       { timeoutMs: 10_000, what: 'the extraction health endpoint' },
     );
     expect(body).toEqual({ status: 'healthy', service: 'extraction-worker' });
+
+    // On SIGTERM its LLM client's connections close once the jobs have stopped, before Redis.
+    expect(await worker.stop()).toBe(0);
+    const steps = worker.logs
+      .filter((line) => line.msg === 'shutdown step done')
+      .map((line) => String(line.step));
+    expect(steps.indexOf('llm client')).toBeGreaterThan(steps.indexOf('workers'));
+    expect(steps.indexOf('workers')).toBeGreaterThanOrEqual(0);
+    expect(steps.indexOf('llm client')).toBeLessThan(steps.indexOf('redis'));
   });
 
   it('does not start without GROQ_API_KEY, and says so', async () => {

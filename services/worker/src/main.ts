@@ -43,6 +43,8 @@ const started = await startService({
         }
       : undefined;
     const llm = queueNames.includes('llm-extract') ? createLlmDeps(config, redis) : undefined;
+    // After the workers (steps run in reverse): their calls have ended or been aborted by then.
+    if (llm) onShutdown('llm client', () => llm.client.close());
     // On the worker's own health port (compose's 8080), that endpoint answers for both.
     if (
       llm &&
