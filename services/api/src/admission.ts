@@ -12,8 +12,12 @@ import { requestIdFrom } from './request-id.js';
  * waited 300 ms.
  *
  * A request is refused when, as it arrives,
- *   - API_MAX_IN_FLIGHT requests of this process are already started and unanswered: more would
- *     only wait behind them, each one's latency growing with the queue;
+ *   - as many requests of this process as its in-flight limit are started and unanswered: more
+ *     would only wait behind them, each one's latency growing with the queue. The limit adapts
+ *     (createInFlightLimit): it shrinks while the quick reads' median latency is above
+ *     API_SHED_LATENCY_MS and grows back while they keep it, between 2 and API_MAX_IN_FLIGHT.
+ *     No fixed number fits every route: on 2 cores, 4 in flight kept a mix of searches and run
+ *     statuses at a p99 near 50 ms, while single-posting reads need a dozen to answer 1,000/s;
  *   - the event loop's mean delay over the last sample is above API_SHED_EVENT_LOOP_DELAY_MS while
  *     the loop was busy (see BUSY_LOOP_UTILIZATION) and other requests are in flight: the process
  *     is CPU-bound and everything it starts waits. With none in flight the lag was a request that
@@ -28,8 +32,10 @@ import { requestIdFrom } from './request-id.js';
 export type AdmissionRefusal = 'in-flight' | 'event-loop-delay';
 
 export interface AdmissionSettings {
-  /** Requests started and unanswered at which a new one is refused; 0: no limit. */
+  /** The most requests started and unanswered at once; 0: no limit (and no adapting). */
   API_MAX_IN_FLIGHT: number;
+  /** The quick reads' median latency (ms) above which the in-flight limit shrinks. */
+  API_SHED_LATENCY_MS: number;
   /** The event loop's mean delay (ms) above which a new request is refused; 0: never. */
   API_SHED_EVENT_LOOP_DELAY_MS: number;
 }
@@ -39,6 +45,8 @@ export interface Admission {
   readonly serverFactory: FastifyServerFactory;
   /** Requests started and not yet answered (or hung up on). */
   inFlight(): number;
+  /** The in-flight limit now, or undefined without one. */
+  limit(): number | undefined;
   /** Stops sampling the event loop (the server's `close` does it too). */
   stop(): void;
 }
@@ -94,6 +102,69 @@ function refuse(request: IncomingMessage, response: ServerResponse, reason: Admi
   response.end(body);
 }
 
+/** The in-flight limit's floor: one slow request must not keep a process from answering. */
+const MIN_LIMIT = 2;
+/** Latencies a window needs before its median says anything. */
+const MIN_SAMPLES = 5;
+/** Latencies kept per window at most: enough for a median, bounded memory. */
+const MAX_SAMPLES = 512;
+
+export interface InFlightLimit {
+  /** The number of requests that may be in flight now. */
+  current(): number;
+  /** A request was refused, or admitted up to the limit: the limit is what held it. */
+  reached(): void;
+  /** A quick read's latency, from its admission to its answer's last byte. */
+  record(latencyMs: number): void;
+  /** Ends a window: shrinks the limit when its median latency was too high, else grows one held. */
+  adjust(): void;
+}
+
+/**
+ * An in-flight limit that follows latency (additive increase, multiplicative decrease, as TCP's
+ * congestion window and Netflix's concurrency-limits do): each window whose quick reads' median
+ * latency is above `targetMs` takes a fifth off the limit; each window that reached the limit and
+ * kept the latency adds a tenth (at least one). Searches and run statuses are slow by nature and
+ * have their own turns (plugins/load-shed.ts): they are not recorded.
+ */
+export function createInFlightLimit({
+  max,
+  targetMs,
+}: {
+  max: number;
+  targetMs: number;
+}): InFlightLimit {
+  let limit = max;
+  let samples: number[] = [];
+  let held = false;
+  return {
+    current: () => limit,
+    reached() {
+      held = true;
+    },
+    record(latencyMs) {
+      if (samples.length < MAX_SAMPLES) samples.push(latencyMs);
+    },
+    adjust() {
+      if (samples.length >= MIN_SAMPLES) {
+        samples.sort((a, b) => a - b);
+        const median = samples[samples.length >> 1]!;
+        if (median > targetMs) limit = Math.max(MIN_LIMIT, Math.floor(limit * 0.8));
+        else if (held) limit = Math.min(max, limit + Math.max(1, Math.floor(limit / 10)));
+      } else if (held) limit = Math.min(max, limit + 1);
+      samples = [];
+      held = false;
+    },
+  };
+}
+
+/** GET requests whose latency says how loaded the process is: not searches nor run statuses. */
+function isQuickRead(request: IncomingMessage, path: string): boolean {
+  if (request.method !== 'GET') return false;
+  if (path === '/documents/search' || /^\/jobs\/scrape\/[^/]+$/.test(path)) return false;
+  return !(path === '/postings' && /[?&]q=/.test(request.url ?? ''));
+}
+
 /** Whether the event loop was late and busy over the last sample, refreshed every sample. */
 function sampleEventLoop(maxDelayMs: number): { pressed(): boolean; stop(): void } {
   if (maxDelayMs <= 0) return { pressed: () => false, stop: () => {} };
@@ -120,14 +191,25 @@ function sampleEventLoop(maxDelayMs: number): { pressed(): boolean; stop(): void
 }
 
 export function createAdmission({ settings, onRefused }: AdmissionOptions): Admission {
-  const maxInFlight = settings.API_MAX_IN_FLIGHT;
+  const limit =
+    settings.API_MAX_IN_FLIGHT > 0
+      ? createInFlightLimit({
+          max: settings.API_MAX_IN_FLIGHT,
+          targetMs: settings.API_SHED_LATENCY_MS,
+        })
+      : undefined;
   // Sampled from the moment the server listens: building the app keeps the loop busy for a while,
   // and a first sample that counted it would refuse the first requests of a process at rest.
   let eventLoop: ReturnType<typeof sampleEventLoop> | undefined;
+  let adjusting: NodeJS.Timeout | undefined;
   let inFlight = 0;
+  const stop = () => {
+    eventLoop?.stop();
+    clearInterval(adjusting);
+  };
 
   function refusal(): AdmissionRefusal | undefined {
-    if (maxInFlight > 0 && inFlight >= maxInFlight) return 'in-flight';
+    if (limit && inFlight >= limit.current()) return 'in-flight';
     // With nothing in flight, a late loop was a request that has ended: the new one waits for none.
     if (inFlight > 0 && eventLoop?.pressed()) return 'event-loop-delay';
     return undefined;
@@ -135,15 +217,23 @@ export function createAdmission({ settings, onRefused }: AdmissionOptions): Admi
 
   const serverFactory: FastifyServerFactory = (handler, options) => {
     const server = http.createServer(options.http ?? {}, (request, response) => {
+      const path = pathOf(request.url ?? '/');
       const refused = refusal();
-      if (refused !== undefined && !NEVER_REFUSED.has(pathOf(request.url ?? '/'))) {
+      if (refused !== undefined && !NEVER_REFUSED.has(path)) {
+        if (refused === 'in-flight') limit?.reached();
         onRefused?.(refused);
         refuse(request, response, refused);
         return;
       }
       inFlight++;
+      if (limit && inFlight >= limit.current()) limit.reached();
+      const started = isQuickRead(request, path) ? performance.now() : undefined;
       // 'close' follows the answer's last byte, or the caller hanging up first: once either way.
-      response.once('close', () => inFlight--);
+      response.once('close', () => {
+        inFlight--;
+        if (started !== undefined && response.writableFinished)
+          limit?.record(performance.now() - started);
+      });
       handler(request, response);
     });
     // What Fastify sets on the server it creates itself (its options hold their defaults here).
@@ -159,12 +249,21 @@ export function createAdmission({ settings, onRefused }: AdmissionOptions): Admi
     if (timeouts.connectionTimeout !== undefined) server.setTimeout(timeouts.connectionTimeout);
     if (timeouts.maxRequestsPerSocket) server.maxRequestsPerSocket = timeouts.maxRequestsPerSocket;
     server.on('listening', () => {
-      eventLoop?.stop();
+      stop();
       eventLoop = sampleEventLoop(settings.API_SHED_EVENT_LOOP_DELAY_MS);
+      if (limit) {
+        adjusting = setInterval(() => limit.adjust(), SAMPLE_INTERVAL_MS);
+        adjusting.unref();
+      }
     });
-    server.once('close', () => eventLoop?.stop());
+    server.once('close', stop);
     return server;
   };
 
-  return { serverFactory, inFlight: () => inFlight, stop: () => eventLoop?.stop() };
+  return {
+    serverFactory,
+    inFlight: () => inFlight,
+    limit: () => limit?.current(),
+    stop,
+  };
 }
