@@ -181,7 +181,14 @@ describe('createProviderGate', () => {
         const response = await fetch(`${server.baseURL}/openai/v1/chat/completions`, {
           method: 'POST',
           headers: { authorization: 'Bearer test', 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'm', messages, max_tokens: maxTokens }),
+          // A model the Groq-like fixture serves (it refuses unknown ones as Groq does); its
+          // low-effort reasoning counts within max_tokens, so within the reservation.
+          body: JSON.stringify({
+            model: 'openai/gpt-oss-20b',
+            reasoning_effort: 'low',
+            messages,
+            max_tokens: maxTokens,
+          }),
         });
         const body = (await response.json()) as { usage?: { total_tokens: number } };
         expect(response.status).toBe(200);
