@@ -328,7 +328,10 @@ describe('LLM extraction of resumes', () => {
     expect(metrics.body).toContain(
       `gleaner_llm_provider_alert{kind="model_unavailable",model="${PRIMARY}"} 1`,
     );
-    expect(metrics.body).toMatch(/gleaner_llm_fallbacks_total\{reason="model_unavailable"\} 3\b/);
+    // The workers' counters reach Redis within 250 ms of the count, not at once.
+    await expect
+      .poll(async () => (await app.inject({ method: 'GET', url: '/metrics' })).body)
+      .toMatch(/gleaner_llm_fallbacks_total\{reason="model_unavailable"\} 3\b/);
     expect(
       lines.filter((line) => line.model === PRIMARY && line.answeredBy === FALLBACK),
     ).toHaveLength(3);
