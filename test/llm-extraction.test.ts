@@ -236,6 +236,17 @@ describe('LLM extraction of resumes', () => {
         versionChanged: true,
       }),
     );
+
+    // The values grounding kept (and dropped) are counted per kind for `GET /metrics`, within
+    // 250 ms of the extraction.
+    await expect
+      .poll(async () => {
+        const body = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+        const match =
+          /gleaner_llm_grounding_values_total\{source="resume",outcome="kept"\} (\d+)/.exec(body);
+        return match ? Number(match[1]) : 0;
+      })
+      .toBeGreaterThan(0);
   });
 
   it.each([

@@ -91,6 +91,13 @@ describe('extractFields', () => {
       usage: { promptTokens: 700, completionTokens: 80, totalTokens: 780 },
       calls: 1,
       dropped: [],
+      counts: {
+        primary_skills: { kept: 4, dropped: 0 },
+        recent_job_titles: { kept: 2, dropped: 0 },
+        certifications: { kept: 2, dropped: 0 },
+        industries: { kept: 2, dropped: 0 },
+        years_experience_total: { kept: 1, dropped: 0 },
+      },
       unavailableModels: [],
     });
     expect(sentModels()).toEqual(['openai/gpt-oss-20b']);
@@ -371,6 +378,8 @@ describe('extractFields', () => {
     expect(user?.content).not.toContain('Haskell');
     expect(result.fields).toMatchObject({ primary_skills: ['Go'] });
     expect(result.dropped).toEqual(['primary_skills[1]']);
+    // What grounding kept and dropped, per field, for the drop-rate metric.
+    expect(result.counts.primary_skills).toEqual({ kept: 1, dropped: 1 });
   });
 
   it('keeps a page from closing the document delimiter early', async () => {

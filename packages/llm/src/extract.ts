@@ -12,7 +12,7 @@ import {
   type LlmOutputAttempt,
   type LlmOutputProblem,
 } from './errors.js';
-import { groundFields, normaliseForMatch } from './grounding.js';
+import { groundFields, normaliseForMatch, type GroundedFields } from './grounding.js';
 import { buildExtractionMessages } from './prompts.js';
 import type { ProviderRateLimit } from './rate-limit.js';
 import {
@@ -118,10 +118,15 @@ export type ExtractionResult<K extends ExtractionKind = ExtractionKind> = {
     calls: number;
     /** Paths of the accepted answer's values that grounding removed. */
     dropped: string[];
+    /** Per field of the accepted answer: values grounding kept and dropped (a drop-rate metric). */
+    counts: FieldCounts<P>;
     /** Models the provider said do not exist (or no longer do): an operator should know. */
     unavailableModels: string[];
   };
 }[K];
+
+/** Per field with a value: how many of its values grounding kept and dropped. */
+type FieldCounts<K extends ExtractionKind> = GroundedFields<ExtractionFieldsByKind[K]>['counts'];
 
 /** Cuts `text` to `maxChars` without splitting a surrogate pair. */
 export function truncateText(text: string, maxChars: number): string {
@@ -209,6 +214,7 @@ type Evaluation<K extends ExtractionKind> =
       fields: ExtractionFieldsByKind[K];
       confidence: number;
       dropped: string[];
+      counts: FieldCounts<K>;
     }
   | {
       ok: false;
@@ -216,7 +222,7 @@ type Evaluation<K extends ExtractionKind> =
       detail: string;
       confidence?: number;
       /** A `missing_fields` answer's grounded fields, kept when the kind can do without them. */
-      partial?: { fields: ExtractionFieldsByKind[K]; dropped: string[] };
+      partial?: { fields: ExtractionFieldsByKind[K]; dropped: string[]; counts: FieldCounts<K> };
     };
 
 /** Reads, checks, grounds and caps one answer; `low_confidence` is left to the caller. */
@@ -245,10 +251,10 @@ function evaluate<K extends ExtractionKind>(
       problem: 'missing_fields',
       detail: `missing once grounded: ${missing.join(', ')}`,
       confidence,
-      partial: { fields, dropped: grounded.dropped },
+      partial: { fields, dropped: grounded.dropped, counts: grounded.counts },
     };
   }
-  return { ok: true, fields, confidence, dropped: grounded.dropped };
+  return { ok: true, fields, confidence, dropped: grounded.dropped, counts: grounded.counts };
 }
 
 function addUsage(total: LlmUsage, usage: LlmUsage): LlmUsage {
@@ -388,6 +394,7 @@ export async function extractFields<K extends ExtractionKind>(
     usage,
     calls,
     dropped: evaluation.dropped,
+    counts: evaluation.counts,
     unavailableModels,
   });
 

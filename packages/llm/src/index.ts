@@ -42,7 +42,13 @@ export {
   type LlmCallEnd,
   type LlmCallStart,
 } from './extract.js';
-export { groundFields, normaliseForMatch, type GroundedFields } from './grounding.js';
+export {
+  groundFields,
+  normaliseForMatch,
+  type GroundedFields,
+  type GroundingCount,
+  type GroundingOptions,
+} from './grounding.js';
 export { buildExtractionMessages, SYSTEM_PROMPTS } from './prompts.js';
 export {
   parseGroqDuration,

@@ -1,7 +1,7 @@
 import { createTestRedisNamespace, freePort } from '@gleaner/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRedisConnection, waitForRedis } from './connection.js';
-import { createCounters, readJobCounts, readSiteCounts } from './counters.js';
+import { createCounters, readJobCounts, readLlmCounts, readSiteCounts } from './counters.js';
 
 const namespace = createTestRedisNamespace('counters');
 const redis = createRedisConnection(namespace.url, 'producer');
@@ -31,6 +31,40 @@ describe('counters', () => {
       completed: [{ queue: 'crawl', count: 2 }],
       failed: [{ queue: 'crawl', errorClass: 'transient', code: 'HTTP_STATUS_429', count: 2 }],
     });
+  });
+
+  it("add up grounding's kept and dropped values per source, and skip zeros", async () => {
+    await waitForRedis(redis);
+    const prefix = `${namespace.prefix}:grounding`;
+    const replicas = [1, 2].map(() => createCounters({ redis, prefix }));
+    try {
+      for (const counters of replicas) {
+        counters.llmGrounding('resume', 7, 2);
+        counters.llmGrounding('resume', 3, 0);
+        counters.llmGrounding('posting', 4, 1);
+      }
+      await Promise.all(replicas.map((counters) => counters.flush()));
+      const { grounding } = await readLlmCounts(redis, prefix);
+      expect(grounding).toHaveLength(4);
+      expect(grounding).toEqual(
+        expect.arrayContaining([
+          { source: 'resume', outcome: 'kept', count: 20 },
+          { source: 'resume', outcome: 'dropped', count: 4 },
+          { source: 'posting', outcome: 'kept', count: 8 },
+          { source: 'posting', outcome: 'dropped', count: 2 },
+        ]),
+      );
+      // A zero is never sent: an extraction with nothing dropped adds no dropped field.
+      const clean = createCounters({ redis, prefix: `${prefix}:clean` });
+      clean.llmGrounding('posting', 5, 0);
+      await clean.close();
+      expect(await redis.hgetall(`${prefix}:clean:metrics:llm`)).toEqual({
+        'grounding|posting|kept': '5',
+      });
+    } finally {
+      await Promise.all(replicas.map((counters) => counters.close()));
+      await redis.del(`${prefix}:metrics:llm`, `${prefix}:clean:metrics:llm`);
+    }
   });
 
   it('send what was added up together when flushed, and what is left when closed', async () => {

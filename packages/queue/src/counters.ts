@@ -51,6 +51,9 @@ export interface LlmCall {
   completionTokens?: number;
 }
 
+/** What an extraction read: a resume (a document's text) or a posting's page. */
+export type GroundingSource = 'resume' | 'posting';
+
 export interface Counters {
   jobCompleted(queue: QueueName): void;
   /** A failed attempt, whether or not the job is retried. */
@@ -63,6 +66,12 @@ export interface Counters {
   llmCall(call: LlmCall): void;
   /** An extraction the fallback model answered, by why the primary's answer was not kept. */
   llmFallback(reason: string): void;
+  /**
+   * The values one extraction's accepted answer held, by whether grounding kept them or dropped
+   * them as not in the text; `source` is the extraction's kind. The dropped share per source is
+   * how often the model invents values, or how often grounding refuses true ones.
+   */
+  llmGrounding(source: GroundingSource, kept: number, dropped: number): void;
   /** A request the API refused unstarted (`503`), by why (`in-flight`, `pool-waiting`, …). */
   apiShed(reason: string): void;
   /** Sends the increments added so far. */
@@ -141,6 +150,10 @@ export function createCounters({
     llmFallback(reason) {
       add(keys.llm, field('fallbacks', reason));
     },
+    llmGrounding(source, kept, dropped) {
+      if (kept > 0) add(keys.llm, field('grounding', source, 'kept'), kept);
+      if (dropped > 0) add(keys.llm, field('grounding', source, 'dropped'), dropped);
+    },
     apiShed(reason) {
       add(keys.api, field('shed', reason));
     },
@@ -217,15 +230,19 @@ export interface LlmCounts {
   requests: { model: string; outcome: string; count: number }[];
   tokens: { model: string; kind: string; count: number }[];
   fallbacks: { reason: string; count: number }[];
+  /** Values grounding kept or dropped, by extraction kind. */
+  grounding: { source: string; outcome: string; count: number }[];
 }
 
 export async function readLlmCounts(redis: Redis, prefix: string): Promise<LlmCounts> {
-  const counts: LlmCounts = { requests: [], tokens: [], fallbacks: [] };
+  const counts: LlmCounts = { requests: [], tokens: [], fallbacks: [], grounding: [] };
   for (const { parts, value } of await readFamily(redis, counterKeys(prefix).llm)) {
     const [kind, first = '', second = ''] = parts;
     if (kind === 'requests') counts.requests.push({ model: first, outcome: second, count: value });
     else if (kind === 'tokens') counts.tokens.push({ model: first, kind: second, count: value });
     else if (kind === 'fallbacks') counts.fallbacks.push({ reason: first, count: value });
+    else if (kind === 'grounding')
+      counts.grounding.push({ source: first, outcome: second, count: value });
   }
   return counts;
 }

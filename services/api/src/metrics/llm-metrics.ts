@@ -4,9 +4,9 @@ import { Counter, Gauge } from 'prom-client';
 import { MAX_LABELLED_TENANTS, type CollectorFactory } from './collector.js';
 
 /**
- * The LLM stage: provider calls, tokens and fallbacks as the workers counted them in Redis, and
- * what is left of the daily token budget of each tenant that has extractions waiting (the
- * tenants the budget can hold back now; a posting's tenant is `site:<site id>`).
+ * The LLM stage: provider calls, tokens, fallbacks and grounded values as the workers counted
+ * them in Redis, and what is left of the daily token budget of each tenant that has extractions
+ * waiting (the tenants the budget can hold back now; a posting's tenant is `site:<site id>`).
  */
 export const llmMetrics: CollectorFactory = (
   registry,
@@ -31,6 +31,12 @@ export const llmMetrics: CollectorFactory = (
     labelNames: ['reason'] as const,
     registers,
   });
+  const grounding = new Counter({
+    name: 'gleaner_llm_grounding_values_total',
+    help: 'Values of accepted LLM answers by extraction kind (source: resume, posting) and whether grounding kept them or dropped them as not in the text (outcome); dropped / (kept + dropped) is the drop rate.',
+    labelNames: ['source', 'outcome'] as const,
+    registers,
+  });
   const budget = new Gauge({
     name: 'gleaner_llm_tenant_daily_budget_tokens',
     help: 'Tokens each tenant may spend per UTC day (EXTRACTION_TENANT_DAILY_TOKENS; 0: no limit).',
@@ -48,7 +54,7 @@ export const llmMetrics: CollectorFactory = (
     labelNames: ['kind', 'model'] as const,
     registers,
   });
-  const families = [requests, tokens, fallbacks, budget, remaining, alerts];
+  const families = [requests, tokens, fallbacks, grounding, budget, remaining, alerts];
 
   async function readRemaining(): Promise<[string, number][]> {
     if (tenantDailyTokens <= 0) return [];
@@ -76,6 +82,8 @@ export const llmMetrics: CollectorFactory = (
         requests.inc({ model, outcome }, count);
       for (const { model, kind, count } of counts.tokens) tokens.inc({ model, kind }, count);
       for (const { reason, count } of counts.fallbacks) fallbacks.inc({ reason }, count);
+      for (const { source, outcome, count } of counts.grounding)
+        grounding.inc({ source, outcome }, count);
       budget.set(Math.max(0, tenantDailyTokens));
       for (const [tenant, tokensLeft] of left) remaining.set({ tenant }, tokensLeft);
       for (const alert of raised) alerts.set({ kind: alert.kind, model: alert.model ?? '' }, 1);

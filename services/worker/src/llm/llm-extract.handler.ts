@@ -14,6 +14,7 @@ import {
   LlmProviderError,
   MIN_EXTRACTION_CHARS,
   type ExtractionResult,
+  type GroundingCount,
   type PostingFields as LlmPostingFields,
 } from '@gleaner/llm';
 import {
@@ -190,6 +191,7 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
       throw error;
     }
     if (result.fallbackUsed) context.counters.llmFallback(result.fallbackReason ?? 'unknown');
+    countGrounding(context, result);
     await settleAlerts(context, llm, result);
 
     const { completed, versionChanged } = await completeLlmExtraction(
@@ -260,6 +262,17 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
     );
   },
 };
+
+/** Adds the accepted answer's grounded values, kept and dropped, to the kind's counts. */
+function countGrounding(context: HandlerContext, result: ExtractionResult): void {
+  let kept = 0;
+  let dropped = 0;
+  for (const count of Object.values<GroundingCount>(result.counts)) {
+    kept += count.kept;
+    dropped += count.dropped;
+  }
+  context.counters.llmGrounding(result.kind, kept, dropped);
+}
 
 /**
  * Tells the operator what only they can fix, once per occurrence in the log and as an alert in
