@@ -5,7 +5,7 @@ import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import { extractionFragment, fragmentDefaults, parseConfig } from '@gleaner/config';
 import { getLlmExtraction, type LlmExtractionRow } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
-import { readExtractionEvents, requestLlmExtractions } from '@gleaner/queue';
+import { llmExtractJob, readExtractionEvents, requestLlmExtractions } from '@gleaner/queue';
 import {
   buildResumeText,
   defaultLlmResponder,
@@ -425,21 +425,40 @@ describe('LLM extraction of resumes', () => {
     expect(llmServer.requests.length - before).toBe(1);
   });
 
-  it('extracts again under a bumped version, and the event says the version changed', async () => {
+  it('leaves a newer version to its own workers, without an attempt, and the event says the version changed', async () => {
+    // A rolling deploy: this worker is still on 1.0.0 when 2.0.0's jobs arrive.
     worker = startWorker();
     const id = (await upload('tenant-version', buildResumeText({ seed: 77 }))).json<{
       id: string;
     }>().id;
     await waitForExtraction(id);
+    const before = llmServer.requests.length;
     await requestLlmExtractions(
       system.handle.db,
       system.queues,
       [{ subjectType: 'document', subjectId: id, tenantId: 'tenant-version' }],
       { version: '2.0.0', maxAttempts: 2, retryBaseMs: 0 },
     );
-    // The worker extracts jobs of any version: the job carries it.
+    const jobId = llmExtractJob.jobId({ subjectType: 'document', subjectId: id, version: '2.0.0' });
+    const job = await waitFor(
+      async () => {
+        const found = await system.queues['llm-extract'].getJob(jobId);
+        return found && (await found.getState()) === 'delayed' ? found : undefined;
+      },
+      { timeoutMs: 10_000, what: 'the 2.0.0 job back in delayed' },
+    );
+    // Not run with the 1.0.0 prompt: no call, no attempt, the row still waiting for 2.0.0.
+    expect(job.attemptsMade).toBe(0);
+    expect(llmServer.requests.length).toBe(before);
+    expect(
+      await getLlmExtraction(system.handle.db, { subjectType: 'document', subjectId: id }),
+    ).toMatchObject({ status: 'queued', version: '2.0.0', attempts: 0 });
+
+    // A worker of 2.0.0 takes it once its delay is up.
+    await worker.close();
+    worker = startWorker({ EXTRACTION_VERSION: '2.0.0' });
     const row = await waitForExtraction(id, ['ready'], '2.0.0');
-    expect(row).toMatchObject({ version: '2.0.0', extractedVersion: '2.0.0' });
+    expect(row).toMatchObject({ version: '2.0.0', extractedVersion: '2.0.0', attempts: 1 });
     const events = await readExtractionEvents(system.redis, system.namespace.prefix, {
       after: '0',
     });
@@ -448,6 +467,36 @@ describe('LLM extraction of resumes', () => {
       [VERSION, true],
       ['2.0.0', true],
     ]);
+  });
+
+  it("queues an older version's job again under its own version rather than run the old prompt", async () => {
+    // A rolling deploy the other way round: this worker is on 2.0.0, a replica left on 1.0.0
+    // queues the resume again under 1.0.0.
+    worker = startWorker({ EXTRACTION_VERSION: '2.0.0' });
+    const id = (await upload('tenant-version', buildResumeText({ seed: 78 }))).json<{
+      id: string;
+    }>().id;
+    await waitForExtraction(id, ['ready'], '2.0.0');
+    const before = llmServer.requests.length;
+    await requestLlmExtractions(
+      system.handle.db,
+      system.queues,
+      [{ subjectType: 'document', subjectId: id, tenantId: 'tenant-version' }],
+      { version: VERSION, maxAttempts: 2, retryBaseMs: 0 },
+    );
+    const oldId = llmExtractJob.jobId({ subjectType: 'document', subjectId: id, version: VERSION });
+    const old = await waitFor(
+      async () => {
+        const found = await system.queues['llm-extract'].getJob(oldId);
+        return found && (await found.getState()) === 'completed' ? found : undefined;
+      },
+      { timeoutMs: 10_000, what: 'the 1.0.0 job to complete' },
+    );
+    expect(old.returnvalue).toEqual({ otherVersion: VERSION, superseded: true });
+    // Extracted again with the 2.0.0 prompt, under 2.0.0: one call, one attempt.
+    const row = await waitForExtraction(id, ['ready'], '2.0.0');
+    expect(row).toMatchObject({ version: '2.0.0', extractedVersion: '2.0.0', attempts: 1 });
+    expect(llmServer.requests.length - before).toBe(1);
   });
 
   it('answers 429 with Retry-After when a tenant has too many resumes waiting', async () => {

@@ -56,6 +56,11 @@ export interface BackfillSettings {
 export interface LlmDeps {
   client: LlmClient;
   settings: ExtractionSettings;
+  /**
+   * The prompt version this worker's prompts and settings are (`EXTRACTION_VERSION`): it runs
+   * jobs of this version only.
+   */
+  version: string;
   /** The provider's limits for one model (Groq's are per model), shared by every replica. */
   gateFor(model: string): ProviderGate;
   /** Each tenant's daily tokens. */

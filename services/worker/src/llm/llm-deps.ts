@@ -50,6 +50,7 @@ export function createLlmDeps(config: ExtractionConfig & QueueConfig, redis: Red
             timeoutMs: config.EXTRACTION_REQUEST_TIMEOUT_MS,
           },
     ),
+    version: config.EXTRACTION_VERSION,
     settings: {
       primaryModel: config.EXTRACTION_PRIMARY_MODEL,
       fallbackModel: config.EXTRACTION_FALLBACK_MODEL,

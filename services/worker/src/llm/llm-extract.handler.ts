@@ -1,5 +1,7 @@
 import {
   claimLlmExtraction,
+  compareExtractorVersions,
+  getLlmExtraction,
   completeLlmExtraction,
   failLlmExtraction,
   releaseLlmExtraction,
@@ -23,6 +25,7 @@ import {
   pauseLlmCalls,
   publishExtractionEvent,
   raiseLlmAlert,
+  requestLlmExtractions,
 } from '@gleaner/queue';
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { HandlerContext, JobHandler, LlmDeps } from '../context.js';
@@ -36,6 +39,13 @@ import { loadLlmSource, LlmSubjectUnavailable, type LlmSource } from './subject.
  * not to send the backlog to a refusal, short enough to resume soon after the key is fixed.
  */
 export const UNAUTHORIZED_PAUSE_MS = 60_000;
+
+/**
+ * How long a job of a newer prompt version waits before it is delivered again, until a worker of
+ * its version takes it. A rolling deploy replaces a replica within a minute; a few seconds keep
+ * the bounces between the old replicas cheap without holding the job back long.
+ */
+export const OTHER_VERSION_DELAY_MS = 5_000;
 
 /** Errors that wait (no attempt spent) while an operator acts, rather than failing the job. */
 const OPERATOR_ERRORS = new Set(['LLM_UNAUTHORIZED', 'LLM_MODEL_UNAVAILABLE']);
@@ -130,6 +140,7 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
     const { db, log } = context;
     const llm = llmOf(context);
     const subject: LlmSubject = { subjectType: payload.subjectType, subjectId: payload.subjectId };
+    if (payload.version !== llm.version) return otherVersion(payload.version, subject, context);
     const row = await claimLlmExtraction(db, subject, payload.version);
     if (!row) {
       log.debug('extraction not waiting for this job; skipping');
@@ -262,6 +273,46 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
     );
   },
 };
+
+/**
+ * A job of another prompt version than this worker's (a rolling deploy runs both): run with this
+ * worker's prompt, its answer would be stored as the job's version. As the extractor backfill
+ * leaves another version's batch to its own workers, the row is never claimed here:
+ *
+ * - a newer version's job goes back to delayed, no attempt spent, for a worker of its version
+ *   (this replica is on its way out);
+ * - an older version's job is this worker's to supersede, as the prompt re-extraction's newer
+ *   version wins (decision 0009): its subject is queued again under this version, and the old job
+ *   completes. Left waiting, it would bounce for ever once no replica of its version is left.
+ */
+async function otherVersion(
+  version: string,
+  subject: LlmSubject,
+  context: HandlerContext,
+): Promise<{ otherVersion: string; superseded?: boolean }> {
+  const { db, log, job, token } = context;
+  const mine = llmOf(context).version;
+  if (compareExtractorVersions(version, mine) < 0 && context.extraction?.version === mine) {
+    const row = await getLlmExtraction(db, subject);
+    // Only a row still waiting under the job's version; a done or newer one is not this job's.
+    if (row?.version === version && (row.status === 'queued' || row.status === 'processing')) {
+      await requestLlmExtractions(
+        db,
+        context.queues,
+        [{ ...subject, tenantId: row.tenantId, correlationId: row.correlationId }],
+        // The subject may have been this version's before: its finished job's id goes first.
+        { ...context.extraction, requeue: ['queued'] },
+      );
+      log.info({ version, mine }, 'extraction of an older prompt version queued under this one');
+      return { otherVersion: version, superseded: true };
+    }
+    log.debug({ version, mine, status: row?.status }, 'older version job with nothing to do');
+    return { otherVersion: version };
+  }
+  await job.moveToDelayed(Date.now() + OTHER_VERSION_DELAY_MS, token);
+  log.info({ version, mine }, 'extraction of another prompt version; left to its workers');
+  throw new DelayedError();
+}
 
 /** Adds the accepted answer's grounded values, kept and dropped, to the kind's counts. */
 function countGrounding(context: HandlerContext, result: ExtractionResult): void {
