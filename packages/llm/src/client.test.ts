@@ -194,8 +194,9 @@ describe('createLlmClient', () => {
     await expect.poll(() => groq.closedConnections()).toBe(1);
   });
 
-  it('gives up on an answer whose body stalls, which the SDK timeout alone would not', async () => {
-    // groq-sdk clears its timeout once headers arrive; the client's deadline covers the body.
+  it('gives up at the deadline on an answer whose body stalls after its headers', async () => {
+    // The deadline covers the whole call, headers and body: undici's headersTimeout ends once
+    // the headers arrive, and its bodyTimeout counts only the wait between two chunks.
     groq.answer({ ...chatCompletion('{}'), stallBody: true });
 
     await expect(client(300).complete(request)).rejects.toMatchObject({ code: 'LLM_TIMEOUT' });

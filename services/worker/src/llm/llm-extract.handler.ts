@@ -377,7 +377,8 @@ async function settleAlerts(
       model,
       message: `${model} is not served by the provider; ${result.model} answered instead`,
     });
-    context.log.warn(
+    // An operator alert (decision 0017): an error line, as the alert's metric and status say.
+    context.log.error(
       { model, answeredBy: result.model },
       'the LLM provider does not serve this model: the fallback answers meanwhile',
     );
