@@ -118,12 +118,12 @@ export const apiFragment = {
    * The most requests started and not yet answered at once; the limit in force adapts below it
    * (API_SHED_LATENCY_MS). 0: no limit.
    */
-  API_MAX_IN_FLIGHT: integerFromEnv(64, { min: 0, max: 100_000 }),
+  API_MAX_IN_FLIGHT: integerFromEnv(32, { min: 0, max: 100_000 }),
   /**
    * The median latency (ms) of quick reads (every GET but searches and run statuses) above which
    * the in-flight limit shrinks, a window of 100 ms at a time; it grows back while they keep it.
    */
-  API_SHED_LATENCY_MS: integerFromEnv(15, { min: 1, max: 60_000 }),
+  API_SHED_LATENCY_MS: integerFromEnv(10, { min: 1, max: 60_000 }),
   /** The event loop's mean delay (ms, over the last 100 ms) above which every request is shed. */
   API_SHED_EVENT_LOOP_DELAY_MS: integerFromEnv(50, { min: 0, max: 10_000 }),
   /** Queries already waiting for a Postgres connection at which a new request is shed. */

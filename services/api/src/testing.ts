@@ -26,7 +26,7 @@ export function testApiConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     SYNC_SCRAPE_TIMEOUT_MS: 1000,
     // Tests share a loaded machine: nothing is shed unless a test asks (the load-shed test does).
     API_MAX_IN_FLIGHT: 0,
-    API_SHED_LATENCY_MS: 15,
+    API_SHED_LATENCY_MS: 10,
     API_SHED_EVENT_LOOP_DELAY_MS: 0,
     API_SHED_POOL_WAITING: 0,
     API_SEARCH_CONCURRENCY: 0,
