@@ -16,8 +16,8 @@ import { requestIdFrom } from './request-id.js';
  *     would only wait behind them, each one's latency growing with the queue. The limit adapts
  *     (createInFlightLimit): it shrinks while the quick reads' median latency is above
  *     API_SHED_LATENCY_MS and grows back while they keep it, between 2 and API_MAX_IN_FLIGHT.
- *     No fixed number fits every route: on 2 cores, 4 in flight kept a mix of searches and run
- *     statuses at a p99 near 50 ms, while single-posting reads need a dozen to answer 1,000/s;
+ *     No fixed number fits every mix: on 2 cores, 4 in flight kept the overload bench's mix of
+ *     routes at a p99 near 50 ms, and refused half of one quick route's 1,000 requests/s;
  *   - the event loop's mean delay over the last sample is above API_SHED_EVENT_LOOP_DELAY_MS while
  *     the loop was busy (see BUSY_LOOP_UTILIZATION) and other requests are in flight: the process
  *     is CPU-bound and everything it starts waits. With none in flight the lag was a request that
