@@ -71,10 +71,13 @@ const RESOLUTION_MS = 10;
 const BUSY_LOOP_UTILIZATION = 0.9;
 
 /** What a refused caller is told to wait before trying again, in seconds. */
-const RETRY_AFTER_SECONDS = 1;
+export const RETRY_AFTER_SECONDS = 1;
 
-/** Paths never refused. */
-const NEVER_REFUSED = new Set(['/health', '/metrics']);
+/** What a refused caller is told, whichever check refused it. */
+export const BUSY_DETAIL = 'the API is busy; try again in a moment';
+
+/** Paths never refused: a balancer and Prometheus must still see the process. */
+export const NEVER_REFUSED = new Set(['/health', '/metrics']);
 
 const pathOf = (url: string) => {
   const query = url.indexOf('?');
@@ -87,7 +90,7 @@ function refuse(request: IncomingMessage, response: ServerResponse, reason: Admi
     type: 'https://gleaner.dev/problems/service-unavailable',
     title: 'Service Unavailable',
     status: 503,
-    detail: 'the API is busy; try again in a moment',
+    detail: BUSY_DETAIL,
     instance: pathOf(request.url ?? '/'),
     reason,
   });

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type pg from 'pg';
 import type { ApiDeps } from '../deps.js';
+import { BUSY_DETAIL, NEVER_REFUSED, RETRY_AFTER_SECONDS } from '../admission.js';
 import { ProblemError } from './problem.js';
 
 /**
@@ -26,12 +27,6 @@ import { ProblemError } from './problem.js';
 
 export type ShedReason = 'pool-waiting' | 'queue-full' | 'queue-time';
 
-/** The routes that are never shed. */
-const NEVER_SHED = new Set(['/health', '/metrics']);
-
-/** What a shed caller is told to wait before trying again, in seconds. */
-const RETRY_AFTER_SECONDS = 1;
-
 /** How many requests may wait for a turn per expensive route, for each one in flight. */
 const QUEUED_PER_SLOT = 8;
 
@@ -47,7 +42,7 @@ export interface LoadShedOptions {
   settings: LoadShedSettings;
   pool: Pick<pg.Pool, 'waitingCount'>;
   /** Called for each shed request (a metric counts them). */
-  onShed?: (reason: ShedReason, route: string) => void;
+  onShed?: (reason: ShedReason) => void;
 }
 
 /** The expensive request classes, each with its own limit, or undefined for a cheap request. */
@@ -107,7 +102,7 @@ function createTurns(concurrency: number, maxQueued: number, maxWaitMs: number) 
 
 /** The answer to a shed request: thrown, so that the error handler renders it as any problem. */
 function busy(reason: ShedReason): ProblemError {
-  return new ProblemError(503, 'Service Unavailable', 'the API is busy; try again in a moment', {
+  return new ProblemError(503, 'Service Unavailable', BUSY_DETAIL, {
     reason,
     headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
   });
@@ -115,9 +110,7 @@ function busy(reason: ShedReason): ProblemError {
 
 export const loadShedPlugin = fp(
   async (app: FastifyInstance, { settings, pool, onShed }: LoadShedOptions) => {
-    const routeOf = (request: FastifyRequest) =>
-      `${request.method} ${request.routeOptions.url ?? '(no route)'}`;
-    const isExempt = (request: FastifyRequest) => NEVER_SHED.has(request.routeOptions.url ?? '');
+    const isExempt = (request: FastifyRequest) => NEVER_REFUSED.has(request.routeOptions.url ?? '');
 
     const limits = {
       'posting-search': settings.API_SEARCH_CONCURRENCY,
@@ -144,7 +137,7 @@ export const loadShedPlugin = fp(
         settings.API_SHED_POOL_WAITING > 0 &&
         pool.waitingCount >= settings.API_SHED_POOL_WAITING
       ) {
-        onShed?.('pool-waiting', routeOf(request));
+        onShed?.('pool-waiting');
         throw busy('pool-waiting');
       }
       const kind = expensiveClass(request);
@@ -152,7 +145,7 @@ export const loadShedPlugin = fp(
       if (!limit) return;
       const refused = await limit.acquire();
       if (refused) {
-        onShed?.(refused, routeOf(request));
+        onShed?.(refused);
         throw busy(refused);
       }
       releases.set(request, () => limit.release());
