@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { generateClientSources, generatedFiles } from './generate.js';
+import { generateClientSources, generatedFiles } from './client-sources.js';
 
 describe('the committed OpenAPI document and client types', () => {
   it('are what the API describes now (run `pnpm openapi` after changing a route)', async () => {

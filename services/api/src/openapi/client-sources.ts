@@ -1,14 +1,18 @@
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { buildOpenApiDocument } from '@gleaner/api';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { buildOpenApiDocument } from './document.js';
 
-const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** packages/client, from services/api/src/openapi. */
+const clientRoot = path.resolve(import.meta.dirname, '../../../../packages/client');
 
-/** Where the generated files live, committed: the document and the types made from it. */
+/**
+ * What `pnpm openapi` writes into the client package, committed there: the API's document and
+ * the types made from it. The client only reads them; the API, which the document describes,
+ * writes them.
+ */
 export const generatedFiles = {
-  openapi: path.join(packageRoot, 'openapi.json'),
-  schema: path.join(packageRoot, 'src', 'schema.d.ts'),
+  openapi: path.join(clientRoot, 'openapi.json'),
+  schema: path.join(clientRoot, 'src', 'schema.d.ts'),
 };
 
 const banner =
@@ -17,7 +21,7 @@ const banner =
 /**
  * The API's OpenAPI document as `openapi.json` holds it, and the TypeScript types
  * `openapi-typescript` makes of it. Built from the app itself, so a route changed without
- * running `pnpm openapi` shows as a difference (`generated.test.ts`).
+ * running `pnpm openapi` shows as a difference (`client-sources.test.ts`).
  */
 export async function generateClientSources(): Promise<{ openapi: string; schema: string }> {
   const document = await buildOpenApiDocument();

@@ -1,5 +1,5 @@
 import { writeFile } from 'node:fs/promises';
-import { generateClientSources, generatedFiles } from '../src/generate.js';
+import { generateClientSources, generatedFiles } from '../src/openapi/client-sources.js';
 
 /** `pnpm openapi`: writes the API's document and the client's types from it. */
 const sources = await generateClientSources();
