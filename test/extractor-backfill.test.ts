@@ -69,7 +69,7 @@ function startBackfillWorker(
   });
   const runtime = startWorkers(
     { ...deps, backfill: { version, ...settings } },
-    { connection: worker, prefix: system.namespace.prefix, queues: ['backfill'], concurrency: {} },
+    { connection: worker, prefix: system.namespace.prefix, queues: ['backfill'] },
   );
   return {
     runtime,

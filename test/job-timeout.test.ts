@@ -77,9 +77,8 @@ beforeAll(async () => {
       connection: worker,
       prefix: namespace.prefix,
       queues: ['crawl'],
-      concurrency: { scrape: 1, crawl: 2, extract: 1 },
+      policies: { crawl: { concurrency: 2, timeoutMs: JOB_TIMEOUT_MS } },
       extractThreads: 0,
-      timeouts: { crawl: JOB_TIMEOUT_MS },
     },
   );
 });

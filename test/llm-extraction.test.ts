@@ -116,11 +116,13 @@ function startWorker(
       connection,
       prefix: system.namespace.prefix,
       queues: ['documents', 'llm-extract'],
-      concurrency: { documents: 2, 'llm-extract': 4 },
-      // As main.ts: up to four calls, each bounded by the request timeout.
-      timeouts: {
-        documents: 30_000,
-        'llm-extract': 4 * config.EXTRACTION_REQUEST_TIMEOUT_MS + 60_000,
+      policies: {
+        documents: { concurrency: 2, timeoutMs: 30_000 },
+        // As main.ts: up to four calls, each bounded by the request timeout.
+        'llm-extract': {
+          concurrency: 4,
+          timeoutMs: 4 * config.EXTRACTION_REQUEST_TIMEOUT_MS + 60_000,
+        },
       },
     },
   );

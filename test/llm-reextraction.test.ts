@@ -77,8 +77,7 @@ function startWorker() {
       connection,
       prefix: system.namespace.prefix,
       queues: ['llm-extract'],
-      concurrency: { 'llm-extract': 6 },
-      timeouts: { 'llm-extract': 30_000 },
+      policies: { 'llm-extract': { concurrency: 6, timeoutMs: 30_000 } },
     },
   );
   return {

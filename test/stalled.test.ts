@@ -22,10 +22,10 @@ import { testWorkerDeps } from './support/in-process-system.js';
 import { seedRunWithPostings } from './support/seed.js';
 
 /**
- * A crawl job whose worker dies more often than `maxStalledCount` allows is failed without its
- * processor running again (BullMQ's stall check defers the failure to the next worker to take
- * it): its posting must still settle `error`, its run must still end, and the job must be parked
- * in the dead letters.
+ * A crawl job whose worker dies more often than its stage's stall limit allows is failed for good
+ * by the next worker to take it, before its handler runs: its posting must still settle `error`,
+ * its run must still end, and the job must be parked in the dead letters (as a transient failure,
+ * so that a requeue can run it again).
  */
 let database: TestDatabase;
 let namespace: TestRedisNamespace;
@@ -102,7 +102,6 @@ describe('a job failed by the stall check', () => {
         connection: workerConnection,
         prefix: namespace.prefix,
         queues: ['crawl'],
-        concurrency: { scrape: 1, crawl: 1, extract: 1 },
         stalls: { lockDuration: 500, stalledInterval: 250, maxStalledCount: 0 },
       },
     );

@@ -114,8 +114,7 @@ export async function startDocumentsSystem(label: string): Promise<DocumentsSyst
           connection: worker,
           prefix: namespace.prefix,
           queues: ['documents'],
-          concurrency: { documents: concurrency },
-          timeouts: { documents: timeoutMs },
+          policies: { documents: { concurrency, timeoutMs } },
         },
       );
       let closing: Promise<void> | undefined;

@@ -26,7 +26,12 @@ import {
   type TestDatabase,
   type TestRedisNamespace,
 } from '@gleaner/testing';
-import { startWorkers, type WorkerDeps, type WorkerRuntime } from '@gleaner/worker';
+import {
+  startWorkers,
+  type RuntimeOptions,
+  type WorkerDeps,
+  type WorkerRuntime,
+} from '@gleaner/worker';
 import type { Redis } from 'ioredis';
 
 export interface InProcessSystem {
@@ -123,12 +128,12 @@ export async function startInProcessSystem(
         connection: worker,
         prefix: namespace.prefix,
         queues: ['scrape', 'crawl', 'extract', ...(extra?.queues ?? [])],
-        concurrency: {
+        policies: policiesOf({
           scrape: 1,
           crawl: crawlConcurrency,
           extract: extractConcurrency,
           ...extra?.concurrency,
-        },
+        }),
         // As a worker runs by default: pages are analysed in a thread of their own.
         extractThreads: 1,
       },
@@ -167,6 +172,15 @@ export async function startInProcessSystem(
       await database.drop();
     },
   };
+}
+
+/** Jobs at once per queue as the runtime's policies; a queue left out runs one at a time. */
+function policiesOf(
+  concurrency: Partial<Record<WorkQueueName, number>>,
+): NonNullable<RuntimeOptions['policies']> {
+  return Object.fromEntries(
+    Object.entries(concurrency).map(([queue, jobs]) => [queue, { concurrency: jobs }]),
+  );
 }
 
 /**

@@ -27,6 +27,21 @@ export function integerFromEnv(
     });
 }
 
+/** A whole number from `min` to `max`, or undefined when the variable is unset or empty. */
+export function optionalIntegerFromEnv({ min = 0, max = Number.MAX_SAFE_INTEGER } = {}) {
+  const integer = integerFromEnv(min, { min, max });
+  return z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return undefined;
+      const parsed = integer.safeParse(value);
+      if (parsed.success) return parsed.data;
+      ctx.addIssue({ code: 'custom', message: `must be a whole number from ${min} to ${max}` });
+      return z.NEVER;
+    });
+}
+
 export function numberFromEnv(defaultValue: number, { min = -Infinity, max = Infinity } = {}) {
   return z
     .string()

@@ -5,6 +5,7 @@ import {
   integerFromEnv,
   listFromEnv,
   numberFromEnv,
+  optionalIntegerFromEnv,
   peersFromEnv,
 } from './coerce.js';
 
@@ -202,11 +203,12 @@ export const workerFragment = {
   WORKER_LOCK_DURATION_MS: integerFromEnv(30_000, { min: 100, max: 600_000 }),
   WORKER_STALLED_INTERVAL_MS: integerFromEnv(30_000, { min: 100, max: 600_000 }),
   /**
-   * How often a job may be orphaned by a dying worker before the stall check fails it for
-   * good. 2 rather than BullMQ's 1: a job orphaned by two worker crashes in a row (a rolling
-   * restart, an out-of-memory kill that hits the replica taking it over) is still retried.
+   * How often a job may be orphaned by a dying worker before it is failed for good, for every
+   * stage. Unset, each stage keeps its own limit (10: a worker's death is not the job's fault,
+   * and a fleet's restarts and evictions orphan jobs often; the limit only stops a job that kills
+   * each worker taking it).
    */
-  WORKER_MAX_STALLED_COUNT: integerFromEnv(2, { min: 0, max: 100 }),
+  WORKER_MAX_STALLED_COUNT: optionalIntegerFromEnv({ min: 0, max: 100 }),
   /**
    * The lowest level of the job lines copied to their run's log in Redis (the run page), apart
    * from LOG_LEVEL: per-posting lines are debug, so the page shows each posting's fate while

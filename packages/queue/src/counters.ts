@@ -59,6 +59,11 @@ export interface Counters {
   /** A failed attempt, whether or not the job is retried. */
   jobFailed(queue: QueueName, failure: JobFailure): void;
   /**
+   * A job whose worker died, moved back to wait by a stall check: no attempt of its own, so not
+   * a failure. A job orphaned past its stage's limit also counts once as failed (`JOB_STALLED`).
+   */
+  jobStalled(queue: QueueName): void;
+  /**
    * A request to a site's server. Only answers and failures of the site's own server count (what
    * the gate's outcome records); a request we refused or never sent is not counted.
    */
@@ -137,6 +142,9 @@ export function createCounters({
     jobFailed(queue, { errorClass, code }) {
       add(keys.jobs, field('failed', queue, errorClass, code));
     },
+    jobStalled(queue) {
+      add(keys.jobs, field('stalled', queue));
+    },
     siteRequest(siteId, { status, failed }) {
       if (status === undefined && !failed) return;
       add(keys.sites, field(siteId, 'requests'));
@@ -198,13 +206,16 @@ async function readFamily(
 export interface JobCounts {
   completed: { queue: string; count: number }[];
   failed: { queue: string; errorClass: string; code: string; count: number }[];
+  /** Jobs moved back to wait because their worker died. */
+  stalled: { queue: string; count: number }[];
 }
 
 export async function readJobCounts(redis: Redis, prefix: string): Promise<JobCounts> {
-  const counts: JobCounts = { completed: [], failed: [] };
+  const counts: JobCounts = { completed: [], failed: [], stalled: [] };
   for (const { parts, value } of await readFamily(redis, counterKeys(prefix).jobs)) {
     const [kind, queue = '', errorClass = '', code = ''] = parts;
     if (kind === 'completed') counts.completed.push({ queue, count: value });
+    else if (kind === 'stalled') counts.stalled.push({ queue, count: value });
     else if (kind === 'failed') counts.failed.push({ queue, errorClass, code, count: value });
   }
   return counts;

@@ -22,3 +22,4 @@ export * from './llm-extract.js';
 export * from './event-stream.js';
 export * from './dead-letters.js';
 export * from './run-log.js';
+export * from './stages/index.js';

@@ -104,19 +104,13 @@ export interface HandlerContext extends WorkerDeps {
   documentWorker: DocumentWorker | undefined;
 }
 
+/**
+ * A stage's work: what a job does when it runs. What a job that will not run again does to its
+ * row, and how a claimed row is let go, are the stage's ledger's (`@gleaner/queue`'s `ledgers`),
+ * which the runtime calls, as the reconciler does.
+ */
 export interface JobHandler<Q extends WorkQueueName> {
   run(payload: JobPayload<Q>, context: HandlerContext): Promise<unknown>;
-  /**
-   * Called once when the job will not be tried again (a permanent error, or its last attempt):
-   * records the failure on the row so that the run can still finalize.
-   */
-  giveUp(payload: JobPayload<Q>, error: Error, context: HandlerContext): Promise<void>;
-  /**
-   * A queue whose handler has this lets its jobs in flight go when a shutdown's grace period is
-   * over, instead of leaving them to BullMQ's stall check: their signal aborts, this puts the
-   * row back for another worker, and the job returns to the queue without spending an attempt.
-   */
-  release?(payload: JobPayload<Q>, context: HandlerContext): Promise<void>;
 }
 
 /** One handler for every queue the catalogue gives workers. */

@@ -1,4 +1,4 @@
-export { startWorkers, type RuntimeOptions, type WorkerRuntime } from './runtime.js';
+export { stagePolicies, startWorkers, type RuntimeOptions, type WorkerRuntime } from './runtime.js';
 export { handlers } from './handlers.js';
 export type { HandlerMap, WorkerDeps } from './context.js';
 export { createSettlement, type Settlement } from './settlement/settlement.js';

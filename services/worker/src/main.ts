@@ -7,11 +7,11 @@ import {
 import { startHealthServer, startService } from '@gleaner/config/service';
 import { EXTRACTOR_VERSION } from '@gleaner/extraction';
 import { createDocumentParserPool } from '@gleaner/extraction/documents';
-import { createCounters, createRunLogWriter, llmRetryDelayMs } from '@gleaner/queue';
+import { createCounters, createRunLogWriter } from '@gleaner/queue';
 import { allowListedPeers, createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
 import { keepStartingBackfill } from './backfill/start-backfill.js';
 import type { BackfillSettings, DocumentDeps, WorkerDeps } from './context.js';
-import { startWorkers } from './index.js';
+import { stagePolicies, startWorkers } from './index.js';
 import { createLlmDeps } from './llm/llm-deps.js';
 
 const started = await startService({
@@ -22,12 +22,7 @@ const started = await startService({
   poolMax: (config) =>
     Math.min(
       config.DATABASE_POOL_MAX,
-      config.WORKER_CONCURRENCY_SCRAPE +
-        config.WORKER_CONCURRENCY_CRAWL +
-        config.WORKER_CONCURRENCY_EXTRACT +
-        config.WORKER_CONCURRENCY_DOCUMENTS +
-        config.WORKER_CONCURRENCY_LLM_EXTRACT +
-        1, // backfill: one batch job at a time
+      Object.values(stagePolicies(config)).reduce((sum, policy) => sum + policy.concurrency, 0),
     ),
   healthPort: (config) => config.WORKER_HEALTH_PORT,
   async start({ config, logger, database, redis, queues, workerConnection, onShutdown }) {
@@ -146,38 +141,13 @@ const started = await startService({
         connection: workerConnection(),
         prefix: config.QUEUE_PREFIX,
         queues: queueNames,
-        concurrency: {
-          scrape: config.WORKER_CONCURRENCY_SCRAPE,
-          crawl: config.WORKER_CONCURRENCY_CRAWL,
-          extract: config.WORKER_CONCURRENCY_EXTRACT,
-          documents: config.WORKER_CONCURRENCY_DOCUMENTS,
-          'llm-extract': config.WORKER_CONCURRENCY_LLM_EXTRACT,
-        },
-        backoff: {
-          'llm-extract': (attemptsMade: number) =>
-            llmRetryDelayMs(attemptsMade, {
-              baseMs: config.EXTRACTION_RETRY_BASE_SECONDS * 1000,
-              maxMs: config.EXTRACTION_RETRY_MAX_SECONDS * 1000,
-            }),
-        },
+        // Each stage's concurrency, deadline, stall limit and backoff: its ledger's.
+        policies: stagePolicies(config),
         extractThreads: config.WORKER_EXTRACT_THREADS,
         pageBudgetMs: config.WORKER_EXTRACT_PAGE_BUDGET_MS,
-        timeouts: {
-          scrape: config.JOB_TIMEOUT_SCRAPE_MS,
-          crawl: config.JOB_TIMEOUT_CRAWL_MS,
-          extract: config.JOB_TIMEOUT_EXTRACT_MS,
-          // The job's deadline is the extraction's (seed 001's extraction_timeout).
-          documents: config.DOCUMENT_EXTRACTION_TIMEOUT_MS,
-          // Two provider calls (primary and fallback), each bounded by the request timeout.
-          // Up to four calls: each model, and each again with more room after a `length`.
-          'llm-extract': 4 * config.EXTRACTION_REQUEST_TIMEOUT_MS + 60_000,
-          // A batch of stored bodies extracted one after another, as an extract job does one.
-          backfill: config.JOB_TIMEOUT_EXTRACT_MS,
-        },
         stalls: {
           lockDuration: config.WORKER_LOCK_DURATION_MS,
           stalledInterval: config.WORKER_STALLED_INTERVAL_MS,
-          maxStalledCount: config.WORKER_MAX_STALLED_COUNT,
         },
       },
     );

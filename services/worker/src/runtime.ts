@@ -4,20 +4,18 @@ import { isClassifiedError } from '@gleaner/errors';
 import {
   createQueueTelemetry,
   enqueue,
+  FLEET_STALL_LIMIT,
   jobs,
+  ledgers,
   subscribeToRunCancellations,
   type JobFailure,
   type JobPayload,
+  type LedgerContext,
+  type StageLedger,
+  type StagePolicy,
   type WorkQueueName,
 } from '@gleaner/queue';
-import {
-  DelayedError,
-  Job,
-  UnrecoverableError,
-  Worker,
-  type BackoffStrategy,
-  type WorkerOptions,
-} from 'bullmq';
+import { DelayedError, Job, UnrecoverableError, Worker, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { HandlerContext, JobHandler, WorkerDeps } from './context.js';
 import { createDocumentWorker, type DocumentWorker } from './documents/document-worker.js';
@@ -32,8 +30,12 @@ export interface RuntimeOptions {
   connection: Redis;
   prefix: string;
   queues: readonly WorkQueueName[];
-  /** Jobs at once per served queue; a queue left out runs one at a time. */
-  concurrency: Partial<Record<WorkQueueName, number>>;
+  /**
+   * How each served queue's jobs run: main.ts gives every ledger's policy, built from the
+   * worker's settings (`stagePolicies`). Left out, a queue runs one job at a time with no
+   * deadline, the fleet's stall limit and its job definition's backoff.
+   */
+  policies?: { [Q in WorkQueueName]?: Partial<StagePolicy> };
   /**
    * Page analyser threads (`WORKER_EXTRACT_THREADS`), where the crawl, extract, LLM and backfill
    * stages read pages under their jobs' signals; default 1. 0 reads pages on the event loop,
@@ -42,19 +44,30 @@ export interface RuntimeOptions {
   extractThreads?: number;
   /** How long one page's reading may take in a thread (`WORKER_EXTRACT_PAGE_BUDGET_MS`). */
   pageBudgetMs?: number;
-  /** How jobs whose worker died are found and retried; BullMQ's defaults when absent. */
+  /**
+   * How jobs whose worker died are found (BullMQ's lock and stall check); BullMQ's defaults
+   * when absent. `maxStalledCount` replaces every queue's stall limit (`maxStalls`).
+   */
   stalls?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>;
-  /**
-   * How long one run of a job of each queue may take (`JOB_TIMEOUT_<QUEUE>_MS`) before its work
-   * is aborted and it fails with `JOB_TIMEOUT` (transient); a queue left out has no deadline.
-   */
-  timeouts?: Partial<Record<WorkQueueName, number>>;
-  /**
-   * A queue's backoff built from this process's settings (llm-extract: seed 002's base and cap),
-   * in place of its catalogue entry's.
-   */
-  backoff?: Partial<Record<WorkQueueName, BackoffStrategy>>;
 }
+
+/** Every work queue's policy, from its ledger and the worker's settings. */
+export function stagePolicies(
+  settings: Parameters<StageLedger<WorkQueueName>['policy']>[0],
+): Record<WorkQueueName, StagePolicy> {
+  const entries = Object.entries(ledgers).map(([queue, ledger]) => [
+    queue,
+    (ledger as StageLedger<WorkQueueName>).policy(settings),
+  ]);
+  return Object.fromEntries(entries) as Record<WorkQueueName, StagePolicy>;
+}
+
+/**
+ * BullMQ's own stall limit, never reached: it would fail a job without running its processor,
+ * and its row would be settled only after the job had failed, by whichever worker took it next
+ * (a kill in between left it to the reconciler). The runtime counts stalls itself (`stalled`).
+ */
+const NEVER = 1_000_000;
 
 export interface WorkerRuntime {
   workers: Worker[];
@@ -85,15 +98,41 @@ interface ProcessorParts {
   inFlight: InFlightJobs;
   documentWorker: DocumentWorker | undefined;
   loggers: JobLoggers;
+  /** What the ledgers fail rows with: postings settle through the settlement, closing their runs. */
+  ledgerContext: LedgerContext;
 }
+
+/** The code of a job failed for good because dying workers orphaned it too often. */
+const JOB_STALLED = 'JOB_STALLED';
+
+/** Whether a failure is the stall limit's: a transient failure (no fault of the job), parked for a requeue. */
+const isStallFailure = (error: Error) => error.message.startsWith(`${JOB_STALLED}:`);
+
+/** What the stage's ledger does to the row of a job that will not run again. */
+async function giveUp<Q extends WorkQueueName>(
+  queue: Q,
+  payload: JobPayload<Q>,
+  error: Error,
+  { ledgerContext }: ProcessorParts,
+): Promise<void> {
+  const ledger = ledgers[queue] as StageLedger<Q>;
+  await ledger.failForGood(ledgerContext, [{ payload, reason: error.message, error }]);
+}
+
+/** A run of a job's processor: how many jobs at once, its deadline, how often it may stall. */
+type RunPolicy = Pick<StagePolicy, 'maxStalls'> & Partial<Pick<StagePolicy, 'timeoutMs'>>;
 
 function createProcessor<Q extends WorkQueueName>(
   queue: Q,
   deps: WorkerDeps,
-  { settlement, analyser, inFlight, documentWorker, loggers }: ProcessorParts,
-  timeoutMs: number | undefined,
+  parts: ProcessorParts,
+  policy: RunPolicy,
+  /** The worker's name, as a claimed row records its holder (`documents`). */
+  holder: string,
 ) {
+  const { settlement, analyser, inFlight, documentWorker, loggers } = parts;
   const handler = handlers[queue] as JobHandler<Q>;
+  const ledger = ledgers[queue] as StageLedger<Q>;
   const definition = jobs[queue];
   return async (job: Job, token?: string, signal?: AbortSignal): Promise<unknown> => {
     const parsed = definition.payload.safeParse(job.data);
@@ -105,10 +144,21 @@ function createProcessor<Q extends WorkQueueName>(
     }
     const payload = parsed.data as JobPayload<Q>;
     const log = await loggers.forJob(queue, job, payload);
+    // Orphaned by dying workers more often than its stage allows: it fails for good here, its row
+    // settled before the job fails, so a worker killed in between leaves it stalled once more for
+    // the next worker to settle, not failed with its row waiting.
+    if (job.stalledCounter > policy.maxStalls) {
+      const error = new Error(
+        `${JOB_STALLED}: job stalled more than allowable limit (orphaned by ${job.stalledCounter} workers that died; the ${queue} stage allows ${policy.maxStalls})`,
+      );
+      log.warn({ err: error }, 'job orphaned too often by dying workers; giving up on it');
+      await giveUp(queue, payload, error, parts);
+      throw new UnrecoverableError(error.message);
+    }
     const jobSignal = inFlight.start({
       queue,
       runId: runIdOf(payload),
-      timeoutMs,
+      timeoutMs: policy.timeoutMs,
       bullmq: signal,
     });
     const context: HandlerContext = {
@@ -128,8 +178,8 @@ function createProcessor<Q extends WorkQueueName>(
       if (caught instanceof DelayedError) throw caught;
       // Let go by a shutdown: its row is put back and the job returns to the queue for another
       // worker at once, without spending an attempt (the same move as a parked crawl job).
-      if (jobSignal.isReleased && handler.release) {
-        await handler.release(payload, context);
+      if (jobSignal.isReleased && ledger.release) {
+        await ledger.release(deps.db, payload, holder);
         await job.moveToDelayed(Date.now() + 10, token);
         log.info('job released to another worker');
         throw new DelayedError();
@@ -148,7 +198,7 @@ function createProcessor<Q extends WorkQueueName>(
       const lastAttempt = isLastAttempt(job);
       if (permanent || lastAttempt) {
         log.warn({ err: error, permanent }, 'giving up on job');
-        await handler.giveUp(payload, error, context);
+        await giveUp(queue, payload, error, parts);
       } else {
         log.info({ err: error }, 'job failed; will retry');
       }
@@ -174,9 +224,18 @@ async function abortEndedRuns(deps: WorkerDeps, inFlight: InFlightJobs): Promise
   }
 }
 
+/**
+ * A failure BullMQ will not retry because the job itself cannot succeed; a stall failure is
+ * unrecoverable to BullMQ but no fault of the job, so it counts as transient.
+ */
+function isUnrecoverable(error: Error): boolean {
+  const unrecoverable = error instanceof UnrecoverableError || error.name === 'UnrecoverableError';
+  return unrecoverable && !isStallFailure(error);
+}
+
 /** A failed attempt as the job counters record it: as the dead letters do, retry class and code. */
 function failureOf(error: Error): JobFailure {
-  const permanent = error instanceof UnrecoverableError || error.name === 'UnrecoverableError';
+  const permanent = isUnrecoverable(error);
   const code = isClassifiedError(error)
     ? error.code
     : /^([A-Z][A-Z0-9_]{0,63}):/.exec(error.message)?.[1];
@@ -190,9 +249,9 @@ async function parkDeadLetter(
   error: Error,
   failedForGood = false,
 ): Promise<void> {
-  const permanent = error instanceof UnrecoverableError || error.name === 'UnrecoverableError';
+  const permanent = isUnrecoverable(error);
   const exhausted = job.attemptsMade >= (job.opts.attempts ?? 1);
-  if (!permanent && !exhausted && !failedForGood) return;
+  if (!permanent && !exhausted && !failedForGood && !isStallFailure(error)) return;
   await enqueue(deps.queues, 'dead-letter', {
     queue: job.queueName,
     jobName: job.name,
@@ -210,36 +269,24 @@ async function parkDeadLetter(
 }
 
 /**
- * A job orphaned more often than `maxStalledCount` allows is failed without its processor running
- * again. BullMQ 6.7's stall check only marks it (a deferred failure) and puts it back to wait;
- * the next worker to take it fails it at once, and that worker's `failed` event brings it here.
- * Its handler still gives up (settling its row, so its run can end) and it is parked in the dead
- * letters as a transient failure, so a requeue can run it again.
+ * A job an earlier release's stall check marked failed (BullMQ's deferred failure) is failed by
+ * the next worker to take it without its processor running: its row is still settled here, and
+ * it is parked in the dead letters as a transient failure, so a requeue can run it again.
  */
-async function settleFailedStall(
+async function settleDeferredFailure(
   queue: WorkQueueName,
   job: Job,
   deps: WorkerDeps,
-  { settlement, analyser, documentWorker, loggers }: ProcessorParts,
+  parts: ProcessorParts,
 ): Promise<void> {
-  const error = new Error(job.deferredFailure || 'job stalled more than allowable limit');
+  const error = new Error(`${JOB_STALLED}: ${job.deferredFailure || 'job stalled more than allowable limit'}`);
   const parsed = jobs[queue].payload.safeParse(job.data);
   if (parsed.success) {
-    const log = await loggers.forJob(queue, job, parsed.data);
+    const log = await parts.loggers.forJob(queue, job, parsed.data);
     log.warn({ err: error }, 'job failed for good after stalling; giving up on it');
-    const handler = handlers[queue] as JobHandler<typeof queue>;
-    await handler.giveUp(parsed.data, error, {
-      ...deps,
-      settlement,
-      analyser,
-      job,
-      log,
-      signal: undefined,
-      token: undefined,
-      documentWorker,
-    });
+    await giveUp(queue, parsed.data, error, parts);
   }
-  deps.counters.jobFailed(queue, { errorClass: 'transient', code: 'JOB_STALLED' });
+  deps.counters.jobFailed(queue, { errorClass: 'transient', code: JOB_STALLED });
   await parkDeadLetter(deps, job, error, true);
 }
 
@@ -280,7 +327,21 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     void documentWorker.beat();
   }
   const loggers = createJobLoggers({ db: deps.db, logger: deps.logger, runLog: deps.runLog });
-  const parts: ProcessorParts = { settlement, analyser, inFlight, documentWorker, loggers };
+  const ledgerContext: LedgerContext = {
+    db: deps.db,
+    async settlePostings(settles) {
+      const moved = await Promise.all(settles.map((settle) => settlement.settle(settle)));
+      return new Set(settles.filter((_, index) => moved[index]).map((settle) => settle.postingId));
+    },
+  };
+  const parts: ProcessorParts = {
+    settlement,
+    analyser,
+    inFlight,
+    documentWorker,
+    loggers,
+    ledgerContext,
+  };
   const cancellations = subscribeToRunCancellations({
     subscriber: options.connection.duplicate(),
     prefix: options.prefix,
@@ -299,28 +360,42 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
   });
   const telemetry = createQueueTelemetry();
   const workers = options.queues.map((queue) => {
-    const processor = createProcessor(queue, deps, parts, options.timeouts?.[queue]);
-    const backoffStrategy = options.backoff?.[queue] ?? jobs[queue].backoffStrategy;
+    const policy = options.policies?.[queue] ?? {};
+    const maxStalls =
+      options.stalls?.maxStalledCount ?? policy.maxStalls ?? FLEET_STALL_LIMIT;
+    // Stamped on each job as `processedBy`, so an operator can tell which replica ran it.
+    const name =
+      documentWorker && queue === 'documents'
+        ? documentWorker.workerId
+        : `${hostname()}-${process.pid}`;
+    const processor = createProcessor(
+      queue,
+      deps,
+      parts,
+      { maxStalls, timeoutMs: policy.timeoutMs },
+      name,
+    );
+    const backoffStrategy = policy.backoff ?? jobs[queue].backoffStrategy;
     const worker = new Worker(queue, processor, {
       connection: options.connection,
       prefix: options.prefix,
       // Each job runs in a span that is a child of the one that added it (see createQueues).
       telemetry,
-      concurrency: options.concurrency[queue] ?? 1,
-      // Stamped on each job as `processedBy`, so an operator can tell which replica ran it.
-      name:
-        documentWorker && queue === 'documents'
-          ? documentWorker.workerId
-          : `${hostname()}-${process.pid}`,
+      concurrency: policy.concurrency ?? 1,
+      name,
       // A queue whose backoff is its own (documents: seed 001's retry table; llm-extract).
       ...(backoffStrategy ? { settings: { backoffStrategy } } : {}),
       ...options.stalls,
+      maxStalledCount: NEVER,
     });
     worker.on('completed', () => deps.counters.jobCompleted(queue));
+    // Moved back to wait by this worker's stall check: its worker died. Counted apart from the
+    // job's own failures; the processor decides whether it may run again.
+    worker.on('stalled', () => deps.counters.jobStalled(queue));
     worker.on('failed', (job, error) => {
       if (!job) return;
       if (job.deferredFailure) {
-        settleFailedStall(queue, job, deps, parts).catch((settleError: unknown) => {
+        settleDeferredFailure(queue, job, deps, parts).catch((settleError: unknown) => {
           deps.logger.error(
             { err: settleError, queue, jobId: job.id },
             'could not settle a job failed by stalling',
@@ -356,10 +431,10 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
             { graceMs },
             'in-flight jobs did not finish in time; releasing them to other workers',
           );
-          // Queues whose handlers can put their rows back let their jobs go now; the others'
+          // Queues whose ledgers can put their rows back let their jobs go now; the others'
           // jobs are left to BullMQ's stall check, which hands them on once their lock expires.
           const released = options.queues
-            .filter((queue) => handlers[queue].release !== undefined)
+            .filter((queue) => ledgers[queue].release !== undefined)
             .reduce((count, queue) => count + inFlight.release(queue), 0);
           if (released > 0) outcome = await within(graceful, RELEASE_WAIT_MS);
           if (outcome === 'timeout') await Promise.all(workers.map((worker) => worker.close(true)));

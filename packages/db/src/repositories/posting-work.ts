@@ -214,21 +214,16 @@ export async function recordFetchedBody(
 }
 
 /**
- * Settles a posting `error` in whatever run it is pending, when it is: for those that know the
- * posting but not its run (an LLM extraction that failed for good). Returns that run's id, or
- * undefined when the posting was not pending; closing the run is the caller's.
+ * The run a posting is pending in, or undefined when it is not pending: for those that know the
+ * posting but not its run (an LLM extraction that failed for good settles its posting).
  */
-export async function settlePendingPostingAsError(
+export async function pendingPostingRun(
   db: Database,
   postingId: string,
-  error: string,
 ): Promise<string | undefined> {
   const { rows } = await db.$client.query<{ run_id: string | null }>(
     "SELECT run_id FROM postings WHERE id = $1 AND status = 'pending'",
     [postingId],
   );
-  const runId = rows[0]?.run_id;
-  if (!runId) return undefined;
-  const settled = await settlePostings(db, [{ status: 'error', postingId, runId, error }]);
-  return settled.has(postingId) ? runId : undefined;
+  return rows[0]?.run_id ?? undefined;
 }

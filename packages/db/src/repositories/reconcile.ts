@@ -69,6 +69,8 @@ export async function listQuietPendingPostings(
   runIds: readonly string[],
   quietMs: number,
   limit: number,
+  /** Only those whose page this run stored (true), or only those whose page it did not (false). */
+  { bodyRecorded }: { bodyRecorded?: boolean } = {},
 ): Promise<QuietPendingPosting[]> {
   if (runIds.length === 0) return [];
   const { rows } = await db.$client.query<{
@@ -79,17 +81,20 @@ export async function listQuietPendingPostings(
   }>({
     name: 'gleaner-quiet-pending-postings',
     text: `
-      SELECT p.id, p.run_id, p.site_id,
-             (p.body_sha256 IS NOT NULL AND p.fetched_at >= r.started_at) AS body_recorded
-      FROM postings p JOIN scrape_runs r ON r.id = p.run_id
-      WHERE p.run_id = ANY($1::uuid[]) AND p.status = 'pending'
-        AND p.updated_at < now() - make_interval(secs => $2::float8 / 1000)
-        -- A page handed to the LLM waits for its extraction, which has its own repairs.
-        AND NOT EXISTS (SELECT 1 FROM llm_extractions e
-                        WHERE e.subject_type = 'posting' AND e.subject_id = p.id
-                          AND e.status IN ('queued', 'processing'))
-      ORDER BY p.updated_at LIMIT $3`,
-    values: [runIds, quietMs, limit],
+      SELECT * FROM (
+        SELECT p.id, p.run_id, p.site_id, p.updated_at,
+               (p.body_sha256 IS NOT NULL AND p.fetched_at >= r.started_at) AS body_recorded
+        FROM postings p JOIN scrape_runs r ON r.id = p.run_id
+        WHERE p.run_id = ANY($1::uuid[]) AND p.status = 'pending'
+          AND p.updated_at < now() - make_interval(secs => $2::float8 / 1000)
+          -- A page handed to the LLM waits for its extraction, which has its own repairs.
+          AND NOT EXISTS (SELECT 1 FROM llm_extractions e
+                          WHERE e.subject_type = 'posting' AND e.subject_id = p.id
+                            AND e.status IN ('queued', 'processing'))
+      ) quiet
+      WHERE $4::boolean IS NULL OR body_recorded = $4::boolean
+      ORDER BY updated_at LIMIT $3`,
+    values: [runIds, quietMs, limit, bodyRecorded ?? null],
   });
   return rows.map((row) => ({
     id: row.id,

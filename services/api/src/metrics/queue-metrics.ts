@@ -77,7 +77,13 @@ export const queueMetrics: CollectorFactory = (registry, { queues, redis, prefix
     labelNames: ['queue', 'error_class', 'code'] as const,
     registers,
   });
-  const families = [jobs, oldest, workers, completed, failed];
+  const stalled = new Counter({
+    name: 'gleaner_jobs_stalled_total',
+    help: 'Jobs whose worker died while running them, moved back to wait by a stall check.',
+    labelNames: ['queue'] as const,
+    registers,
+  });
+  const families = [jobs, oldest, workers, completed, failed, stalled];
 
   return {
     name: 'queues',
@@ -100,8 +106,12 @@ export const queueMetrics: CollectorFactory = (registry, { queues, redis, prefix
         workers.set({ queue: name }, connected);
       }
       // Every work queue shows from the start, so that a rate over it begins at 0.
-      for (const queue of workQueueNames) completed.inc({ queue }, 0);
+      for (const queue of workQueueNames) {
+        completed.inc({ queue }, 0);
+        stalled.inc({ queue }, 0);
+      }
       for (const { queue, count } of counts.completed) completed.inc({ queue }, count);
+      for (const { queue, count } of counts.stalled) stalled.inc({ queue }, count);
       for (const { queue, errorClass, code, count } of counts.failed)
         failed.inc({ queue, error_class: errorClass, code }, count);
     },

@@ -114,15 +114,6 @@ export const backfillHandler: JobHandler<'backfill'> = {
     }
     return { saved, skipped, failed, finished };
   },
-
-  async giveUp(payload, error, { db, log }) {
-    // The batch stays where it was: the scheduler queues it again on a later pass.
-    const backfill = await getExtractionBackfill(db, payload.version);
-    log.warn(
-      { err: error, version: payload.version, cursor: backfill?.cursor ?? null },
-      'extractor backfill batch failed; the scheduler will queue it again',
-    );
-  },
 };
 
 /** What a posting was extracted from: its listing payload (ATS) or its stored page body. */

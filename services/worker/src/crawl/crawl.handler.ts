@@ -100,8 +100,4 @@ export const crawlHandler: JobHandler<'crawl'> = {
     });
     return { bytes: response.body.byteLength, extractQueued: true };
   },
-
-  async giveUp(payload, error, { settlement }) {
-    await settlement.settle({ ...payload, status: 'error', error: `crawl: ${error.message}` });
-  },
 };

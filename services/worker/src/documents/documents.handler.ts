@@ -1,15 +1,17 @@
 import {
   claimDocument,
   completeDocument,
-  documentErrorTypes,
-  failDocument,
   recordExtractionMetric,
-  releaseDocument,
   scheduleDocumentRetry,
   type DocumentErrorType,
 } from '@gleaner/db';
 import type { DocumentErrorType as ParserErrorType } from '@gleaner/extraction/documents';
-import { documentRetryDelayMs, publishDocumentEvent, requestLlmExtractions } from '@gleaner/queue';
+import {
+  documentErrorTypeOf,
+  documentRetryDelayMs,
+  publishDocumentEvent,
+  requestLlmExtractions,
+} from '@gleaner/queue';
 import type { DocumentDeps, HandlerContext, JobHandler } from '../context.js';
 import type { DocumentWorker } from './document-worker.js';
 import { JobReleasedError } from '../job-signal.js';
@@ -18,18 +20,6 @@ import { willRetry } from '../retry-decision.js';
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 /** The parsers' error types are the ones the `documents` table stores: a new one does not compile. */
 const _errorTypesMatch: Same<ParserErrorType, DocumentErrorType> = true;
-
-/**
- * Seed 001's error type of a failed attempt: the parsers' own (`DocumentExtractionError`), and
- * `timeout` for an attempt stopped by the job's deadline; anything else is `unknown`.
- */
-export function documentErrorTypeOf(error: unknown): DocumentErrorType {
-  const { errorType, code } = (error ?? {}) as { errorType?: unknown; code?: unknown };
-  if ((documentErrorTypes as readonly unknown[]).includes(errorType))
-    return errorType as DocumentErrorType;
-  if (code === 'JOB_TIMEOUT') return 'timeout';
-  return 'unknown';
-}
 
 /** A resume whose text is ready goes to the LLM stage (seed 002), once per extraction version. */
 async function handResumeToLlm(
@@ -161,16 +151,5 @@ export const documentsHandler: JobHandler<'documents'> = {
       worker.finished(document.id, 'failed');
       throw error;
     }
-  },
-
-  async giveUp(payload, error, { db }) {
-    await failDocument(db, payload.documentId, payload.generation, {
-      errorType: documentErrorTypeOf(error),
-      message: error.message,
-    });
-  },
-
-  async release(payload, context) {
-    await releaseDocument(context.db, payload.documentId, documentsOf(context).worker.workerId);
   },
 };

@@ -58,8 +58,4 @@ export const extractHandler: JobHandler<'extract'> = {
     log.debug({ title: fields.title }, 'posting extracted from its stored page');
     return { title: fields.title };
   },
-
-  async giveUp(payload, error, { settlement }) {
-    await settlement.settle({ ...payload, status: 'error', error: `extract: ${error.message}` });
-  },
 };

@@ -3,9 +3,7 @@ import {
   compareExtractorVersions,
   getLlmExtraction,
   completeLlmExtraction,
-  failLlmExtraction,
   releaseLlmExtraction,
-  settlePendingPostingAsError,
   skipLlmExtraction,
   type LlmSubject,
 } from '@gleaner/db';
@@ -250,27 +248,6 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
       confidence: result.confidence,
       fallbackUsed: result.fallbackUsed,
     };
-  },
-
-  async giveUp(payload, error, context) {
-    const subject: LlmSubject = { subjectType: payload.subjectType, subjectId: payload.subjectId };
-    await failLlmExtraction(context.db, subject, payload.version, error.message);
-    if (payload.subjectType !== 'posting') return;
-    // The posting waited for this extraction: it settles now, so that its run can end.
-    const runId = await settlePendingPostingAsError(
-      context.db,
-      payload.subjectId,
-      `llm-extract: ${error.message}`,
-    );
-    if (runId) await context.settlement.closeRunIfDone(runId);
-  },
-
-  async release(payload, context) {
-    await releaseLlmExtraction(
-      context.db,
-      { subjectType: payload.subjectType, subjectId: payload.subjectId },
-      payload.version,
-    );
   },
 };
 

@@ -1,6 +1,5 @@
 import {
   completeListing,
-  failRun,
   getRun,
   getSiteById,
   settleIfCancelled,
@@ -121,11 +120,5 @@ export const scrapeHandler: JobHandler<'scrape'> = {
     // Covers a site with no postings, and a retried scrape whose postings all settled already.
     await context.settlement.closeRunIfDone(run.id);
     return { listed: rows.length, complete: listing.complete, refused: listing.refused };
-  },
-
-  async giveUp(payload, error, { db, log }) {
-    if (await failRun(db, payload.runId, `listing failed: ${error.message}`)) {
-      log.warn({ err: error }, 'run failed: its listing could not be completed');
-    }
   },
 };

@@ -1,0 +1,24 @@
+import { backfillLedger } from './backfill.js';
+import { crawlLedger } from './crawl.js';
+import { documentsLedger } from './documents.js';
+import { extractLedger } from './extract.js';
+import type { LedgerMap } from './ledger.js';
+import { llmExtractLedger } from './llm-extract.js';
+import { scrapeLedger } from './scrape.js';
+
+/**
+ * Every work queue's stage, once (ledger.ts): the worker runs its jobs by its policy and gives
+ * up on them through it, the reconciler repairs its rows through it. A queue of the catalogue
+ * without a ledger here does not compile.
+ */
+export const ledgers: LedgerMap = {
+  scrape: scrapeLedger,
+  crawl: crawlLedger,
+  extract: extractLedger,
+  documents: documentsLedger,
+  'llm-extract': llmExtractLedger,
+  backfill: backfillLedger,
+};
+
+export { documentErrorTypeOf } from './documents.js';
+export * from './ledger.js';
