@@ -14,6 +14,9 @@ import type { BackfillSettings, DocumentDeps, WorkerDeps } from './context.js';
 import { stagePolicies, startWorkers } from './index.js';
 import { createLlmDeps } from './llm/llm-deps.js';
 
+/** A site gate lease's life without renewal (renewed every third of it while held). */
+const LEASE_TTL_MS = 15_000;
+
 const started = await startService({
   name: 'worker',
   env: process.env,
@@ -63,12 +66,9 @@ const started = await startService({
       allowPeer: allowListedPeers(config.HTTP_ALLOWED_PEERS),
     });
     onShutdown('fetcher', () => fetcher.close());
-    // A lease outlives the longest fetch, so a slow fetch never loses its concurrency slot.
-    const gate = createSiteGate({
-      redis,
-      prefix: config.QUEUE_PREFIX,
-      leaseTtlMs: config.HTTP_TIMEOUT_MS + 30_000,
-    });
+    // Leases are renewed while their fetch runs: a worker that dies frees its site's slots within
+    // LEASE_TTL_MS, not after the longest fetch it might have made.
+    const gate = createSiteGate({ redis, prefix: config.QUEUE_PREFIX, leaseTtlMs: LEASE_TTL_MS });
     const robots = createRobotsCache({
       fetcher,
       redis,

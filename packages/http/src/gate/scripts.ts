@@ -321,6 +321,26 @@ return {now, rewound}
 );
 
 /**
+ * renew — KEYS as acquire. ARGV: leaseId, leaseTtlMs. Returns 1 when the lease was still held
+ * (it now expires `leaseTtlMs` from now), 0 when it had expired or been settled.
+ *
+ * A lease is kept while its holder lives: the holder renews it every third of its TTL, so a
+ * worker that dies mid-fetch frees its slot within one TTL instead of holding it for the
+ * longest fetch it might have made.
+ */
+export const renewScript = script(
+  'gate-renew',
+  `${prologue}
+local leaseId, ttl = ARGV[1], num(ARGV[2], 60000)
+if not redis.call('ZSCORE', KEYS[2], leaseId) then return 0 end
+redis.call('ZADD', KEYS[2], 'XX', now + ttl, leaseId)
+local newest = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+redis.call('PEXPIRE', KEYS[2], math.floor(tonumber(newest[2]) - now + 1000))
+return 1
+`,
+);
+
+/**
  * reserve — KEYS as acquire. ARGV: rpsIntervalMs, crawlDelayMs, minPauseMs, maxPauseMs,
  * horizonMs, reservationGraceMs, idleTtlMs, count, then `count` randoms in [0, 1), then `count`
  * holders. Returns {now, slot₁, …, slotₙ}: each holder's reserved start (epoch ms), an existing

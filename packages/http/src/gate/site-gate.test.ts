@@ -42,6 +42,34 @@ async function redisNow(): Promise<number> {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
+/**
+ * A connection whose scripts fail while it is `down`, as one does while Redis is away; one that
+ * `die()`s stays down, as a worker killed mid-fetch no longer renews its leases.
+ */
+function mortalRedis(client: Redis): { redis: Redis; setDown(down: boolean): void; die(): void } {
+  let down = false;
+  const redis = new Proxy(client, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if ((property === 'evalsha' || property === 'eval') && typeof value === 'function')
+        return (...args: unknown[]) =>
+          down
+            ? Promise.reject(new Error("Stream isn't writeable"))
+            : (value as (...a: unknown[]) => unknown).apply(target, args);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return {
+    redis,
+    setDown: (value) => {
+      down = value;
+    },
+    die: () => {
+      down = true;
+    },
+  };
+}
+
 /** Acquires like a worker would: wait for `delayMs` whenever refused, keep the job id as holder. */
 async function acquireUntilGranted(
   gate: SiteGate,
@@ -248,40 +276,57 @@ describe('concurrency leases', () => {
     await gate.nextRelease(siteId, 60_000, AbortSignal.abort());
   });
 
+  it('keeps the lease of a live holder past its TTL for as long as its fetch runs', async () => {
+    const siteId = newSite();
+    const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 1 };
+    const gate = createSiteGate({ redis: clients[0]!, prefix: namespace.prefix, leaseTtlMs: 300 });
+    const decision = await gate.acquire(siteId, policy);
+    if (!decision.granted) throw new Error('expected a lease');
+    // Three TTLs: renewed every 100 ms, it is still held.
+    await sleep(900);
+    expect(refused(await gates[1]!.acquire(siteId, policy)).reason).toBe('concurrency');
+    expect((await gates[1]!.inspect(siteId)).leases).toBe(1);
+    await decision.lease.release({ status: 200 });
+    expect((await gates[1]!.acquire(siteId, policy)).granted).toBe(true);
+  });
+
   it('expires the lease of a worker that died, so its slot comes back', async () => {
     const siteId = newSite();
     const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 1 };
-    expect((await gates[0]!.acquire(siteId, policy)).granted).toBe(true); // never released
+    const worker = mortalRedis(clients[0]!);
+    const dying = createSiteGate({
+      redis: worker.redis,
+      prefix: namespace.prefix,
+      leaseTtlMs: 1_000,
+    });
+    const before = await redisNow();
+    expect((await dying.acquire(siteId, policy)).granted).toBe(true); // never released
+    worker.die();
     expect(refused(await gates[1]!.acquire(siteId, policy)).reason).toBe('concurrency');
     expect((await gates[1]!.inspect(siteId)).leases).toBe(1);
-    await sleep(1_100); // leaseTtlMs is 1 s in these tests
-    expect((await gates[1]!.inspect(siteId)).leases).toBe(0);
+    // leaseTtlMs is 1 s in these tests: the lease goes once it is up, not before.
+    await expect
+      .poll(async () => (await gates[1]!.inspect(siteId)).leases, { timeout: 5_000, interval: 50 })
+      .toBe(0);
+    expect((await redisNow()) - before).toBeGreaterThanOrEqual(1_000);
     expect((await gates[1]!.acquire(siteId, policy)).granted).toBe(true);
   });
 
   it('releases a lease whose release met a Redis outage once Redis is back', async () => {
     const siteId = newSite();
     const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 1 };
-    // A connection that refuses every script while `down`, as one does while Redis is away.
-    let down = false;
-    const flaky = new Proxy(clients[0]!, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver) as unknown;
-        if ((property === 'evalsha' || property === 'eval') && typeof value === 'function')
-          return (...args: unknown[]) =>
-            down
-              ? Promise.reject(new Error("Stream isn't writeable"))
-              : (value as (...a: unknown[]) => unknown).apply(target, args);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
+    const flaky = mortalRedis(clients[0]!);
     // Leases outlive the test: only the retried release can free the slot.
-    const gate = createSiteGate({ redis: flaky, prefix: namespace.prefix, leaseTtlMs: 60_000 });
+    const gate = createSiteGate({
+      redis: flaky.redis,
+      prefix: namespace.prefix,
+      leaseTtlMs: 60_000,
+    });
     const decision = await gate.acquire(siteId, policy);
     if (!decision.granted) throw new Error('expected a lease');
-    down = true;
+    flaky.setDown(true);
     await expect(decision.lease.release({ status: 200 })).rejects.toThrow(/writeable/);
-    down = false;
+    flaky.setDown(false);
     expect((await gates[1]!.inspect(siteId)).leases).toBe(1);
     await expect
       .poll(async () => (await gates[1]!.inspect(siteId)).leases, { timeout: 5_000 })
@@ -291,8 +336,10 @@ describe('concurrency leases', () => {
 
   it('lets every key expire once the site is idle', async () => {
     const siteId = newSite();
+    // Its only worker dies holding a lease.
+    const worker = mortalRedis(clients[0]!);
     const gate = createSiteGate({
-      redis: clients[0]!,
+      redis: worker.redis,
       prefix: namespace.prefix,
       leaseTtlMs: 500,
       idleTtlMs: 500,
@@ -303,11 +350,16 @@ describe('concurrency leases', () => {
       maxConcurrency: 1,
     });
     expect(decision.granted).toBe(true);
+    worker.die();
     const keys = siteGateKeys(namespace.prefix, siteId);
     expect(await clients[0]!.pttl(keys.state)).toBeGreaterThan(0);
     expect(await clients[0]!.pttl(keys.leases)).toBeGreaterThan(0);
-    await sleep(1_700);
-    expect(await clients[0]!.exists(keys.state, keys.leases, keys.reservations)).toBe(0);
+    await expect
+      .poll(() => clients[0]!.exists(keys.state, keys.leases, keys.reservations), {
+        timeout: 5_000,
+        interval: 50,
+      })
+      .toBe(0);
   });
 
   it('releases once however often release is called', async () => {
@@ -738,18 +790,21 @@ describe('circuit breaker', () => {
 
   it('lets another probe go when the first one dies with its worker', async () => {
     const siteId = newSite();
-    const gate = createSiteGate({
-      redis: clients[0]!,
+    const settings = {
       prefix: namespace.prefix,
       failureThreshold: 1,
       openMs: 200,
       leaseTtlMs: 300,
-    });
+    };
+    const gate = createSiteGate({ redis: clients[0]!, ...settings });
+    const worker = mortalRedis(clients[1]!);
+    const dying = createSiteGate({ redis: worker.redis, ...settings });
     const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 10 };
     await (await acquireUntilGranted(gate, siteId, policy, 'w')).release({ failed: true });
     await sleep(refused(await gate.acquire(siteId, policy)).delayMs + 10);
-    const lost = await gate.acquire(siteId, policy);
+    const lost = await dying.acquire(siteId, policy);
     expect(lost.granted && lost.lease.probe).toBe(true); // never released
+    worker.die();
     expect(refused(await gate.acquire(siteId, policy)).reason).toBe('circuit-half-open');
     await sleep(350);
     const next = await gate.acquire(siteId, policy);

@@ -5,6 +5,7 @@ import {
   acquireScript,
   giveBackScript,
   releaseScript,
+  renewScript,
   reserveScript,
   type LuaScript,
 } from './scripts.js';
@@ -119,7 +120,10 @@ export interface SiteGateOptions {
   redis: Redis | Cluster;
   /** Key prefix (e.g. the queue prefix); keys are `<prefix>:gate:{site:<id>}:<part>`. */
   prefix: string;
-  /** A lease not released within this expires, so a dead worker frees its slot. Keep it above the fetch deadline. */
+  /**
+   * A lease not renewed within this expires, so a worker that died frees its slot. Its holder
+   * renews it every third of this while it is held (`renewScript`), however long its fetch.
+   */
   leaseTtlMs?: number;
   /** State of a site untouched for this long is dropped. */
   idleTtlMs?: number;
@@ -305,6 +309,9 @@ const denyReasons = new Set<string>([
   'schedule-full',
 ]);
 
+/** How long a lease is renewed at most: longer than any fetch and its wait for its start. */
+const LEASE_MAX_MS = 15 * 60_000;
+
 /**
  * The per-site politeness gate, shared by every replica through Redis (DESIGN.md, "Per-site
  * politeness is ours to build"). Each operation is one Lua script, so concurrent callers on any
@@ -382,6 +389,13 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
     },
   ): GateLease {
     let settled: Promise<void> | undefined;
+    // Kept while this process lives, up to LEASE_MAX_MS (a lease its caller never settled does
+    // not hold a slot for ever); a failed renewal is left to the next one.
+    const renewUntil = Date.now() + LEASE_MAX_MS;
+    const renewal = setInterval(() => {
+      if (Date.now() > renewUntil) clearInterval(renewal);
+      else run(renewScript, keys, [grant.id, settings.leaseTtlMs]).catch(() => undefined);
+    }, settings.leaseTtlMs / 3).unref();
     /**
      * Runs a lease's settling script. When Redis cannot be reached (an outage mid-fetch) the
      * caller still sees the error, and the script is tried again every second in the
@@ -389,6 +403,7 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
      * flight at the outage would hold its site's concurrency slot for the whole lease TTL.
      */
     const settle = (call: () => Promise<unknown>): Promise<void> => {
+      clearInterval(renewal);
       const first = call().then(() => wakeOne(siteId));
       first.catch(() => {
         const until = Date.now() + settings.leaseTtlMs;
