@@ -223,6 +223,8 @@ export interface FixtureSiteSpec {
   pageBytes: number;
   /** Content seed: sites with different seeds have different postings. */
   seed: number;
+  /** How long the site takes to answer each request; 0 by default. */
+  responseDelayMs?: number;
 }
 
 export interface FixtureArrivals {
@@ -260,7 +262,7 @@ const specs = JSON.parse(process.env.FIXTURE_SITES);
 const sites = [];
 const logs = new Map();
 for (const spec of specs) {
-  const site = await createFixtureCareerSite({ postings: spec.postings, pageBytes: spec.pageBytes, seed: spec.seed });
+  const site = await createFixtureCareerSite({ postings: spec.postings, pageBytes: spec.pageBytes, seed: spec.seed, responseDelayMs: spec.responseDelayMs ?? 0 });
   sites.push(site);
   logs.set(Number(new URL(site.url).port), []);
 }

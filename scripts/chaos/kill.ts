@@ -1,13 +1,16 @@
 /**
- * `pnpm chaos kill`: workers SIGKILLed at random while runs are in flight lose no posting and
- * apply none twice.
+ * `pnpm chaos kill`: workers SIGKILLed at random while runs are in flight lose no posting, apply
+ * none twice, and fail none: a worker's death is not the page's fault.
  *
  * CHAOS_ROUNDS (3) runs, one after the other, each of a fresh fixture site (its own seed, so its
- * CHAOS_POSTINGS (2000) postings are new content and the work is real), crawled by
- * CHAOS_WORKERS (4) worker processes with one scheduler process running (its reconciler); every
+ * CHAOS_POSTINGS (2000) postings are new content and the work is real) whose pages answer in
+ * CHAOS_PAGE_DELAY_MS (200), crawled by CHAOS_WORKERS (3) worker processes; every
  * CHAOS_KILL_EVERY_MS (2000) a random worker is SIGKILLed and restarted at once, until the run
- * ends or CHAOS_RUN_TIMEOUT_MS (600000) passes. Each run is then checked by `verifyRun`
- * (verify.ts), a few seconds after it ended so that late duplicate work would show.
+ * ends or CHAOS_RUN_TIMEOUT_MS (600000) passes. The first CHAOS_NO_SCHEDULER_ROUNDS (1) rounds
+ * run with no scheduler process, so no reconciler: the workers alone must end the run. The
+ * others run with one scheduler beside the workers, as deployed. Each run is then checked by
+ * `verifyRun` (verify.ts), a few seconds after it ended so that late duplicate work would show,
+ * and must have `succeeded` with no posting in `error`: every page is good.
  *
  * Last stdout line: {"pass","rounds":[{runId,status,seconds,kills,postings,counters,…,failures}],
  * "timing",…}. Exit code 1 when any run missed a check.
@@ -30,6 +33,7 @@ import {
   insertFixtureSite,
   progressFor,
   startKiller,
+  type Replicas,
   startReplicas,
   timingFrom,
   TIMING_USAGE,
@@ -40,8 +44,9 @@ import {
 import { finalizedLogLines, verifyBodies, verifyRun, type RunVerdict } from './verify.js';
 
 const USAGE = `usage: pnpm chaos kill
-environment: CHAOS_ROUNDS (3), CHAOS_POSTINGS (2000), CHAOS_WORKERS (4), CHAOS_KILL_EVERY_MS (2000),
-  CHAOS_RUN_TIMEOUT_MS (600000), CHAOS_PAGE_BYTES (8000), CHAOS_QUIET_MS (5000),
+environment: CHAOS_ROUNDS (3), CHAOS_POSTINGS (2000), CHAOS_WORKERS (3), CHAOS_KILL_EVERY_MS (2000),
+  CHAOS_RUN_TIMEOUT_MS (600000), CHAOS_PAGE_BYTES (8000), CHAOS_PAGE_DELAY_MS (200),
+  CHAOS_NO_SCHEDULER_ROUNDS (1), CHAOS_QUIET_MS (5000),
 ${TIMING_USAGE}`;
 
 interface Settings {
@@ -51,6 +56,8 @@ interface Settings {
   killEveryMs: number;
   runTimeoutMs: number;
   pageBytes: number;
+  pageDelayMs: number;
+  noSchedulerRounds: number;
   quietMs: number;
   timing: ServiceTiming;
 }
@@ -62,10 +69,12 @@ function readSettings(args: string[]): Settings | 'help' {
   return {
     rounds: integerFrom('CHAOS_ROUNDS', 3, { min: 1 }, USAGE),
     postings: integerFrom('CHAOS_POSTINGS', 2000, { min: 1 }, USAGE),
-    workers: integerFrom('CHAOS_WORKERS', 4, { min: 1 }, USAGE),
+    workers: integerFrom('CHAOS_WORKERS', 3, { min: 1 }, USAGE),
     killEveryMs: integerFrom('CHAOS_KILL_EVERY_MS', 2000, { min: 100 }, USAGE),
     runTimeoutMs: integerFrom('CHAOS_RUN_TIMEOUT_MS', 600_000, { min: 1000 }, USAGE),
     pageBytes: integerFrom('CHAOS_PAGE_BYTES', 8000, { min: 0 }, USAGE),
+    pageDelayMs: integerFrom('CHAOS_PAGE_DELAY_MS', 200, { min: 0 }, USAGE),
+    noSchedulerRounds: integerFrom('CHAOS_NO_SCHEDULER_ROUNDS', 1, { min: 0 }, USAGE),
     quietMs: integerFrom('CHAOS_QUIET_MS', 5000, { min: 0 }, USAGE),
     timing: timingFrom(USAGE),
   };
@@ -73,6 +82,8 @@ function readSettings(args: string[]): Settings | 'help' {
 
 interface Round extends Partial<RunVerdict> {
   round: number;
+  /** Whether a scheduler (its reconciler) ran beside the workers. */
+  scheduler: boolean;
   seconds: number;
   timedOut: boolean;
   kills: number;
@@ -86,18 +97,23 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
     Array.from({ length: settings.rounds }, (_, round) => ({
       postings: settings.postings,
       pageBytes: settings.pageBytes,
+      responseDelayMs: settings.pageDelayMs,
       seed: 1000 + round,
     })),
     teardown,
     progress,
   );
   const workers = await startReplicas('worker', settings.workers, stack, teardown);
-  const schedulers = await startReplicas('scheduler', 1, stack, teardown);
-  progress(`${settings.workers} workers and 1 scheduler started`);
+  progress(`${settings.workers} workers started`);
+  let schedulers: Replicas | undefined;
 
   const rounds: Round[] = [];
   for (let round = 0; round < settings.rounds; round++) {
-    const label = `round ${round + 1}/${settings.rounds}`;
+    if (round >= settings.noSchedulerRounds && !schedulers) {
+      schedulers = await startReplicas('scheduler', 1, stack, teardown);
+      progress('1 scheduler started beside the workers');
+    }
+    const label = `round ${round + 1}/${settings.rounds}${schedulers ? '' : ' (no scheduler)'}`;
     const site = await insertFixtureSite(
       stack.handle,
       `chaos-kill-${round + 1}`,
@@ -118,7 +134,7 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
     );
     await sleep(settings.quietMs);
     const latest = await getRun(stack.handle.db, run.id);
-    const processes = [...workers.all, ...schedulers.all];
+    const processes = [...workers.all, ...(schedulers?.all ?? [])];
     const verdict = latest
       ? await verifyRun(stack.handle, latest, {
           postings: settings.postings,
@@ -131,9 +147,15 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
         ? ['no worker was killed while it ran: nothing was tested (more postings, or kill sooner)']
         : []),
       ...(verdict?.failures ?? []),
+      // Every page is good: a posting in error was failed by a worker's death.
+      ...(verdict && verdict.status !== 'succeeded' ? [`run ended ${verdict.status}`] : []),
+      ...(verdict && (verdict.postings.error ?? 0) > 0
+        ? [`${verdict.postings.error} postings in error`]
+        : []),
     ].map((failure) => `${label} (${run.runId}): ${failure}`);
     rounds.push({
       round: round + 1,
+      scheduler: schedulers !== undefined,
       ...verdict,
       seconds: round2(ended.seconds),
       timedOut: ended.timedOut,
@@ -147,7 +169,7 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
 
   const failures = rounds.flatMap((round) => round.failures);
   failures.push(...(await verifyBodies(stack.handle)));
-  for (const exit of [...workers.unexpectedExits(), ...schedulers.unexpectedExits()])
+  for (const exit of [...workers.unexpectedExits(), ...(schedulers?.unexpectedExits() ?? [])])
     failures.push(`unexpected exit: ${exit}`);
   if (failures.length === 0) stack.passed();
   return report(progress, failures, {
@@ -156,7 +178,7 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
     rounds,
     kills: workers.kills,
     settings,
-    warnings: warningSummary([...workers.all, ...schedulers.all]),
+    warnings: warningSummary([...workers.all, ...(schedulers?.all ?? [])]),
     logDir: failures.length === 0 ? null : stack.logDir,
     failures,
   });

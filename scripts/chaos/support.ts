@@ -52,14 +52,16 @@ export interface ServiceTiming {
   reconcileGraceMs: number;
   /** RUN_DEADLINE_MS: a run still active this long after it started is failed. */
   runDeadlineMs: number;
-  /** WORKER_LOCK_DURATION_MS, WORKER_STALLED_INTERVAL_MS, WORKER_MAX_STALLED_COUNT. */
+  /** WORKER_LOCK_DURATION_MS, WORKER_STALLED_INTERVAL_MS. */
   lockDurationMs: number;
   stalledIntervalMs: number;
-  maxStalledCount: number;
+  /** WORKER_MAX_STALLED_COUNT: one stall limit for every stage; unset keeps each stage's own. */
+  maxStalledCount: number | undefined;
 }
 
 export const TIMING_USAGE = `  CHAOS_POLL_INTERVAL_MS (2000), CHAOS_RECONCILE_GRACE_MS (10000), CHAOS_RUN_DEADLINE_MS (900000),
-  CHAOS_LOCK_DURATION_MS (10000), CHAOS_STALLED_INTERVAL_MS (5000), CHAOS_MAX_STALLED_COUNT (2),
+  CHAOS_LOCK_DURATION_MS (10000), CHAOS_STALLED_INTERVAL_MS (5000),
+  CHAOS_MAX_STALLED_COUNT (unset: each stage's own stall limit),
   CHAOS_KEEP_DIR=1 (keep the temp dir with the logs even when the check passes),
   CHAOS_LOG_LEVEL (info: the services' LOG_LEVEL; debug shows each scheduler pass)
 `;
@@ -69,7 +71,7 @@ export const TIMING_USAGE = `  CHAOS_POLL_INTERVAL_MS (2000), CHAOS_RECONCILE_GR
  * lost its job; a run's deadline (15 min) beyond every check's own wait (10 min), so that a
  * check sees a stuck run as stuck rather than as failed by the deadline; locks of 10 s checked
  * every 5 s, so that a killed worker's jobs are back within ~15 s instead of BullMQ's 60 s;
- * the worker's own default of 2 stalls before a job fails for good.
+ * each stage's own stall limit, as a worker runs by default.
  */
 export function timingFrom(usage: string): ServiceTiming {
   return {
@@ -78,7 +80,9 @@ export function timingFrom(usage: string): ServiceTiming {
     runDeadlineMs: integerFrom('CHAOS_RUN_DEADLINE_MS', 900_000, { min: 1_000 }, usage),
     lockDurationMs: integerFrom('CHAOS_LOCK_DURATION_MS', 10_000, { min: 100 }, usage),
     stalledIntervalMs: integerFrom('CHAOS_STALLED_INTERVAL_MS', 5_000, { min: 100 }, usage),
-    maxStalledCount: integerFrom('CHAOS_MAX_STALLED_COUNT', 2, { min: 0, max: 100 }, usage),
+    maxStalledCount: process.env.CHAOS_MAX_STALLED_COUNT
+      ? integerFrom('CHAOS_MAX_STALLED_COUNT', 0, { min: 0, max: 100 }, usage)
+      : undefined,
   };
 }
 
@@ -89,7 +93,9 @@ function timingEnv(timing: ServiceTiming): Record<string, string> {
     RUN_DEADLINE_MS: String(timing.runDeadlineMs),
     WORKER_LOCK_DURATION_MS: String(timing.lockDurationMs),
     WORKER_STALLED_INTERVAL_MS: String(timing.stalledIntervalMs),
-    WORKER_MAX_STALLED_COUNT: String(timing.maxStalledCount),
+    ...(timing.maxStalledCount === undefined
+      ? {}
+      : { WORKER_MAX_STALLED_COUNT: String(timing.maxStalledCount) }),
   };
 }
 
