@@ -1,9 +1,10 @@
 # syntax=docker/dockerfile:1
 # One image for every Gleaner process; docker-compose.yml picks the entry point with `command`
-# (services/api/dist/main.js, services/api/dist/migrate.js, services/worker/dist/main.js,
-# services/scheduler/dist/main.js). Node 22, the oldest line still maintained (20 reached end of
-# life in April 2026): every stage uses the same major, and .ci/run runs the test suite on it
-# as well as on the machine's Node (test/compose.test.ts checks both).
+# (services/api/dist/main.js, services/api/dist/migrate.js, services/scheduler/dist/main.js, and
+# services/worker/bin/worker, which runs services/worker/dist/main.js with the worker's V8
+# flags). Node 22, the oldest line still maintained (20 reached end of life in April 2026): every
+# stage uses the same major, and .ci/run runs the test suite on it as well as on the machine's
+# Node (test/compose.test.ts checks both).
 
 # --- manifests: only what `pnpm install` reads -------------------------------------------
 # Copying the whole context and deleting everything else keeps this file free of a list of
@@ -51,6 +52,8 @@ COPY --from=prod-deps /app/ ./
 COPY --from=build /out/ ./
 # Read at run time by packages/db (../../../migrations from packages/db/dist).
 COPY migrations ./migrations
+# The worker's launcher, compose's command for it; executable whatever the checkout's file modes.
+COPY --chmod=755 services/worker/bin ./services/worker/bin
 USER node
 EXPOSE 8000
 CMD ["node", "services/api/dist/main.js"]

@@ -74,10 +74,15 @@ let stopping = false;
 // A service's shutdown is bounded (packages/config/src/shutdown.ts); past that it is stuck.
 const stopTimeoutMs = shutdownBoundMs(Number(env.SHUTDOWN_GRACE_MS ?? 10_000) || 10_000) + 5_000;
 
-function run(name: string, args: string[], extraEnv: Record<string, string> = {}): ChildProcess {
+/** Runs `program args…` (node itself, or a service's launcher) from the repository root. */
+function run(
+  name: string,
+  [program, ...args]: [string, ...string[]],
+  extraEnv: Record<string, string> = {},
+): ChildProcess {
   // Own process group: a terminal's Ctrl-C reaches only this runner, which then sends each
   // service exactly one SIGTERM (a second signal would make a service skip its graceful stop).
-  const child = spawn(process.execPath, args, {
+  const child = spawn(program, args, {
     cwd: root,
     env: { ...env, ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -241,6 +246,7 @@ async function main(): Promise<void> {
   if (migrated !== 0) throw new Error('migrations failed');
 
   const demo = run('demo-site', [
+    process.execPath,
     'packages/testing/dist/bin/fixture-site.js',
     '--port',
     String(demoPort),
@@ -255,14 +261,10 @@ async function main(): Promise<void> {
     15_000,
   );
 
-  run('api', ['services/api/dist/main.js']);
-  // The worker's V8 flags as compose runs it (docker-compose.yml).
-  run('worker', [
-    '--max-semi-space-size=8',
-    '--max-old-space-size=1792',
-    'services/worker/dist/main.js',
-  ]);
-  run('scheduler', ['services/scheduler/dist/main.js']);
+  run('api', [process.execPath, 'services/api/dist/main.js']);
+  // Through its launcher, as compose runs it: node with the worker's V8 flags.
+  run('worker', [path.join(root, 'services/worker/bin/worker')]);
+  run('scheduler', [process.execPath, 'services/scheduler/dist/main.js']);
   await waitUntil('the API', async () => (await fetch(`${apiUrl}/health`)).ok);
 
   const registered = await api('POST', '/sites', {

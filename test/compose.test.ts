@@ -6,7 +6,7 @@
  * variable nobody documented).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -162,6 +162,38 @@ function commandOf(svc: ComposeService): string[] {
   return Array.isArray(command) ? command.map(String) : command.trim().split(/\s+/);
 }
 
+/**
+ * The `node` command a service's command comes to: the command itself, or for a launcher in the
+ * repository (`services/worker/bin/worker`), the command it execs, read by running it with a
+ * `node` first in PATH that prints its arguments and exits. Paths come back relative to the root.
+ */
+function nodeCommandOf(command: string[]): string[] {
+  const [program = '', ...args] = command;
+  if (program === 'node') return command;
+  const launcher = path.resolve(root, program);
+  expect(existsSync(launcher), `${program} does not exist in the repository`).toBe(true);
+  expect(statSync(launcher).mode & 0o111, `${program} is not executable`).not.toBe(0);
+  const stub = mkdtempSync(path.join(os.tmpdir(), 'gleaner-node-stub-'));
+  try {
+    writeFileSync(path.join(stub, 'node'), '#!/bin/sh\nprintf \'%s\\n\' "$@"\n', { mode: 0o755 });
+    const run = spawnSync(launcher, args, {
+      cwd: root,
+      encoding: 'utf8',
+      env: { PATH: `${stub}${path.delimiter}${process.env.PATH ?? ''}` },
+    });
+    expect(run.status, `${program} failed: ${run.stderr}`).toBe(0);
+    const execed = run.stdout.split('\n').slice(0, -1);
+    return [
+      'node',
+      ...execed.map((arg) =>
+        arg.startsWith('-') ? arg : path.relative(root, path.resolve(root, arg)),
+      ),
+    ];
+  } finally {
+    rmSync(stub, { recursive: true, force: true });
+  }
+}
+
 function environmentOf(svc: ComposeService): Record<string, string> {
   const env = svc.environment ?? {};
   const entries = Array.isArray(env)
@@ -250,7 +282,7 @@ describe('docker-compose.yml: services', () => {
   it.each(APP_SERVICES)(
     '%s: the command runs a file the build produces from an existing source',
     (name) => {
-      const [runtime, ...args] = commandOf(service(name));
+      const [runtime, ...args] = nodeCommandOf(commandOf(service(name)));
       expect(runtime, `${name}: command must start with node`).toBe('node');
       // Node's own flags (`--max-semi-space-size=8`) come before the script.
       const flags = args.filter((arg) => arg.startsWith('--'));
@@ -548,6 +580,21 @@ describe('Dockerfile', () => {
     const users = finalStage.filter((i) => i.keyword === 'USER').map((i) => i.args.split(':')[0]);
     expect(users.length, 'the final stage sets no USER').toBeGreaterThan(0);
     expect(['root', '0']).not.toContain(users.at(-1));
+  });
+
+  it('copies into the final image every launcher a compose command runs', () => {
+    const copied = finalStage
+      .filter((i) => (i.keyword === 'COPY' || i.keyword === 'ADD') && !/--from=/.test(i.args))
+      .flatMap((i) => copySources(i.args))
+      .map((source) => source.replace(/\/+$/, ''));
+    for (const name of APP_SERVICES) {
+      const [program = ''] = commandOf(service(name));
+      if (program === 'node') continue;
+      expect(
+        copied.some((source) => program === source || program.startsWith(`${source}/`)),
+        `${name}: ${program} is not copied into the image`,
+      ).toBe(true);
+    }
   });
 
   it('copies the migrations into the final image', () => {

@@ -32,11 +32,6 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Node flags a service runs with, as docker-compose.yml gives them. */
-const NODE_FLAGS: Partial<Record<ServiceName, string[]>> = {
-  worker: ['--max-semi-space-size=8', '--max-old-space-size=1792'],
-};
-
 export interface StartServiceOptions {
   /**
    * Working directory (the repository root by default). A service reads `.env` from it for what
@@ -83,10 +78,14 @@ export function startService(
 ): ServiceProcess {
   const entry = path.join(repoRoot, 'services', name, 'dist', 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`pnpm build\` first`);
-  const child = spawn(process.execPath, [...(NODE_FLAGS[name] ?? []), entry], {
+  // A service with a launcher (the worker's gives node its V8 flags) starts through it, as compose
+  // starts it; its `node` is then the one running this process, first in PATH.
+  const launcher = path.join(repoRoot, 'services', name, 'bin', name);
+  const [program, args] = existsSync(launcher) ? [launcher, []] : [process.execPath, [entry]];
+  const child = spawn(program, args, {
     cwd: options.cwd ?? repoRoot,
     env: {
-      PATH: process.env.PATH ?? '',
+      PATH: [path.dirname(process.execPath), process.env.PATH].filter(Boolean).join(path.delimiter),
       LOG_PRETTY: 'false',
       LOG_LEVEL: 'info',
       ...(name === 'api' ? { ADMIN_API_KEY: TEST_ADMIN_API_KEY } : {}),

@@ -197,8 +197,8 @@ export function createPageAnalyser({
     const workerData: AnalyserThreadData = { progress: progress.buffer };
     const worker = new Worker(threadEntry, {
       workerData,
-      // None of the process's own options: V8 flags (`--max-semi-space-size`, compose gives the
-      // worker one) are refused in a thread, and a resolution condition for the process's loader
+      // None of the process's own options: V8 flags (`--max-semi-space-size`, the worker's launcher
+      // gives it one) are refused in a thread, and a resolution condition for the process's loader
       // (tests resolve workspace packages to TypeScript sources) would point the build at
       // files it cannot load. The thread's heap is set here instead.
       execArgv: [],
