@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { buildApp } from '@gleaner/api';
 import {
   cancelRun,
@@ -86,9 +85,30 @@ async function runUnderWay(site: SiteRow): Promise<RunRow> {
   return run;
 }
 
-/** Waits past the bound, then returns when the site last saw a request for a posting page. */
-async function lastPageRequestAfterBound(): Promise<number> {
-  await sleep(STOPPED_WITHIN_MS + 2000);
+/**
+ * Waits until no scrape, crawl or extract job is waiting, parked or running (only they request
+ * pages of the site), then returns when the site last saw a request for a posting page.
+ */
+async function lastPageRequestOnceJobsEnded(): Promise<number> {
+  await waitFor(
+    async () => {
+      const counts = await Promise.all(
+        (['scrape', 'crawl', 'extract'] as const).map((name) =>
+          system.queues[name].getJobCounts(
+            'active',
+            'waiting',
+            'prioritized',
+            'delayed',
+            'waiting-children',
+          ),
+        ),
+      );
+      return counts.every((queue) => Object.values(queue).every((count) => count === 0))
+        ? true
+        : undefined;
+    },
+    { timeoutMs: 60_000, what: 'every scrape, crawl and extract job to end' },
+  );
   return fixture.lastRequestAt('/jobs/')!;
 }
 
@@ -124,12 +144,12 @@ describe('cancelling a run', () => {
     expect(body.data.finished_at).not.toBeNull();
     const cancelled = (await getRun(system.handle.db, run.id))!;
 
-    const lastRequest = await lastPageRequestAfterBound();
+    const lastRequest = await lastPageRequestOnceJobsEnded();
     expect(lastRequest - cancelAt).toBeLessThanOrEqual(STOPPED_WITHIN_MS);
     // Cancelled early: most pages were never fetched.
     expect(fixture.requestCount('/jobs/')).toBeLessThan(POSTINGS / 2);
 
-    // One terminal transition: nothing touched the run after the cancel, seconds later still.
+    // One terminal transition: nothing touched the run after the cancel, nor as its jobs ended.
     const later = (await getRun(system.handle.db, run.id))!;
     expect(later).toEqual(cancelled);
     expect(later.status).toBe('cancelled');
@@ -216,7 +236,7 @@ describe('cancelling a run', () => {
       404,
     );
     expect(await getRun(system.handle.db, run.id)).toBeUndefined();
-    const lastRequest = await lastPageRequestAfterBound();
+    const lastRequest = await lastPageRequestOnceJobsEnded();
     expect(lastRequest - deleteAt).toBeLessThanOrEqual(STOPPED_WITHIN_MS);
     expect(await system.queues.crawl.getFailedCount()).toBe(0);
     expect(await system.queues['dead-letter'].count()).toBe(0);
