@@ -150,7 +150,8 @@ async function completions(id: string) {
 
 /**
  * The document's one completion: its metrics row and event are written just after the row turns
- * `complete`, so wait for them; then, a moment later, still exactly one of each.
+ * `complete`, so wait for them; then, once no documents job is left to run or running (nothing
+ * could extract it again), still exactly one of each.
  */
 async function expectCompletedOnce(id: string) {
   const once = { metrics: { complete: 1 }, events: 1 };
@@ -158,7 +159,19 @@ async function expectCompletedOnce(id: string) {
     async () => (JSON.stringify(await completions(id)) === JSON.stringify(once) ? true : undefined),
     { timeoutMs: 10_000, what: `document ${id}'s metrics row and completion event` },
   );
-  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  await waitFor(
+    async () => {
+      const counts = await queues.documents.getJobCounts(
+        'active',
+        'waiting',
+        'prioritized',
+        'delayed',
+        'paused',
+      );
+      return Object.values(counts).every((count) => count === 0) ? true : undefined;
+    },
+    { timeoutMs: 10_000, what: 'no documents job left' },
+  );
   expect(await completions(id)).toEqual(once);
 }
 
@@ -237,7 +250,26 @@ describe('two document worker processes', () => {
     );
     const documents = stored.map((entry) => entry.document);
     await enqueueDocuments(queues, documents, { maxRetries: MAX_RETRIES });
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    // Two more beats of each worker, both still paused: each has looked at the queue since the
+    // documents arrived, and taken none of them.
+    const pausedBeats = async () =>
+      new Map(
+        (await listDocumentWorkers(handle.db))
+          .filter((row) => row.status === 'paused' && replicas.some((r) => r.child.pid === row.pid))
+          .map((row) => [row.workerId, row.lastHeartbeat.getTime()]),
+      );
+    for (let beat = 0; beat < 2; beat += 1) {
+      const seen = await pausedBeats();
+      expect(seen.size).toBe(2);
+      await waitFor(
+        async () => {
+          const now = await pausedBeats();
+          const newer = [...seen].filter(([workerId, at]) => (now.get(workerId) ?? 0) > at);
+          return newer.length === 2 ? true : undefined;
+        },
+        { timeoutMs: 10_000, what: 'both workers to beat "paused" again' },
+      );
+    }
     for (const document of documents)
       expect((await getDocument(handle.db, document.id))!.status).toBe('pending');
 
