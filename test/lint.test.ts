@@ -16,6 +16,12 @@ afterAll(() => rmSync(fixture, { recursive: true, force: true }));
 describe('lint', () => {
   it('fails on an import cycle, also one through a third module', async () => {
     mkdirSync(fixture, { recursive: true });
+    // A project of its own: the type-aware rules then load these three files, not every test
+    // file of test/tsconfig.json and what they import (14 s of the test's 15 on 2 cores).
+    writeFileSync(
+      path.join(fixture, 'tsconfig.json'),
+      JSON.stringify({ extends: '../../tsconfig.base.json', include: ['*.ts'] }),
+    );
     writeFileSync(
       path.join(fixture, 'a.ts'),
       "import { b } from './b.js';\n\nexport const a = (): string => `a${b()}`;\n",
