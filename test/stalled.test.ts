@@ -1,4 +1,14 @@
-import { createDb, getRun, type DbHandle } from '@gleaner/db';
+import {
+  completeListing,
+  createDb,
+  createRun,
+  getPosting,
+  getRun,
+  insertSite,
+  startRun,
+  upsertListedPostings,
+  type DbHandle,
+} from '@gleaner/db';
 import { createFetcher } from '@gleaner/http';
 import {
   closeQueues,
@@ -8,6 +18,7 @@ import {
   type Queues,
 } from '@gleaner/queue';
 import {
+  createFixtureCareerSite,
   createTestDatabase,
   createTestRedisNamespace,
   waitFor,
@@ -43,6 +54,25 @@ beforeAll(async () => {
   queues = createQueues(producer, namespace.prefix);
 });
 
+/** A worker that takes one job of `queue` and dies with it: its lock is no longer renewed. */
+async function dieWithJob(queue: 'crawl'): Promise<void> {
+  const connection = createRedisConnection(namespace.url, 'worker');
+  connections.push(connection);
+  let taken = false;
+  const doomed = new Worker(
+    queue,
+    async () => {
+      taken = true;
+      await new Promise(() => undefined);
+    },
+    // It runs no stall check of its own: on a busy machine its lock can lapse before it is
+    // closed, and its own check would then hand the job on where nothing listens.
+    { connection, prefix: namespace.prefix, lockDuration: 500, skipStalledCheck: true },
+  );
+  await waitFor(() => (taken ? true : undefined), { what: 'the doomed worker to take the job' });
+  await doomed.close(true);
+}
+
 afterAll(async () => {
   await runtime?.close(1_000);
   await closeQueues(queues);
@@ -59,26 +89,7 @@ describe('a job failed by the stall check', () => {
     await enqueue(queues, 'crawl', { runId: run.id, siteId: site.id, postingId: posting.id });
 
     // A worker takes the job and dies with it: closed by force, it no longer renews the lock.
-    const doomedConnection = createRedisConnection(namespace.url, 'worker');
-    connections.push(doomedConnection);
-    let taken = false;
-    const doomed = new Worker(
-      'crawl',
-      async () => {
-        taken = true;
-        await new Promise(() => undefined);
-      },
-      // It runs no stall check of its own: on a busy machine its lock can lapse before it is
-      // closed, and its own check would then fail the job where nothing listens.
-      {
-        connection: doomedConnection,
-        prefix: namespace.prefix,
-        lockDuration: 500,
-        skipStalledCheck: true,
-      },
-    );
-    await waitFor(() => (taken ? true : undefined), { what: 'the doomed worker to take the job' });
-    await doomed.close(true);
+    await dieWithJob('crawl');
 
     // A live replica's stall check finds the job; with no stall allowed, it fails it for good.
     const workerConnection = createRedisConnection(namespace.url, 'worker');
@@ -134,5 +145,85 @@ describe('a job failed by the stall check', () => {
     });
     expect(await queues['dead-letter'].getJobCounts('waiting')).toEqual({ waiting: 1 });
     await fetcher.close();
+  });
+});
+
+describe('a job orphaned by a worker that died', () => {
+  it('runs again elsewhere, without spending an attempt, and its posting ends ready', async () => {
+    // No other replica runs: the doomed worker is the one to take the job.
+    await runtime?.close(1_000);
+    runtime = undefined;
+    const fixture = await createFixtureCareerSite({ postings: 1 });
+    const fetcher = createFetcher({
+      userAgent: 'GleanerTest',
+      timeoutMs: 5_000,
+      maxBodyBytes: 1 << 20,
+      maxRedirects: 3,
+      allowPrivateNetworks: true,
+    });
+    let replica: WorkerRuntime | undefined;
+    try {
+      const site = await insertSite(handle.db, {
+        siteName: 'orphaned',
+        kind: 'career-site',
+        config: { url: fixture.url, sitemapUrl: `${fixture.url}/sitemap.xml` },
+        minPauseSeconds: 0,
+        maxPauseSeconds: 0,
+      });
+      const run = await createRun(handle.db, { siteId: site.id, trigger: 'manual' });
+      await startRun(handle.db, run.id);
+      const [page] = fixture.postings();
+      const [posting] = await upsertListedPostings(handle.db, site.id, run.id, [
+        { externalId: page!.id, url: page!.url },
+      ]);
+      await completeListing(handle.db, run.id, { requestedPages: 1, listingComplete: true });
+      const jobId = await enqueue(queues, 'crawl', {
+        runId: run.id,
+        siteId: site.id,
+        postingId: posting!.id,
+      });
+      await dieWithJob('crawl');
+
+      // A live replica with the stage's own stall limit: one death is far below it.
+      const workerConnection = createRedisConnection(namespace.url, 'worker');
+      connections.push(workerConnection);
+      replica = startWorkers(
+        testWorkerDeps({
+          db: handle.db,
+          queues,
+          fetcher,
+          producer: connections[0]!,
+          prefix: namespace.prefix,
+        }),
+        {
+          connection: workerConnection,
+          prefix: namespace.prefix,
+          queues: ['crawl'],
+          stalls: { lockDuration: 500, stalledInterval: 250 },
+        },
+      );
+      const ended = await waitFor(
+        async () => {
+          const current = await getRun(handle.db, run.id);
+          return current?.status === 'running' ? undefined : current;
+        },
+        { timeoutMs: 20_000, what: 'the run to end' },
+      );
+      expect(ended).toMatchObject({ status: 'succeeded', readyCount: 1, errorsCount: 0 });
+      expect(await getPosting(handle.db, posting!.id)).toMatchObject({ status: 'ready' });
+      const job = await queues.crawl.getJob(jobId);
+      expect(job?.stalledCounter).toBe(1);
+      expect(await job?.getState()).toBe('completed');
+      // Completed on its first attempt of its own: the death cost none.
+      expect(job?.attemptsMade).toBeLessThanOrEqual(1);
+      const letters = await queues['dead-letter'].getJobs(['waiting']);
+      expect(letters.map((letter) => (letter.data as { jobId: string }).jobId)).not.toContain(
+        jobId,
+      );
+    } finally {
+      await replica?.close(1_000);
+      await fetcher.close();
+      await fixture.close();
+    }
   });
 });
