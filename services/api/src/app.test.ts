@@ -139,7 +139,7 @@ describe('shutdown', () => {
     const inHandler = new Promise<void>((resolve) => (entered = resolve));
     let finish!: () => void;
     const finished = new Promise<void>((resolve) => (finish = resolve));
-    closing.get('/slow', { config: { access: 'public' } }, async () => {
+    closing.get('/slow', async () => {
       entered();
       await finished;
       return { ok: true };
@@ -149,7 +149,11 @@ describe('shutdown', () => {
     const agent = new Agent({ keepAlive: true });
     try {
       const response = new Promise<IncomingMessage>((resolve, reject) =>
-        get(`http://127.0.0.1:${port}/slow`, { agent }, resolve).on('error', reject),
+        get(
+          `http://127.0.0.1:${port}/slow`,
+          { agent, headers: { authorization: `Bearer ${stack.adminKey}` } },
+          resolve,
+        ).on('error', reject),
       );
       await inHandler;
       let closed = false;

@@ -146,11 +146,6 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   const keys =
     deps.keys ??
     createKeyLookup({ db: deps.db, redis: deps.redis, prefix: redisPrefix, logger: deps.logger });
-  // Routes added from here on (the docs' included) get their access level before any is added.
-  app.addHook('onRoute', (route) => {
-    if (route.url.startsWith('/docs') && route.config?.access === undefined)
-      route.config = { ...route.config, access: 'tenant-read' };
-  });
   await app.register(accessPlugin, {
     keys,
     failures: createAuthFailures(deps.redis, redisPrefix, deps.config.API_AUTH_FAILURES_PER_MINUTE),

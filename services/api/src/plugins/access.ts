@@ -1,14 +1,15 @@
 import { isApiKeyShaped, type ApiKeyRow } from '@gleaner/db';
-import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AuthFailures } from './auth-failures.js';
+import { boardActionOf, BULL_BOARD_PATH } from './bull-board.js';
 import { THROTTLED, type KeyLookup, type Principal } from './key-lookup.js';
 import { ProblemError, sendProblem } from './problem.js';
 
 /**
- * Who may call a route. The table below gives each route of the API its level; a route may
- * instead declare `config: { access }` (plugins with routes of their own do). A route with
- * neither is admin-only: nothing is open by default.
+ * Who may call a route. The table below, and nothing else, gives each route its level: the API's
+ * own routes one by one, the routes a plugin adds (the docs, Bull Board) by the prefix they sit
+ * under. A route it does not list is admin-only: nothing is open by default.
  *
  *   public        anyone, no key (`/health`)
  *   read          admin and viewer keys
@@ -19,32 +20,38 @@ import { ProblemError, sendProblem } from './problem.js';
 export type Access = 'public' | 'read' | 'tenant-read' | 'tenant-write' | 'admin';
 
 declare module 'fastify' {
-  interface FastifyContextConfig {
-    access?: Access;
-    /** The audit log's name for this route's requests (plugins' routes; the API's are in the table). */
-    audit?: string;
-  }
   interface FastifyRequest {
     principal: Principal | null;
   }
   interface FastifyInstance {
     /** Every route added after the access plugin, with its rules. */
-    routeAccess(): ({ method: string; url: string } & Required<RouteRule>)[];
+    routeAccess(): ({ method: string; url: string } & RouteAccess)[];
   }
 }
 
 /**
  * A route's rules: who may call it (`access`); what the audit log calls a mutating request to it
- * (`audit`); whether it also takes multipart forms (`forms`: the uploads). Every other body a
- * mutating route takes is JSON.
+ * (`audit`; for the routes under a prefix, made from each route); whether it also takes multipart
+ * forms (`forms`: the uploads). Every other body a mutating route takes is JSON.
  */
 export interface RouteRule {
   access: Access;
-  audit?: string;
+  audit?: string | ((url: string) => string);
   forms?: boolean;
 }
 
-/** The API's routes and their rules: `<METHOD> <route>` (HEAD goes as its GET). */
+/** A route's rules as the guard and the audit log apply them. */
+export interface RouteAccess {
+  access: Access;
+  audit: string;
+  forms: boolean;
+}
+
+/**
+ * The API's routes and their rules: `<METHOD> <route>` (HEAD goes as its GET). A row whose route
+ * ends in `/*` is for every route a plugin adds under that prefix, and `*` as its method for every
+ * method without a row of its own.
+ */
 export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'GET /health': { access: 'public' },
   'GET /jobs/health': { access: 'read' },
@@ -53,6 +60,8 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'POST /jobs/scrape': { access: 'admin', audit: 'scrape.start' },
   'GET /jobs/scrape/:runId': { access: 'tenant-read' },
   'POST /jobs/scrape/:runId/cancel': { access: 'admin', audit: 'scrape.cancel' },
+  'GET /runs/:runId': { access: 'tenant-read' },
+  'GET /runs/:runId/events': { access: 'tenant-read' },
   'GET /sites': { access: 'read' },
   'POST /sites': { access: 'admin', audit: 'sites.create' },
   'GET /sites/:site': { access: 'read' },
@@ -85,7 +94,20 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'POST /admin/keys': { access: 'admin', audit: 'keys.create' },
   'DELETE /admin/keys/:id': { access: 'admin', audit: 'keys.revoke' },
   'GET /admin/audit': { access: 'admin' },
+  'GET /metrics': { access: 'read' },
+  // The docs' page and the OpenAPI document it shows (@fastify/swagger-ui).
+  'GET /docs/*': { access: 'tenant-read' },
+  // Bull Board's page, assets and reads; its actions (retry, clean, pause, obliterate…) for admin
+  // keys, each an audit entry named after its route (`board.job.retry`).
+  [`GET ${BULL_BOARD_PATH}/*`]: { access: 'read' },
+  [`* ${BULL_BOARD_PATH}/*`]: { access: 'admin', audit: boardActionOf },
 };
+
+/** The rows for the routes under a prefix. */
+const PREFIX_RULES = Object.entries(ROUTE_RULES).flatMap(([key, rule]) => {
+  const [method = '', route = ''] = key.split(' ');
+  return route.endsWith('/*') ? [{ method, prefix: route.slice(0, -'/*'.length), rule }] : [];
+});
 
 const ALLOWED: Record<Access, readonly ApiKeyRow['role'][]> = {
   public: ['admin', 'viewer', 'tenant'],
@@ -99,18 +121,20 @@ const ALLOWED: Record<Access, readonly ApiKeyRow['role'][]> = {
 export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
- * A route's rules: its table entry, with a level or audit name the route declares itself taking
- * precedence; admin-only and audited as `<METHOD> <route>` when neither names them.
+ * A route's rules: its row in the table, or else the row of the prefix it is under (one for its
+ * method before one for any); admin-only and audited as `<METHOD> <route>` when no row names it.
  */
-export function ruleOf(
-  method: string,
-  url: string,
-  declared: { access?: Access; audit?: string } = {},
-): Required<RouteRule> {
-  const listed = ROUTE_RULES[`${method === 'HEAD' ? 'GET' : method} ${url}`];
+export function ruleOf(method: string, url: string): RouteAccess {
+  const asked = method === 'HEAD' ? 'GET' : method;
+  const underPrefix = (rowMethod: string) =>
+    PREFIX_RULES.find(
+      (row) => row.method === rowMethod && (url === row.prefix || url.startsWith(`${row.prefix}/`)),
+    )?.rule;
+  const listed = ROUTE_RULES[`${asked} ${url}`] ?? underPrefix(asked) ?? underPrefix('*');
+  const audit = typeof listed?.audit === 'function' ? listed.audit(url) : listed?.audit;
   return {
-    access: declared.access ?? listed?.access ?? 'admin',
-    audit: declared.audit ?? listed?.audit ?? `${method} ${url}`,
+    access: listed?.access ?? 'admin',
+    audit: audit ?? `${method} ${url}`,
     forms: listed?.forms ?? false,
   };
 }
@@ -162,15 +186,12 @@ export const accessPlugin = fp<AccessOptions>(async (app: FastifyInstance, optio
 
   app.decorateRequest('principal', null);
   app.addHook('onClose', () => keys.close());
-  const routes: { method: string; url: string; config: () => FastifyContextConfig | undefined }[] =
-    [];
+  const routes: { method: string; url: string }[] = [];
   app.addHook('onRoute', (route) => {
-    // Read when asked: a plugin's own onRoute hook may set the level after this one runs.
-    for (const method of [route.method].flat())
-      routes.push({ method, url: route.url, config: () => route.config });
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url });
   });
   app.decorate('routeAccess', () =>
-    routes.map(({ method, url, config }) => ({ method, url, ...ruleOf(method, url, config()) })),
+    routes.map(({ method, url }) => ({ method, url, ...ruleOf(method, url) })),
   );
 
   async function refuseUnknown(request: FastifyRequest, reply: FastifyReply, detail: string) {
@@ -193,7 +214,7 @@ export const accessPlugin = fp<AccessOptions>(async (app: FastifyInstance, optio
 
   app.addHook('onRequest', async (request, reply) => {
     const url = request.routeOptions.url ?? '';
-    const rule = ruleOf(request.method, url, request.routeOptions.config);
+    const rule = ruleOf(request.method, url);
     const credentials = credentialsFrom(request.headers.authorization);
     if (rule.access === 'public' && credentials === undefined) return;
     if (credentials === undefined)
@@ -257,7 +278,7 @@ export const accessPlugin = fp<AccessOptions>(async (app: FastifyInstance, optio
  * `text/plain`, urlencoded or multipart forms another site's page can send), upload routes JSON
  * or `multipart/form-data`. A request without a body passes.
  */
-function wrongBodyReason(request: FastifyRequest, rule: RouteRule): string | undefined {
+function wrongBodyReason(request: FastifyRequest, rule: RouteAccess): string | undefined {
   const type = request.headers['content-type'];
   const hasBody =
     type !== undefined ||

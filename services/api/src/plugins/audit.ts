@@ -42,7 +42,7 @@ export const auditPlugin = fp<{ db: Database }>(async (app: FastifyInstance, { d
     try {
       await recordAudit(db, {
         ...auditActorOf(request.principal),
-        action: ruleOf(request.method, url, request.routeOptions.config).audit,
+        action: ruleOf(request.method, url).audit,
         target: Object.values(params).map(String).join('/') || null,
         selector: { ...params, ...query },
         statusCode: reply.statusCode,
@@ -52,7 +52,7 @@ export const auditPlugin = fp<{ db: Database }>(async (app: FastifyInstance, { d
     } catch (error) {
       // The act is done; the answer goes out, and the log keeps what the audit log could not.
       request.log.error(
-        { err: error, action: ruleOf(request.method, url, request.routeOptions.config).audit },
+        { err: error, action: ruleOf(request.method, url).audit },
         'audit entry not written',
       );
     }

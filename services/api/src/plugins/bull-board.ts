@@ -24,21 +24,13 @@ export function boardActionOf(url: string): string {
 /**
  * Bull Board for every queue of the catalogue. Its page, static assets and reads are for admin
  * and viewer keys; its actions (retry, clean, pause, obliterate…: every method but GET) for
- * admin keys, each an entry of the audit log. Browsers sign in with HTTP Basic, the key as the
- * password.
+ * admin keys, each an entry of the audit log (ROUTE_RULES, under `BULL_BOARD_PATH`). Browsers
+ * sign in with HTTP Basic, the key as the password.
  */
 export async function bullBoardPlugin(
   app: FastifyInstance,
   { deps }: { deps: ApiDeps },
 ): Promise<void> {
-  app.addHook('onRoute', (route) => {
-    const reads = [route.method].flat().every((method) => method === 'GET' || method === 'HEAD');
-    route.config = {
-      ...route.config,
-      access: reads ? 'read' : 'admin',
-      ...(reads ? {} : { audit: boardActionOf(route.url) }),
-    };
-  });
   // Bull Board answers its own errors as `{error: {key}, message}`: as problems, like the API.
   app.addHook('onSend', async (request, reply, payload) => {
     const type = String(reply.getHeader('content-type') ?? '');

@@ -23,7 +23,6 @@ export const metricsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
   app.get(
     '/metrics',
     {
-      config: { access: 'read' },
       // Scraped every few seconds: its request lines would bury the others.
       logLevel: 'warn',
       schema: {

@@ -73,7 +73,6 @@ export const runRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, {
   app.get(
     '/runs/:runId',
     {
-      config: { access: 'tenant-read' },
       schema: {
         tags: ['runs'],
         summary: "A run's page: its stages and live log (HTML)",
@@ -101,7 +100,6 @@ export const runRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, {
   app.get(
     '/runs/:runId/events',
     {
-      config: { access: 'tenant-read' },
       schema: {
         tags: ['runs'],
         summary: "A run's progress and log lines as Server-Sent Events",
