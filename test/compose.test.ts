@@ -15,7 +15,7 @@ import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseDocument } from 'yaml';
 import * as fragments from '../packages/config/src/fragments.js';
-import { shutdownBoundMs } from '../packages/config/src/shutdown.js';
+import { shutdownBoundMs } from '../packages/service/src/shutdown.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const composePath = path.join(root, 'docker-compose.yml');

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { buildApp } from '@gleaner/api';
-import { startTelemetry } from '@gleaner/config/service';
+import { startTelemetry } from '@gleaner/service';
 import { getRunByPublicId, insertSite, type RunRow } from '@gleaner/db';
 import { createRedisConnection } from '@gleaner/queue';
 import { createFixtureCareerSite, waitFor, type FixtureCareerSite } from '@gleaner/testing';

@@ -8,19 +8,6 @@ export {
   type LoadedConfig,
 } from './environment.js';
 export {
-  createShutdown,
-  shutdownBoundMs,
-  SHUTDOWN_CONNECTIONS_MS,
-  SHUTDOWN_FLUSH_MS,
-  SHUTDOWN_RELEASE_MS,
-  type Shutdown,
-  type ShutdownLogger,
-  type ShutdownPhase,
-  type ShutdownReport,
-  type ShutdownStep,
-  type ShutdownStepReport,
-} from './shutdown.js';
-export {
   booleanFromEnv,
   integerFromEnv,
   listFromEnv,

@@ -3,7 +3,6 @@ export * from './connection.js';
 export * from './counters.js';
 export * from './llm-alerts.js';
 export * from './define-job.js';
-export * from './errors.js';
 export * from './queues.js';
 export * from './run-cancellation.js';
 export * from './start-run.js';

@@ -1,5 +1,5 @@
 import { apiFragment, documentFragment, extractionFragment, fetchFragment } from '@gleaner/config';
-import { startService } from '@gleaner/config/service';
+import { startService } from '@gleaner/service';
 import { countLiveAdminKeys, ensureApiKey } from '@gleaner/db';
 import { buildApp } from './app.js';
 import { apiProcessesFrom, isApiPrimary, runApiPrimary } from './processes.js';

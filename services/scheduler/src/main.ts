@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { documentFragment, extractionFragment, schedulerFragment } from '@gleaner/config';
-import { startService } from '@gleaner/config/service';
+import { startService } from '@gleaner/service';
 import { pingDb } from '@gleaner/db';
 import { waitForRedis, writeSchedulerReplica } from '@gleaner/queue';
 import { startForcedPasses } from './forced-passes.js';

@@ -117,6 +117,8 @@ export function createReconciler(options: ReconcilerOptions) {
 
     const failed: { payload: JobPayload<Q>; reason: string }[] = [];
     const lost: unknown[] = [];
+    /** What Redis held of the jobs queued again: missing, completed, or waiting for a released row. */
+    const was: Record<string, number> = {};
     let released = 0;
     let requeued = 0;
     for (const [index, row] of rows.entries()) {
@@ -137,6 +139,7 @@ export function createReconciler(options: ReconcilerOptions) {
         if (!reconcile.counts.released) requeued += 1;
       } else requeued += 1;
       if (job.state === 'completed') await removeFinishedJob(queues, queue, ids[index]!);
+      was[job.state] = (was[job.state] ?? 0) + 1;
       lost.push(row);
     }
 
@@ -171,6 +174,7 @@ export function createReconciler(options: ReconcilerOptions) {
           jobs: lost.slice(0, LOGGED_IDS).map((row) => jobId(reconcile.payload(row, scope))),
           requeued: lost.length,
           released,
+          was,
         },
         'reconciler: jobs lost; queued again',
       );

@@ -4,7 +4,7 @@ import {
   fetchFragment,
   workerFragment,
 } from '@gleaner/config';
-import { startHealthServer, startService } from '@gleaner/config/service';
+import { startHealthServer, startService } from '@gleaner/service';
 import { EXTRACTOR_VERSION } from '@gleaner/extraction';
 import { createDocumentParserPool } from '@gleaner/extraction/documents';
 import { createCounters, createRunLogWriter } from '@gleaner/queue';

@@ -4,7 +4,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import type { Env } from '../environment.js';
+import type { Env } from '@gleaner/config';
 
 export interface Telemetry {
   /** Whether spans leave the process (an OTLP endpoint is set). */

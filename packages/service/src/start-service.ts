@@ -3,16 +3,18 @@ import { z } from 'zod';
 import { createDb, pingDb, type DbHandle } from '@gleaner/db';
 import { createLogger, endLogger, prettyFromSetting, type Logger } from '@gleaner/logger';
 import { closeQueues, createQueues, createRedisConnection, type Queues } from '@gleaner/queue';
-import { loadConfig, type Env, type EnvFileError } from '../environment.js';
 import {
   databaseFragment,
+  loadConfig,
   loggingFragment,
   queueFragment,
   redisFragment,
   shutdownFragment,
-} from '../fragments.js';
-import type { ConfigError } from '../parse.js';
-import { createShutdown, SHUTDOWN_FLUSH_MS, shutdownBoundMs } from '../shutdown.js';
+  type ConfigError,
+  type Env,
+  type EnvFileError,
+} from '@gleaner/config';
+import { createShutdown, SHUTDOWN_FLUSH_MS, shutdownBoundMs } from './shutdown.js';
 import { startHealthServer, type HealthCheck, type HealthReport } from './health-server.js';
 import { startTelemetry } from './telemetry.js';
 
