@@ -18,6 +18,8 @@ describe('counters', () => {
     for (const counters of replicas) {
       counters.jobCompleted('crawl');
       counters.jobFailed('crawl', { errorClass: 'transient', code: 'HTTP_STATUS_429' });
+      // A worker died under one of its jobs: a stall, not a failure.
+      counters.jobStalled('crawl');
       counters.siteRequest('site-a', { status: 200 });
       counters.siteRequest('site-a', { status: 429 });
       counters.siteRequest('site-a', { failed: true });
@@ -30,6 +32,7 @@ describe('counters', () => {
     expect(await readJobCounts(redis, namespace.prefix)).toEqual({
       completed: [{ queue: 'crawl', count: 2 }],
       failed: [{ queue: 'crawl', errorClass: 'transient', code: 'HTTP_STATUS_429', count: 2 }],
+      stalled: [{ queue: 'crawl', count: 2 }],
     });
   });
 
@@ -82,11 +85,16 @@ describe('counters', () => {
       counters.llmCall({ model: 'm', outcome: 'ok', promptTokens: 10 });
       counters.llmCall({ model: 'm', outcome: 'ok', promptTokens: 5 });
       // Held in memory until the interval is up, or a flush.
-      expect(await readJobCounts(redis, prefix)).toEqual({ completed: [], failed: [] });
+      expect(await readJobCounts(redis, prefix)).toEqual({
+        completed: [],
+        failed: [],
+        stalled: [],
+      });
       await counters.flush();
       expect(await readJobCounts(redis, prefix)).toEqual({
         completed: [{ queue: 'documents', count: 100 }],
         failed: [],
+        stalled: [],
       });
       // One HINCRBY per field, whatever the number of increments.
       await expect
