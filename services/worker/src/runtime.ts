@@ -119,7 +119,7 @@ async function giveUp<Q extends WorkQueueName>(
   await ledger.failForGood(ledgerContext, [{ payload, reason: error.message, error }]);
 }
 
-/** A run of a job's processor: how many jobs at once, its deadline, how often it may stall. */
+/** What the processor takes of its stage's policy: its deadline, and how often a job may stall. */
 type RunPolicy = Pick<StagePolicy, 'maxStalls'> & Partial<Pick<StagePolicy, 'timeoutMs'>>;
 
 function createProcessor<Q extends WorkQueueName>(
@@ -279,7 +279,9 @@ async function settleDeferredFailure(
   deps: WorkerDeps,
   parts: ProcessorParts,
 ): Promise<void> {
-  const error = new Error(`${JOB_STALLED}: ${job.deferredFailure || 'job stalled more than allowable limit'}`);
+  const error = new Error(
+    `${JOB_STALLED}: ${job.deferredFailure || 'job stalled more than allowable limit'}`,
+  );
   const parsed = jobs[queue].payload.safeParse(job.data);
   if (parsed.success) {
     const log = await parts.loggers.forJob(queue, job, parsed.data);
@@ -361,8 +363,7 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
   const telemetry = createQueueTelemetry();
   const workers = options.queues.map((queue) => {
     const policy = options.policies?.[queue] ?? {};
-    const maxStalls =
-      options.stalls?.maxStalledCount ?? policy.maxStalls ?? FLEET_STALL_LIMIT;
+    const maxStalls = options.stalls?.maxStalledCount ?? policy.maxStalls ?? FLEET_STALL_LIMIT;
     // Stamped on each job as `processedBy`, so an operator can tell which replica ran it.
     const name =
       documentWorker && queue === 'documents'

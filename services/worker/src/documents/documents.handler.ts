@@ -53,8 +53,8 @@ function documentsOf(context: HandlerContext): { deps: DocumentDeps; worker: Doc
  * stores the text (`complete`, then a `document.completed` event); a resume then goes to the LLM
  * stage while extraction is enabled. A failed attempt that will be
  * retried leaves it `retry_pending` with the time of the next one (the retry table, as the
- * queue's backoff waits it); one that will not is `failed` by `giveUp`. Every attempt leaves a
- * metrics row.
+ * queue's backoff waits it); one that will not is `failed` by its stage's ledger (`failForGood`).
+ * Every attempt leaves a metrics row.
  */
 export const documentsHandler: JobHandler<'documents'> = {
   async run(payload, context) {
