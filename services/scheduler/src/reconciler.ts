@@ -115,17 +115,27 @@ export function createReconciler(options: ReconcilerOptions) {
       if (key) repairs[key] += by;
     };
 
+    // Rows whose job is not holding them. Redis is read after Postgres: a job that finished
+    // in between settled its row, so only rows still listed by a second read are repaired.
+    const candidates = rows.flatMap((row, index) => {
+      const job = liveness.get(ids[index]!)!;
+      const claimed = reconcile.claimed?.(row) ?? false;
+      // A worker holds it: a long job, not a lost one (its timeout ends it).
+      return job.state === 'live' && (!claimed || job.active) ? [] : [{ row, index, job, claimed }];
+    });
+    if (candidates.length === 0) return;
+    const waiting = new Set(
+      (await reconcile.rows(scope)).map((row) => jobId(reconcile.payload(row, scope))),
+    );
+
     const failed: { payload: JobPayload<Q>; reason: string }[] = [];
     const lost: unknown[] = [];
     /** What Redis held of the jobs queued again: missing, completed, or waiting for a released row. */
     const was: Record<string, number> = {};
     let released = 0;
     let requeued = 0;
-    for (const [index, row] of rows.entries()) {
-      const job = liveness.get(ids[index]!)!;
-      const claimed = reconcile.claimed?.(row) ?? false;
-      // A worker holds it: a long job, not a lost one (its timeout ends it).
-      if (job.state === 'live' && (!claimed || job.active)) continue;
+    for (const { row, index, job, claimed } of candidates) {
+      if (!waiting.has(ids[index]!)) continue;
       if (job.state === 'failed') {
         failed.push({ payload: payloads[index]!, reason: job.reason });
         continue;

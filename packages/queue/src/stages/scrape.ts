@@ -1,4 +1,4 @@
-import { failRun, type ActiveRun } from '@gleaner/db';
+import { failRun, listActiveRuns, type ActiveRun } from '@gleaner/db';
 import { scrapeJob } from '../jobs/scrape.js';
 import { stallLimit, type StageLedger } from './ledger.js';
 
@@ -20,8 +20,13 @@ export const scrapeLedger: StageLedger<'scrape', ActiveRun> = {
     return failed;
   },
   reconcile: {
-    rows: async ({ runs, graceMs }) =>
-      runs.filter((run) => !run.listingDone && run.quietMs >= graceMs),
+    // Read again rather than taken from the pass's list: the reconciler reads twice.
+    rows: async ({ db, runs, graceMs, limit }) => {
+      const current = new Set(runs.map((run) => run.id));
+      return (await listActiveRuns(db, Math.max(limit, runs.length))).filter(
+        (run) => current.has(run.id) && !run.listingDone && run.quietMs >= graceMs,
+      );
+    },
     payload: (run) => ({
       runId: run.id,
       siteId: run.siteId,
