@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { insertSite, type SiteRow } from '@gleaner/db';
 import { createRedisConnection, readRunLogTail, runLogKey, waitForRedis } from '@gleaner/queue';
-import { createFixtureCareerSite, type FixtureCareerSite } from '@gleaner/testing';
+import { createFixtureCareerSite, waitFor, type FixtureCareerSite } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
@@ -51,8 +51,22 @@ describe("a run's log", () => {
     expect(first.status).toBe('succeeded');
     const second = await system.runToEnd(site.id);
     expect(second.status).toBe('succeeded');
-    // The writer sends within 100 ms; closing the system below is not needed for that.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // A run's last lines follow its finalization: the one that says how it ended on stdout, and
+    // in its log the lines of its last jobs, which the writer sends within 100 ms.
+    const finalized = () => stdout.filter((line) => line.msg === 'run finalized').length;
+    await waitFor(
+      async () => {
+        if (finalized() < 2) return undefined;
+        const tail = await readRunLogTail(
+          redis,
+          runLogKey(system.namespace.prefix, second.runId),
+          1000,
+        );
+        const skipped = tail.filter((entry) => entry.line.msg.startsWith('unchanged'));
+        return skipped.length >= POSTINGS ? true : undefined;
+      },
+      { timeoutMs: 10_000, what: "both runs' last log lines" },
+    );
 
     const jobLines = stdout.filter((line) => line.queue !== undefined);
     expect(jobLines.length).toBeGreaterThan(0);
