@@ -166,7 +166,6 @@ async function expectCompletedOnce(id: string) {
         'waiting',
         'prioritized',
         'delayed',
-        'paused',
       );
       return Object.values(counts).every((count) => count === 0) ? true : undefined;
     },
