@@ -388,8 +388,9 @@ describe('LLM extraction of resumes', () => {
         status: 'complete',
         extraction: { extraction_status: 'ready', extraction_version: VERSION },
       });
+      // Answering in 2.5 s: well past the 1 s the upload waits.
       llmServer.setResponder((request) =>
-        reply.slow(5_000, { json: defaultAnswer(request.userText) }),
+        reply.slow(2_500, { json: defaultAnswer(request.userText) }),
       );
       const slow = await buildTestApp({
         EXTRACTION_MODE: 'sync',
@@ -428,8 +429,20 @@ describe('LLM extraction of resumes', () => {
     expect(ids.size).toBe(1);
     const [id] = [...ids];
     await waitForExtraction(id!);
-    // Give a second extraction, were there one, the time to happen.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Until no job is left that could extract it a second time.
+    await waitFor(
+      async () => {
+        const counts = await Promise.all(
+          (['documents', 'llm-extract'] as const).map((queue) =>
+            system.queues[queue].getJobCounts('active', 'waiting', 'prioritized', 'delayed'),
+          ),
+        );
+        return counts.every((queue) => Object.values(queue).every((count) => count === 0))
+          ? true
+          : undefined;
+      },
+      { timeoutMs: 10_000, what: 'no documents or llm-extract job left' },
+    );
     expect(llmServer.requests.length - before).toBe(1);
   });
 
