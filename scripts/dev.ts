@@ -15,7 +15,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { readEnvironment, shutdownBoundMs } from '@gleaner/config';
+import { readEnvironment } from '@gleaner/config';
+import { shutdownBoundMs } from '@gleaner/service';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
