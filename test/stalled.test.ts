@@ -9,7 +9,7 @@ import {
   upsertListedPostings,
   type DbHandle,
 } from '@gleaner/db';
-import { createFetcher } from '@gleaner/http';
+import { createFetcher, type Fetcher } from '@gleaner/http';
 import {
   closeQueues,
   createQueues,
@@ -25,7 +25,7 @@ import {
   type TestDatabase,
   type TestRedisNamespace,
 } from '@gleaner/testing';
-import { startWorkers, type WorkerRuntime } from '@gleaner/worker';
+import { startWorkers, type RuntimeOptions, type WorkerRuntime } from '@gleaner/worker';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,6 +73,44 @@ async function dieWithJob(queue: 'crawl'): Promise<void> {
   await doomed.close(true);
 }
 
+/** A replica serving `crawl` as main.ts builds one, its stall check every 250 ms. */
+function startCrawlReplica(
+  fetcher: Fetcher,
+  stalls: NonNullable<RuntimeOptions['stalls']>,
+): WorkerRuntime {
+  const workerConnection = createRedisConnection(namespace.url, 'worker');
+  connections.push(workerConnection);
+  return startWorkers(
+    testWorkerDeps({
+      db: handle.db,
+      queues,
+      fetcher,
+      producer: connections[0]!,
+      prefix: namespace.prefix,
+    }),
+    { connection: workerConnection, prefix: namespace.prefix, queues: ['crawl'], stalls },
+  );
+}
+
+const testFetcher = () =>
+  createFetcher({
+    userAgent: 'GleanerTest',
+    timeoutMs: 5_000,
+    maxBodyBytes: 1 << 20,
+    maxRedirects: 3,
+    allowPrivateNetworks: true,
+  });
+
+/** The run once it is no longer running. */
+const runEnded = (runId: string) =>
+  waitFor(
+    async () => {
+      const current = await getRun(handle.db, runId);
+      return current?.status === 'running' ? undefined : current;
+    },
+    { timeoutMs: 20_000, what: 'the run to end' },
+  );
+
 afterAll(async () => {
   await runtime?.close(1_000);
   await closeQueues(queues);
@@ -92,38 +130,14 @@ describe('a job failed by the stall check', () => {
     await dieWithJob('crawl');
 
     // A live replica's stall check finds the job; with no stall allowed, it fails it for good.
-    const workerConnection = createRedisConnection(namespace.url, 'worker');
-    connections.push(workerConnection);
-    const fetcher = createFetcher({
-      userAgent: 'GleanerTest',
-      timeoutMs: 5_000,
-      maxBodyBytes: 1 << 20,
-      maxRedirects: 3,
-      allowPrivateNetworks: true,
+    const fetcher = testFetcher();
+    runtime = startCrawlReplica(fetcher, {
+      lockDuration: 500,
+      stalledInterval: 250,
+      maxStalledCount: 0,
     });
-    runtime = startWorkers(
-      testWorkerDeps({
-        db: handle.db,
-        queues,
-        fetcher,
-        producer: connections[0]!,
-        prefix: namespace.prefix,
-      }),
-      {
-        connection: workerConnection,
-        prefix: namespace.prefix,
-        queues: ['crawl'],
-        stalls: { lockDuration: 500, stalledInterval: 250, maxStalledCount: 0 },
-      },
-    );
 
-    const ended = await waitFor(
-      async () => {
-        const current = await getRun(handle.db, run.id);
-        return current?.status === 'running' ? undefined : current;
-      },
-      { timeoutMs: 20_000, what: 'the run to end' },
-    );
+    const ended = await runEnded(run.id);
     expect(ended).toMatchObject({ status: 'failed', errorsCount: 1 });
     const { rows } = await handle.pool.query<{ status: string; error: string }>(
       'SELECT status, error FROM postings WHERE id = $1',
@@ -154,13 +168,7 @@ describe('a job orphaned by a worker that died', () => {
     await runtime?.close(1_000);
     runtime = undefined;
     const fixture = await createFixtureCareerSite({ postings: 1 });
-    const fetcher = createFetcher({
-      userAgent: 'GleanerTest',
-      timeoutMs: 5_000,
-      maxBodyBytes: 1 << 20,
-      maxRedirects: 3,
-      allowPrivateNetworks: true,
-    });
+    const fetcher = testFetcher();
     let replica: WorkerRuntime | undefined;
     try {
       const site = await insertSite(handle.db, {
@@ -185,30 +193,8 @@ describe('a job orphaned by a worker that died', () => {
       await dieWithJob('crawl');
 
       // A live replica with the stage's own stall limit: one death is far below it.
-      const workerConnection = createRedisConnection(namespace.url, 'worker');
-      connections.push(workerConnection);
-      replica = startWorkers(
-        testWorkerDeps({
-          db: handle.db,
-          queues,
-          fetcher,
-          producer: connections[0]!,
-          prefix: namespace.prefix,
-        }),
-        {
-          connection: workerConnection,
-          prefix: namespace.prefix,
-          queues: ['crawl'],
-          stalls: { lockDuration: 500, stalledInterval: 250 },
-        },
-      );
-      const ended = await waitFor(
-        async () => {
-          const current = await getRun(handle.db, run.id);
-          return current?.status === 'running' ? undefined : current;
-        },
-        { timeoutMs: 20_000, what: 'the run to end' },
-      );
+      replica = startCrawlReplica(fetcher, { lockDuration: 500, stalledInterval: 250 });
+      const ended = await runEnded(run.id);
       expect(ended).toMatchObject({ status: 'succeeded', readyCount: 1, errorsCount: 0 });
       expect(await getPosting(handle.db, posting!.id)).toMatchObject({ status: 'ready' });
       const job = await queues.crawl.getJob(jobId);
