@@ -14,8 +14,11 @@ let lookups = 0;
 const bogusKey = () =>
   `glk_${randomBytes(4).toString('hex')}_${randomBytes(32).toString('base64url')}`;
 
-/** Sends `count` requests with made-up keys, `concurrency` at a time; their statuses. */
-async function flood(count: number, concurrency: number): Promise<number[]> {
+/**
+ * Sends `count` requests with made-up keys (or, with `withKey: false`, with no key at all),
+ * `concurrency` at a time; their statuses.
+ */
+async function flood(count: number, concurrency: number, withKey = true): Promise<number[]> {
   const statuses: number[] = [];
   let sent = 0;
   await Promise.all(
@@ -25,7 +28,7 @@ async function flood(count: number, concurrency: number): Promise<number[]> {
         const response = await app.inject({
           method: 'GET',
           url: '/sites',
-          headers: { authorization: `Bearer ${bogusKey()}` },
+          headers: withKey ? { authorization: `Bearer ${bogusKey()}` } : {},
         });
         statuses.push(response.statusCode);
       }
@@ -79,11 +82,11 @@ afterAll(async () => {
 
 describe('failed authentication', () => {
   it(
-    'costs a handful of queries for 20,000 made-up keys, answered 429 past the threshold, while an admin key answers as fast as before',
+    'costs a handful of queries for 20,000 made-up keys, answered 429 past the threshold, while an admin key answers as fast as among requests that carry no key',
     { timeout: 180_000 },
     async () => {
       // The admin key is known before the flood starts, as a working operator's would be.
-      const baseline = await adminLatencies(1_500);
+      const baseline = await adminLatencies(500);
 
       const before = statements;
       const started = performance.now();
@@ -113,21 +116,30 @@ describe('failed authentication', () => {
       expect(Number(retryAfter.headers['retry-after'])).toBeGreaterThan(0);
       expect(retryAfter.json()).toMatchObject({ status: 429 });
 
-      // The admin's requests while made-up keys keep arriving, 8 at a time.
-      let flooding = true;
-      const background = (async () => {
-        while (flooding) await flood(400, 8);
-      })();
-      const during = await adminLatencies(3_000);
-      flooding = false;
-      await background;
+      // The admin's requests while requests keep arriving 8 at a time, in alternating windows:
+      // made-up keys, then no key at all (turned away before any lookup). Both floods cost the
+      // process the same CPU, so on a busy machine the load moves both alike; a made-up key that
+      // reached Postgres or held a pool connection would make the admin wait behind it.
+      const during: number[] = [];
+      const control: number[] = [];
+      for (let window = 0; window < 10; window++) {
+        const withKey = window % 2 === 0;
+        let flooding = true;
+        const background = (async () => {
+          while (flooding) await flood(100, 8, withKey);
+        })();
+        (withKey ? during : control).push(...(await adminLatencies(300)));
+        flooding = false;
+        await background;
+      }
 
-      const p50Before = median(baseline);
+      const p50Alone = median(baseline);
       const p50During = median(during);
+      const p50Control = median(control);
       console.info(
-        `auth flood: 20,000 made-up keys in ${Math.round(floodMs)} ms, ${unknown} answered 401, ${floodStatements} statements; admin p50 ${p50Before.toFixed(2)} ms alone, ${p50During.toFixed(2)} ms during a flood (${baseline.length} and ${during.length} requests)`,
+        `auth flood: 20,000 made-up keys in ${Math.round(floodMs)} ms, ${unknown} answered 401, ${floodStatements} statements; admin p50 ${p50Alone.toFixed(2)} ms alone, ${p50During.toFixed(2)} ms among made-up keys, ${p50Control.toFixed(2)} ms among keyless requests (${baseline.length}, ${during.length} and ${control.length} requests)`,
       );
-      expect(p50During).toBeLessThanOrEqual(3 * p50Before + 5);
+      expect(p50During).toBeLessThanOrEqual(2 * p50Control + 2);
     },
   );
 

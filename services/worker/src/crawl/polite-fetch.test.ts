@@ -278,7 +278,9 @@ describe('fetchPolitely', () => {
 
   it('gives back a grant whose connection was set up too late, and sends on a new one', async () => {
     // Posting fetches get their own connections (robots.txt comes through the shared fetcher),
-    // and the first one waits 60 ms for DNS, well past the grant's 10 ms send deadline.
+    // and the first one waits 400 ms for DNS, well past the grant's send deadline. The deadline
+    // is 150 ms here rather than the default 10, so that the second connection's own set-up on a
+    // busy machine is not late as well; the two stay within the job's 1 s of in-job waiting.
     let lookups = 0;
     const slowFirst = createFetcher({
       userAgent: 'GleanerTest/1.0',
@@ -288,12 +290,12 @@ describe('fetchPolitely', () => {
       allowPrivateNetworks: true,
       lookup: async () => {
         lookups += 1;
-        if (lookups === 1) await sleep(60);
+        if (lookups === 1) await sleep(400);
         return [{ address: '127.0.0.1', family: 4 }];
       },
     });
     cleanups.push(() => slowFirst.close());
-    const gate = createSiteGate({ redis, prefix });
+    const gate = createSiteGate({ redis, prefix, startDeadlineMs: 150 });
     const { queue, pickups, siteId } = crawlQueue(site({ rateLimitRps: 10 }), gate, 1, slowFirst);
     const port = new URL(origin).port;
     await queue.add('crawl', { url: `http://slow-dns.test:${port}/jobs/1` }, { jobId: 'slow' });
