@@ -57,6 +57,7 @@ import {
 } from '@gleaner/testing';
 import type { BenchModule } from './bench.js';
 import type { BareLoopRequest, BareLoopResult } from './documents-bare-loop.js';
+import { cpuMsPer, medianBy, sumCpuSeconds } from './rounds.js';
 import {
   askChild,
   assertWorkersAlive,
@@ -313,12 +314,6 @@ interface PipelineRound {
   warnings: Record<string, unknown>[];
 }
 
-/** The median of `values` by `key`: the lower middle one for an even count. */
-function medianBy<T>(values: readonly T[], key: (value: T) => number): T {
-  const sorted = [...values].sort((a, b) => key(a) - key(b));
-  return sorted[Math.floor((sorted.length - 1) / 2)]!;
-}
-
 export const run: BenchModule['run'] = benchRun<Settings>(
   progress,
   USAGE,
@@ -471,15 +466,9 @@ export const run: BenchModule['run'] = benchRun<Settings>(
     }
     const median = medianBy(rounds, (round) => round.ratio);
     const peakRssMB = Math.max(...rounds.map((round) => round.peakRssMB));
-    const cpuSeconds: Record<string, number> = {};
-    for (const round of rounds)
-      for (const [label, seconds] of Object.entries(round.cpuSeconds))
-        cpuSeconds[label] = (cpuSeconds[label] ?? 0) + seconds;
+    const cpuSeconds = sumCpuSeconds(rounds.map((round) => round.cpuSeconds));
     const cpuMs = (...labelled: string[]) =>
-      round2(
-        (labelled.reduce((sum, label) => sum + (cpuSeconds[label] ?? 0), 0) * 1000) /
-          (settings.documents * rounds.length),
-      );
+      round2(cpuMsPer(cpuSeconds, settings.documents * rounds.length, labelled));
     const baselineDocuments = settings.documents * baselineRuns.length;
 
     const failures: string[] = [];

@@ -12,16 +12,26 @@
  *
  * The fixture site is its own process. Everything shares one machine (2 cores in CI), so the
  * pipeline's Postgres and Redis compete with the worker for CPU: that cost is part of what is
- * measured. The baseline runs first, on an otherwise idle machine, so the ratio is not flattered
- * by background work (autovacuum, checkpoints) left over from the pipeline run.
+ * measured.
  *
- * Last stdout line: {"pagesPerSec","baselinePagesPerSec","ratio","crawleePagesPerSec","peakRssMB",…}.
- * Exit code 1 when the run did not succeed or a target (ratio ≥ 0.8, peak RSS ≤ 250 MB) is missed.
+ * The three run in turn, BENCH_ROUNDS (3) times: baseline, pipeline, Crawlee. The machine's speed
+ * drifts by a third within minutes, so one draw of each says little; interleaved, a round's
+ * three share the same moment, and the verdict is the median round's. The workers are started
+ * and warmed up once; each round registers the site anew (its postings are new rows) and empties
+ * `page_bodies`, so every round stores every page. The baseline opens each round, on a machine
+ * the last round's Crawlee run left idle, so that background work of the pipeline's (autovacuum,
+ * checkpoints) does not slow it down and flatter the ratio.
+ *
+ * Last stdout line: {"pagesPerSec","baselinePagesPerSec","ratio","crawleePagesPerSec",
+ * "crawleeMultiple","peakRssMB","rounds":[…],"cpuMsPerPage":{…},…}: the first four are the
+ * round of median ratio's, `crawleeMultiple` (pipeline ÷ Crawlee) the median of the rounds' own,
+ * `cpuMsPerPage` each process kind's CPU over every round ÷ its pages. Exit code 1 when a run did not succeed or a target is missed: median ratio
+ * ≥ 0.8, median pipeline ÷ Crawlee ≥ 3, worker peak RSS ≤ 250 MB.
  *
  * Environment: BENCH_WORKERS (1), BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY,
  * BENCH_EXTRACT_THREADS (default: the worker's own defaults from @gleaner/config),
  * BENCH_WARM_UP_PAGES (500), BENCH_POSTINGS (2000), BENCH_PAGE_BYTES (30000),
- * BENCH_TIMEOUT_MS (300000), BENCH_WORKER_NODE_OPTIONS (extra NODE_OPTIONS for the worker),
+ * BENCH_ROUNDS (3), BENCH_TIMEOUT_MS (300000), BENCH_WORKER_NODE_OPTIONS (extra NODE_OPTIONS for the worker),
  * BENCH_WORKER_CPU_PROFILE=<dir> (writes the worker's .cpuprofile there, see cpu-profile.mjs),
  * BENCH_SKIP_CRAWLEE=1. TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
  */
@@ -36,8 +46,9 @@ import { Agent, request } from 'undici';
 import { workerFragment } from '@gleaner/config';
 import { getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
 import { startScrapeRun, type Queues } from '@gleaner/queue';
-import { freePort, repoRoot } from '@gleaner/testing';
+import { freePort, repoRoot, type ServiceProcess } from '@gleaner/testing';
 import { type BenchModule } from './bench.js';
+import { cpuMsPer, medianBy, sumCpuSeconds } from './rounds.js';
 import {
   concurrencyFrom,
   cpuSecondsBetween,
@@ -57,16 +68,19 @@ import {
   workerWarnings,
   waitForRuns,
   Teardown,
+  type BenchStack,
 } from './support.js';
 
 const USAGE = `usage: pnpm bench pipeline
 environment: BENCH_WORKERS (1), BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY, BENCH_EXTRACT_THREADS (worker defaults),
-  BENCH_WARM_UP_PAGES (500), BENCH_POSTINGS (2000),
+  BENCH_WARM_UP_PAGES (500), BENCH_POSTINGS (2000), BENCH_ROUNDS (3),
   BENCH_PAGE_BYTES (30000), BENCH_TIMEOUT_MS (300000), BENCH_WORKER_NODE_OPTIONS,
   BENCH_WORKER_CPU_PROFILE=<dir>, BENCH_SKIP_CRAWLEE=1
 `;
 
 const TARGET_RATIO = 0.8;
+/** The pipeline, queue and database included, moves at least this many times Crawlee's pages. */
+const TARGET_CRAWLEE_MULTIPLE = 3;
 const TARGET_PEAK_RSS_MB = 250;
 /** CPU seconds of unrelated processes in a timed window above which the numbers are suspect. */
 const NOISE_WARNING_CPU_SECONDS = 1;
@@ -89,6 +103,7 @@ interface Settings {
   timeoutMs: number;
   skipCrawlee: boolean;
   warmUpPages: number;
+  rounds: number;
 }
 
 const progress = progressFor('pipeline');
@@ -119,6 +134,7 @@ function readSettings(args: string[]): Settings | 'help' {
     ),
     timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, { min: 1000 }, USAGE),
     warmUpPages: integerFrom('BENCH_WARM_UP_PAGES', 500, { min: 0 }, USAGE),
+    rounds: integerFrom('BENCH_ROUNDS', 3, { min: 1, max: 25 }, USAGE),
     skipCrawlee: ['1', 'true'].includes(process.env.BENCH_SKIP_CRAWLEE ?? ''),
   };
 }
@@ -318,43 +334,32 @@ async function runBaseline(site: FixtureSiteProcess, concurrency: number): Promi
   }
 }
 
-interface PipelineResult {
+/** The worker processes and their stack, warmed up, kept for every round. */
+interface PipelineStack {
+  stack: BenchStack;
+  workers: ServiceProcess[];
+  pids: number[];
+  samplers: ReturnType<typeof sampleRss>[];
+}
+
+interface PipelineRound {
   seconds: number;
   /** From the rows' own timestamps: enqueue → run started, started → first page fetched, → finished. */
   phases: { pickup: number; listing: number; pages: number } | null;
   run: RunRow;
-  peakRssMB: number;
-  /** Each worker's exit code on SIGTERM. */
-  workerExitCodes: (number | null)[];
-  workerWarnings: number;
   /** CPU seconds per process kind (worker, postgres, redis-server, fixture-site…) during the run. */
   cpuSeconds: Record<string, number>;
 }
 
-/** Runs the pipeline; its database, Redis keys and worker are gone when it returns or throws. */
-async function runPipeline(
-  settings: Settings,
-  site: FixtureSiteProcess,
-  outer: Teardown,
-): Promise<PipelineResult> {
-  const teardown = new Teardown(progress);
-  outer.add('pipeline resources', () => teardown.run());
-  try {
-    return await pipelineRun(settings, site, teardown);
-  } finally {
-    await teardown.run();
-  }
-}
-
-async function pipelineRun(
+/** Starts the workers on a fresh database and Redis prefix and warms them up; the teardown stops them. */
+async function startPipeline(
   settings: Settings,
   site: FixtureSiteProcess,
   teardown: Teardown,
-): Promise<PipelineResult> {
+): Promise<PipelineStack> {
   const stack = await createBenchStack('pipeline', teardown, { poolMax: 2 });
-  const { databaseName, handle, queues, workerEnv } = stack;
   const env: Record<string, string> = {
-    ...workerEnv,
+    ...stack.workerEnv,
     WORKER_CONCURRENCY_CRAWL: String(settings.crawlConcurrency),
     WORKER_CONCURRENCY_EXTRACT: String(settings.extractConcurrency),
     WORKER_EXTRACT_THREADS: String(settings.extractThreads),
@@ -370,13 +375,31 @@ async function pipelineRun(
   progress(
     `${workers.length} worker process(es) ready, pids ${pids.join(', ')} (crawl ${settings.crawlConcurrency}, extract ${settings.extractConcurrency}, ${settings.extractThreads} analyser thread(s) each)`,
   );
-
   if (settings.warmUpPages > 0) {
-    await warmUpWorkers(settings, site, handle, queues, workers);
+    await warmUpWorkers(settings, site, stack.handle, stack.queues, workers);
     progress(`worker(s) warmed up on ${settings.warmUpPages} pages`);
   }
+  return { stack, workers, pids, samplers };
+}
 
-  const siteRow = await registerFixtureSite(handle, site, settings, 'bench-fixture-careers');
+/**
+ * One timed run: the site registered anew (its postings are new rows), every page stored by the
+ * run itself, from the scrape enqueue until the run row is terminal.
+ */
+async function runPipelineRound(
+  settings: Settings,
+  site: FixtureSiteProcess,
+  pipeline: PipelineStack,
+  round: number,
+): Promise<PipelineRound> {
+  const { handle, queues, databaseName } = pipeline.stack;
+  await handle.pool.query('TRUNCATE page_bodies');
+  const siteRow = await registerFixtureSite(
+    handle,
+    site,
+    settings,
+    `bench-fixture-careers-${round}`,
+  );
   const cpuBefore = cpuSnapshot();
   const started = performance.now();
   const enqueuedAt = new Date();
@@ -390,7 +413,7 @@ async function pipelineRun(
     await sleep(RUN_POLL_MS);
     run = await getRun(handle.db, created.id);
     if (run && TERMINAL_RUN_STATUSES.has(run.status)) break;
-    assertWorkersAlive(workers, ' mid-run');
+    assertWorkersAlive(pipeline.workers, ' mid-run');
     const now = performance.now();
     if (now - started > settings.timeoutMs) {
       throw new Error(
@@ -409,28 +432,29 @@ async function pipelineRun(
       ? (performance.now() - started) / 1000
       : (run.finishedAt.getTime() - enqueuedAt.getTime()) / 1000;
   const cpuLabels = new Map([
-    ...pids.map((pid) => [pid, 'worker'] as const),
+    ...pipeline.pids.map((pid) => [pid, 'worker'] as const),
     [process.pid, 'bench'],
     [site.child.pid ?? -1, 'fixture-site'],
   ]);
   const cpuSeconds = cpuSecondsBetween(cpuBefore, cpuSnapshot(), cpuLabels, databaseName);
-  // Before the workers exit, while /proc/<pid> still exists: the largest of any one worker.
-  const peakRssMB = Math.max(...samplers.map((sampler) => sampler.peakMb()));
-  samplers.forEach((sampler) => sampler.stop());
   const phases = await runPhases(handle, created.id, enqueuedAt);
-  const exitCodes = await Promise.all(workers.map((worker) => worker.stop()));
-  const warnings = workerWarnings(workers);
+  return { seconds, phases, run, cpuSeconds };
+}
+
+/** Stops the workers: their exit codes on SIGTERM, their peak RSS and their warnings. */
+async function stopPipeline(pipeline: PipelineStack): Promise<{
+  peakRssMB: number;
+  exitCodes: (number | null)[];
+  warnings: number;
+}> {
+  // Before the workers exit, while /proc/<pid> still exists: the largest of any one worker.
+  const peakRssMB = Math.max(...pipeline.samplers.map((sampler) => sampler.peakMb()));
+  pipeline.samplers.forEach((sampler) => sampler.stop());
+  const exitCodes = await Promise.all(pipeline.workers.map((worker) => worker.stop()));
+  const warnings = workerWarnings(pipeline.workers);
   for (const line of warnings.slice(0, 5))
     progress(`worker: ${JSON.stringify(line).slice(0, 500)}`);
-  return {
-    seconds,
-    phases,
-    run,
-    peakRssMB,
-    workerExitCodes: exitCodes,
-    workerWarnings: warnings.length,
-    cpuSeconds,
-  };
+  return { peakRssMB, exitCodes, warnings: warnings.length };
 }
 
 /**
@@ -495,7 +519,7 @@ async function runPhases(
   handle: DbHandle,
   runId: string,
   enqueuedAt: Date,
-): Promise<PipelineResult['phases']> {
+): Promise<PipelineRound['phases']> {
   const { rows } = await handle.pool.query<{
     started_at: Date | null;
     first_fetch: Date | null;
@@ -573,6 +597,19 @@ async function runCrawlee(
 
 // ---------------------------------------------------------------------------------------------
 
+interface Round {
+  baseline: BaselineResult;
+  baselinePagesPerSec: number;
+  pipeline: PipelineRound | null;
+  pagesPerSec: number | null;
+  crawlee: CrawleeResult | null;
+  crawleePagesPerSec: number | null;
+  /** pipeline ÷ baseline */
+  ratio: number | null;
+  /** pipeline ÷ Crawlee */
+  crawleeMultiple: number | null;
+}
+
 async function bench(settings: Settings, teardown: Teardown): Promise<number> {
   progress(`fixture site: ${settings.postings} postings of ~${settings.pageBytes} bytes`);
   const site = await startFixtureSite(settings);
@@ -585,98 +622,144 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
   progress(`warm-up done (${Math.min(settings.warmUpPages, urls.length)} pages)`);
 
   const failures: string[] = [];
-
-  progress(`baseline: undici + cheerio/slim, ${settings.crawlConcurrency} connections`);
-  const baseline = await runBaseline(site, settings.crawlConcurrency);
-  const baselinePagesPerSec = baseline.pages / baseline.seconds;
-  progress(
-    `baseline: ${baseline.pages} pages in ${baseline.seconds.toFixed(2)} s = ${baselinePagesPerSec.toFixed(1)} pages/s`,
-  );
-  progress(`baseline: CPU seconds: ${JSON.stringify(baseline.cpuSeconds)}`);
-  warnIfNoisy('baseline', baseline.cpuSeconds);
-  if (baseline.postingsFound !== settings.postings)
-    failures.push(
-      `baseline found ${baseline.postingsFound} JobPostings, expected ${settings.postings}`,
-    );
-
   progress(`pipeline: ${settings.workers} worker process(es), scrape → crawl → extract`);
-  let pipeline: PipelineResult | undefined;
-  try {
-    pipeline = await runPipeline(settings, site, teardown);
-  } catch (error) {
-    failures.push(`pipeline: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  let pagesPerSec: number | null = null;
-  if (pipeline) {
-    const { run } = pipeline;
-    pagesPerSec = settings.postings / pipeline.seconds;
-    progress(
-      `pipeline: run ${run.status}, ${run.readyCount} ready / ${run.errorsCount} errors in ${pipeline.seconds.toFixed(2)} s = ` +
-        `${pagesPerSec.toFixed(1)} pages/s, worker peak RSS ${pipeline.peakRssMB.toFixed(1)} MB`,
-    );
-    progress(`pipeline: CPU seconds during the run: ${JSON.stringify(pipeline.cpuSeconds)}`);
-    warnIfNoisy('pipeline run', pipeline.cpuSeconds);
-    if (pipeline.phases) {
-      const { pickup, listing, pages } = pipeline.phases;
-      progress(
-        `pipeline: phases: pickup ${pickup} s, listing until the first page fetch ${listing} s, pages ${pages} s`,
+  const pipeline = await startPipeline(settings, site, teardown);
+
+  const rounds: Round[] = [];
+  for (let round = 1; round <= settings.rounds; round++) {
+    const baseline = await runBaseline(site, settings.crawlConcurrency);
+    const baselinePagesPerSec = baseline.pages / baseline.seconds;
+    warnIfNoisy(`round ${round}'s baseline`, baseline.cpuSeconds);
+    if (baseline.postingsFound !== settings.postings)
+      failures.push(
+        `round ${round}: baseline found ${baseline.postingsFound} JobPostings, expected ${settings.postings}`,
+      );
+
+    let timed: PipelineRound | null = null;
+    try {
+      timed = await runPipelineRound(settings, site, pipeline, round);
+    } catch (error) {
+      failures.push(
+        `round ${round}: pipeline: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
-    if (run.status !== 'succeeded' || run.readyCount !== settings.postings) {
-      failures.push(
-        `run ended ${run.status} with ${run.readyCount}/${settings.postings} ready (${run.errorsCount} errors): ${run.message ?? ''}`,
-      );
+    const pagesPerSec = timed ? settings.postings / timed.seconds : null;
+    if (timed) {
+      const { run } = timed;
+      warnIfNoisy(`round ${round}'s pipeline run`, timed.cpuSeconds);
+      if (run.status !== 'succeeded' || run.readyCount !== settings.postings)
+        failures.push(
+          `round ${round}: run ended ${run.status} with ${run.readyCount}/${settings.postings} ready (${run.errorsCount} errors): ${run.message ?? ''}`,
+        );
     }
-    for (const [index, code] of pipeline.workerExitCodes.entries())
-      if (code !== 0) failures.push(`worker ${index + 1} exited with ${code} on SIGTERM`);
-  }
-  let crawlee: CrawleeResult | undefined;
-  if (!settings.skipCrawlee) {
-    progress('crawlee: CheerioCrawler with its defaults');
-    crawlee = await runCrawlee(urls, site);
+
+    let crawlee: CrawleeResult | null = null;
+    if (!settings.skipCrawlee) {
+      crawlee = await runCrawlee(urls, site);
+      warnIfNoisy(`round ${round}'s Crawlee run`, crawlee.cpuSeconds);
+      if (crawlee.postingsFound !== settings.postings)
+        failures.push(
+          `round ${round}: Crawlee found ${crawlee.postingsFound} JobPostings, expected ${settings.postings}`,
+        );
+    }
+    const crawleePagesPerSec = crawlee ? crawlee.pages / crawlee.seconds : null;
+    const ratio = pagesPerSec === null ? null : pagesPerSec / baselinePagesPerSec;
+    const crawleeMultiple =
+      pagesPerSec === null || crawleePagesPerSec === null ? null : pagesPerSec / crawleePagesPerSec;
+    rounds.push({
+      baseline,
+      baselinePagesPerSec,
+      pipeline: timed,
+      pagesPerSec,
+      crawlee,
+      crawleePagesPerSec,
+      ratio,
+      crawleeMultiple,
+    });
     progress(
-      `crawlee: ${crawlee.pages} pages (${crawlee.failed} failed) in ${crawlee.seconds.toFixed(2)} s = ${(crawlee.pages / crawlee.seconds).toFixed(1)} pages/s`,
+      `round ${round}: baseline ${baselinePagesPerSec.toFixed(1)} pages/s, pipeline ${pagesPerSec?.toFixed(1) ?? '-'} pages/s` +
+        ` (ratio ${ratio?.toFixed(2) ?? '-'})` +
+        (crawleePagesPerSec === null
+          ? ''
+          : `, Crawlee ${crawleePagesPerSec.toFixed(1)} pages/s (pipeline ${crawleeMultiple?.toFixed(2) ?? '-'}×)`),
     );
-    warnIfNoisy('crawlee run', crawlee.cpuSeconds);
-    if (crawlee.postingsFound !== settings.postings)
-      failures.push(
-        `crawlee found ${crawlee.postingsFound} JobPostings, expected ${settings.postings}`,
-      );
+    if (timed) progress(`round ${round}: pipeline CPU seconds ${JSON.stringify(timed.cpuSeconds)}`);
   }
 
-  const ratio = pagesPerSec === null ? null : pagesPerSec / baselinePagesPerSec;
-  const peakRssMB = pipeline?.peakRssMB ?? null;
-  if (ratio !== null && ratio < TARGET_RATIO)
-    failures.push(`target missed: ratio ${ratio.toFixed(2)} < ${TARGET_RATIO}`);
-  if (peakRssMB !== null && peakRssMB > TARGET_PEAK_RSS_MB)
-    failures.push(`target missed: peak RSS ${peakRssMB.toFixed(1)} MB > ${TARGET_PEAK_RSS_MB}`);
+  const stopped = await stopPipeline(pipeline);
+  for (const [index, code] of stopped.exitCodes.entries())
+    if (code !== 0) failures.push(`worker ${index + 1} exited with ${code} on SIGTERM`);
+
+  const timedRounds = rounds.filter((round) => round.ratio !== null);
+  const median = timedRounds.length > 0 ? medianBy(timedRounds, (round) => round.ratio!) : null;
+  const crawleeRounds = rounds.filter((round) => round.crawleeMultiple !== null);
+  const medianCrawleeMultiple =
+    crawleeRounds.length > 0
+      ? medianBy(crawleeRounds, (round) => round.crawleeMultiple!).crawleeMultiple
+      : null;
+  if (median?.ratio != null && median.ratio < TARGET_RATIO)
+    failures.push(`target missed: median ratio ${median.ratio.toFixed(2)} < ${TARGET_RATIO}`);
+  if (medianCrawleeMultiple !== null && medianCrawleeMultiple < TARGET_CRAWLEE_MULTIPLE)
+    failures.push(
+      `target missed: median pipeline ÷ Crawlee ${medianCrawleeMultiple.toFixed(2)} < ${TARGET_CRAWLEE_MULTIPLE}`,
+    );
+  if (stopped.peakRssMB > TARGET_PEAK_RSS_MB)
+    failures.push(
+      `target missed: peak RSS ${stopped.peakRssMB.toFixed(1)} MB > ${TARGET_PEAK_RSS_MB}`,
+    );
+
+  // CPU per page over every round: the pipeline's processes against the bare loop's.
+  const pipelineCpu = sumCpuSeconds(timedRounds.map((round) => round.pipeline!.cpuSeconds));
+  const baselineCpu = sumCpuSeconds(rounds.map((round) => round.baseline.cpuSeconds));
+  const pipelinePages = settings.postings * timedRounds.length;
+  const baselinePages = rounds.reduce((sum, round) => sum + round.baseline.pages, 0);
+  const orNull = (value: number | null | undefined) =>
+    value === null || value === undefined ? null : round2(value);
 
   const result = {
-    pagesPerSec: pagesPerSec === null ? null : round2(pagesPerSec),
-    baselinePagesPerSec: round2(baselinePagesPerSec),
-    ratio: ratio === null ? null : round2(ratio),
-    crawleePagesPerSec: crawlee ? round2(crawlee.pages / crawlee.seconds) : null,
-    peakRssMB: peakRssMB === null ? null : round2(peakRssMB),
+    pagesPerSec: orNull(median?.pagesPerSec),
+    baselinePagesPerSec: orNull(median?.baselinePagesPerSec),
+    ratio: orNull(median?.ratio),
+    crawleePagesPerSec: orNull(median?.crawleePagesPerSec),
+    crawleeMultiple: orNull(medianCrawleeMultiple),
+    peakRssMB: round2(stopped.peakRssMB),
+    rounds: rounds.map((round) => ({
+      pagesPerSec: orNull(round.pagesPerSec),
+      baselinePagesPerSec: round2(round.baselinePagesPerSec),
+      ratio: orNull(round.ratio),
+      crawleePagesPerSec: orNull(round.crawleePagesPerSec),
+      crawleeMultiple: orNull(round.crawleeMultiple),
+      runStatus: round.pipeline?.run.status ?? null,
+      readyCount: round.pipeline?.run.readyCount ?? null,
+      pipelinePhases: round.pipeline?.phases ?? null,
+      otherCpuSeconds: {
+        baseline: noiseSeconds(round.baseline.cpuSeconds),
+        pipeline: round.pipeline ? noiseSeconds(round.pipeline.cpuSeconds) : null,
+        crawlee: round.crawlee ? noiseSeconds(round.crawlee.cpuSeconds) : null,
+      },
+    })),
+    cpuMsPerPage: {
+      pipeline: cpuMsPer(pipelineCpu, pipelinePages, [...MEASURED_PROCESSES]),
+      worker: cpuMsPer(pipelineCpu, pipelinePages, ['worker']),
+      postgres: cpuMsPer(pipelineCpu, pipelinePages, ['postgres']),
+      redis: cpuMsPer(pipelineCpu, pipelinePages, ['redis-server']),
+      fixtureSite: cpuMsPer(pipelineCpu, pipelinePages, ['fixture-site']),
+      baseline: cpuMsPer(baselineCpu, baselinePages, [...MEASURED_PROCESSES]),
+      baselineLoop: cpuMsPer(baselineCpu, baselinePages, ['bench']),
+      baselineFixtureSite: cpuMsPer(baselineCpu, baselinePages, ['fixture-site']),
+    },
     postings: settings.postings,
     pageBytes: settings.pageBytes,
     workers: settings.workers,
     crawlConcurrency: settings.crawlConcurrency,
     extractConcurrency: settings.extractConcurrency,
     extractThreads: settings.extractThreads,
-    pipelineSeconds: pipeline ? round2(pipeline.seconds) : null,
-    baselineSeconds: round2(baseline.seconds),
-    crawleeSeconds: crawlee ? round2(crawlee.seconds) : null,
-    runStatus: pipeline?.run.status ?? null,
-    readyCount: pipeline?.run.readyCount ?? null,
-    workerWarnings: pipeline?.workerWarnings ?? null,
-    otherCpuSeconds: {
-      baseline: noiseSeconds(baseline.cpuSeconds),
-      pipeline: pipeline ? noiseSeconds(pipeline.cpuSeconds) : null,
-      crawlee: crawlee ? noiseSeconds(crawlee.cpuSeconds) : null,
+    workerWarnings: stopped.warnings,
+    targets: {
+      ratio: TARGET_RATIO,
+      crawleeMultiple: settings.skipCrawlee ? null : TARGET_CRAWLEE_MULTIPLE,
+      peakRssMB: TARGET_PEAK_RSS_MB,
     },
-    pipelinePhases: pipeline?.phases ?? null,
-    pipelineCpuSeconds: pipeline?.cpuSeconds ?? null,
-    baselineCpuSeconds: baseline.cpuSeconds,
   };
   return report(progress, failures, result);
 }

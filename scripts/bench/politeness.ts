@@ -95,6 +95,7 @@ import { performance } from 'node:perf_hooks';
 import { insertSite } from '@gleaner/db';
 import { startScrapeRun } from '@gleaner/queue';
 import { BenchUsageError, type BenchModule } from './bench.js';
+import { cpuMsPer, medianBy, sumCpuSeconds } from './rounds.js';
 import {
   benchRun,
   cpuSecondsBetween,
@@ -230,12 +231,6 @@ function aggregateRps(logs: readonly (readonly number[])[]): number | null {
   return span > 0 ? round2((all.length - 1) / (span / 1000)) : null;
 }
 
-/** The median of an odd count of values, the lower of the two middle ones of an even count. */
-function medianBy<T>(values: readonly T[], key: (value: T) => number): T {
-  const sorted = [...values].sort((a, b) => key(a) - key(b));
-  return sorted[Math.floor((sorted.length - 1) / 2)] as T;
-}
-
 const median = (values: readonly number[]): number => medianBy(values, (value) => value);
 
 function minOrNull(values: readonly (number | null)[]): number | null {
@@ -262,16 +257,13 @@ interface CpuMs {
 
 /** What a posting request costs: the CPU of the workers, Postgres and Redis ÷ the requests. */
 function cpuMsPerPostingRequest(cpuSeconds: Record<string, number>, requests: number): CpuMs {
-  const ms = (seconds: number): number | null =>
-    requests > 0 ? round2((seconds * 1000) / requests) : null;
-  const worker = cpuSeconds.worker ?? 0;
-  const postgres = cpuSeconds.postgres ?? 0;
-  const redis = cpuSeconds['redis-server'] ?? 0;
+  const ms = (...labels: string[]): number | null =>
+    requests > 0 ? round2(cpuMsPer(cpuSeconds, requests, labels)) : null;
   return {
-    worker: ms(worker),
-    postgres: ms(postgres),
-    redis: ms(redis),
-    total: ms(worker + postgres + redis),
+    worker: ms('worker'),
+    postgres: ms('postgres'),
+    redis: ms('redis-server'),
+    total: ms('worker', 'postgres', 'redis-server'),
   };
 }
 
@@ -563,10 +555,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
       `target missed: the median round (${medianRound.round}) had ${medianRound.minUtilisationSite} at utilisation ${medianRound.minUtilisation} < ${TARGET_UTILISATION}`,
     );
 
-  const totalCpuSeconds: Record<string, number> = {};
-  for (const round of rounds)
-    for (const [label, seconds] of Object.entries(round.cpuSeconds))
-      totalCpuSeconds[label] = (totalCpuSeconds[label] ?? 0) + seconds;
+  const totalCpuSeconds = sumCpuSeconds(rounds.map((round) => round.cpuSeconds));
   const totalRequests = rounds.reduce((sum, round) => sum + round.postingRequests, 0);
 
   // Per site across rounds: the worst window of any round, the median round's utilisation.
