@@ -145,6 +145,14 @@ async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 10_0
   }
 }
 
+/**
+ * The least gap between two arrivals at 2.5 requests/s: 412 ms (400 widened by the 30 ms start
+ * skew), less the skew, less 50 ms for the arrival stamps themselves. The fixture server stamps
+ * them on this process's event loop, which a busy machine delays by tens of milliseconds for one
+ * request and not the next; requests the gate did not space would arrive together.
+ */
+const SPACING_FLOOR_MS = 412 - 30 - 50;
+
 describe('fetchPolitely', () => {
   it('waits in-job for a start just ahead, and parks the job for one further out', async () => {
     // 2.5 requests/s with the default 30 ms start skew: 412 ms apart. The second job's start is
@@ -163,18 +171,20 @@ describe('fetchPolitely', () => {
 
     expect(arrivals).toHaveLength(3);
     const [first, second, third] = arrivals as [number, number, number];
-    expect(second - first).toBeGreaterThanOrEqual(412 - 30);
-    expect(third - second).toBeGreaterThanOrEqual(412 - 30);
+    expect(second - first).toBeGreaterThanOrEqual(SPACING_FLOOR_MS);
+    expect(third - second).toBeGreaterThanOrEqual(SPACING_FLOOR_MS);
     // The parked job came back for its slot rather than a second later (on an idle machine it
     // is running again WAKE_LEAD_MS before the slot; a busy one delays the pickup, not the
     // spacing checked above).
     expect(third - first).toBeLessThan(2 * 412 + 1_000);
     // The third job was parked and picked up again. A busy machine, which stretches the in-job
-    // waits past their bounds, may park the second one too: what must hold is the spacing.
+    // waits past their bounds, may park the second one too, or wake a parked job before its slot
+    // is near enough to wait for in-job, so that it is parked once more: what must hold is the
+    // spacing.
     const counts = [...pickups.values()].sort();
     expect(counts).toHaveLength(3);
     expect(counts[0]).toBe(1);
-    expect(counts[2]).toBe(2);
+    expect(counts[2]).toBeGreaterThanOrEqual(2);
   });
 
   it('waits in-job for a concurrency slot instead of parking the job', async () => {
@@ -243,7 +253,7 @@ describe('fetchPolitely', () => {
     await waitFor(async () => (await queue.getJobCounts('completed')).completed === 4);
     expect(arrivals).toHaveLength(4);
     for (let i = 1; i < arrivals.length; i += 1)
-      expect(arrivals[i]! - arrivals[i - 1]!).toBeGreaterThanOrEqual(412 - 30);
+      expect(arrivals[i]! - arrivals[i - 1]!).toBeGreaterThanOrEqual(SPACING_FLOOR_MS);
     // Each job ran to completion once. On an idle machine each is picked up once, shortly
     // before its slot; on a loaded one a job that wakes too late is parked again and picked up
     // a second time, which costs it its turn but never the site its spacing (checked above).
