@@ -23,6 +23,8 @@ export interface LoadRequest {
   connections: number;
   /** A request still unanswered this long after its scheduled time is aborted (an error). */
   timeoutMs: number;
+  /** When given, `late` counts the requests not answered 2xx within this many ms. */
+  boundMs?: number;
 }
 
 export interface LoadResult {
@@ -46,6 +48,8 @@ export interface LoadResult {
   shed: { p50: number; p99: number; max: number; count: number };
   /** Counted 2xx answers by route (`routes`), when the load mixes routes. */
   okByRoute: Record<string, number>;
+  /** Counted requests not answered 2xx within `boundMs` (0 without it). */
+  late: number;
 }
 
 const percentile = (sorted: Float64Array, share: number) =>
@@ -170,6 +174,11 @@ async function runLoad(request: LoadRequest): Promise<LoadResult> {
     answered: summary(1),
     shed: summary(2),
     okByRoute,
+    late:
+      request.boundMs === undefined
+        ? 0
+        : latencies.filter((latency, index) => outcomes[index] !== 1 || latency >= request.boundMs!)
+            .length,
   };
 }
 
