@@ -576,7 +576,9 @@ describe('grants given back unused', () => {
 
   it('does not rewind past a grant made since, and settles the lease only once', async () => {
     const siteId = newSite();
-    const fast: SitePolicy = { ...policy, rateLimitRps: 20 }; // 50 ms
+    // 2 requests/s: 500 ms between grants, so that the refusal below still comes before the
+    // next grant is due on a machine busy enough to take a while between two calls.
+    const fast: SitePolicy = { ...policy, rateLimitRps: 2 };
     const first = await replicas[0]!.acquire(siteId, fast, { holder: 'late' });
     if (!first.granted) throw new Error('expected a lease');
     const second = await acquireUntilGranted(replicas[1]!, siteId, fast, 'next');
@@ -585,9 +587,9 @@ describe('grants given back unused', () => {
     expect((await replicas[0]!.inspect(siteId)).consecutiveFailures).toBe(0);
     const again = refused(await replicas[0]!.acquire(siteId, fast, { holder: 'late' }));
     expect(again.reason).toBe('rate');
-    expect(again.retryAt).toBe(second.grantedAt + 50);
+    expect(again.retryAt).toBe(second.grantedAt + 500);
     const lease = await acquireUntilGranted(replicas[0]!, siteId, fast, 'late');
-    expect(lease.grantedAt - second.grantedAt).toBeGreaterThanOrEqual(50);
+    expect(lease.grantedAt - second.grantedAt).toBeGreaterThanOrEqual(500);
     await Promise.all([second.release({ status: 200 }), lease.release({ status: 200 })]);
   });
 

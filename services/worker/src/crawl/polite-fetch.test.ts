@@ -177,13 +177,13 @@ describe('fetchPolitely', () => {
     // is running again WAKE_LEAD_MS before the slot; a busy one delays the pickup, not the
     // spacing checked above).
     expect(third - first).toBeLessThan(2 * 412 + 1_000);
-    // The third job was parked and picked up again. A busy machine, which stretches the in-job
-    // waits past their bounds, may park the second one too, or wake a parked job before its slot
-    // is near enough to wait for in-job, so that it is parked once more: what must hold is the
-    // spacing.
+    // The third job was parked and picked up again. On an idle machine the first two are picked
+    // up once each; a busy one, which stretches the in-job waits past their bounds (a grant not
+    // sent within its deadline is given back, and after a second of that the job is parked), may
+    // park any of them, or wake a parked job before its slot is near enough to wait for in-job:
+    // what must hold is the spacing above.
     const counts = [...pickups.values()].sort();
     expect(counts).toHaveLength(3);
-    expect(counts[0]).toBe(1);
     expect(counts[2]).toBeGreaterThanOrEqual(2);
   });
 
