@@ -39,6 +39,8 @@ import {
   columnsOf,
   listedFields,
   presentPostingFields,
+  presentPostingsPage,
+  presentSearchPage,
 } from '../../services/api/dist/routes/posting-fields.js';
 
 export interface BareOptions {
@@ -138,23 +140,10 @@ async function serve(options: BareOptions) {
           ...list,
           query: words.trim().replace(/\s+/g, ' '),
         });
-        return {
-          status: 'success',
-          data: hits.postings.map((hit) => ({
-            ...presentPostingFields(hit, fields),
-            rank: hit.rank,
-            snippet: hit.snippet,
-          })),
-          next_cursor: hits.nextCursor,
-        };
+        return { status: 'success', ...presentSearchPage(hits, fields) };
       });
     }
-    const page = await listPostings(db, list);
-    return {
-      status: 'success',
-      data: page.postings.map((posting) => presentPostingFields(posting, fields)),
-      next_cursor: page.nextCursor,
-    };
+    return { status: 'success', ...presentPostingsPage(await listPostings(db, list), fields) };
   });
 
   app.get('/postings/:id', async (request, reply) => {

@@ -2,6 +2,7 @@ import {
   postingFieldKeys,
   snakeCase,
   type PostingColumn,
+  type PostingHit,
   type PostingRow,
   type PostingSlice,
 } from '@gleaner/db';
@@ -118,4 +119,30 @@ export function presentPostingFields(
   }
   // The serializer checks each field against the view: a column of another type fails the route.
   return out as z.infer<typeof postingListItem>;
+}
+
+/** A page of `GET /postings` as the API writes it: the chosen fields and the next cursor. */
+export function presentPostingsPage(
+  page: { postings: readonly PostingSlice[]; nextCursor: string | null },
+  fields: readonly PostingApiField[],
+) {
+  return {
+    data: page.postings.map((posting) => presentPostingFields(posting, fields)),
+    next_cursor: page.nextCursor,
+  };
+}
+
+/** A page of search hits (`GET /postings?q=`): each posting's fields with its rank and snippet. */
+export function presentSearchPage(
+  hits: { postings: readonly PostingHit[]; nextCursor: string | null },
+  fields: readonly PostingApiField[],
+) {
+  return {
+    data: hits.postings.map((hit) => ({
+      ...presentPostingFields(hit, fields),
+      rank: hit.rank,
+      snippet: hit.snippet,
+    })),
+    next_cursor: hits.nextCursor,
+  };
 }

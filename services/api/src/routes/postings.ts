@@ -33,7 +33,8 @@ import {
   columnsOf,
   listedFields,
   postingFieldsQuery,
-  presentPostingFields,
+  presentPostingsPage,
+  presentSearchPage,
 } from './posting-fields.js';
 
 /** A page of search hits as the route sends it (what the search cache keeps). */
@@ -140,24 +141,14 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
         const search = { ...list, query: query.q.replace(/\s+/g, ' ') };
         return {
           status: 'success' as const,
-          ...(await searches.get(JSON.stringify({ search, fields }), async () => {
-            const hits = await searchPostings(db, search);
-            return {
-              data: hits.postings.map((hit) => ({
-                ...presentPostingFields(hit, fields),
-                rank: hit.rank,
-                snippet: hit.snippet,
-              })),
-              next_cursor: hits.nextCursor,
-            };
-          })),
+          ...(await searches.get(JSON.stringify({ search, fields }), async () =>
+            presentSearchPage(await searchPostings(db, search), fields),
+          )),
         };
       }
-      const page = await listPostings(db, list);
       return {
         status: 'success' as const,
-        data: page.postings.map((posting) => presentPostingFields(posting, fields)),
-        next_cursor: page.nextCursor,
+        ...presentPostingsPage(await listPostings(db, list), fields),
       };
     },
   );
