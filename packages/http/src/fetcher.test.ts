@@ -176,6 +176,14 @@ describe('createFetcher', () => {
     });
     await strict.close();
   });
+
+  it('closes once, however many of its owners close it', async () => {
+    const shared = createFetcher({ ...base, allowPrivateNetworks: true });
+    expect((await shared.fetch({ url: `${origin}/` })).status).toBe(200);
+    // undici destroys an agent once it has closed, and closing a destroyed agent rejects.
+    await Promise.all([shared.close(), shared.close()]);
+    await shared.close();
+  });
 });
 
 describe('send deadline', () => {

@@ -613,9 +613,12 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     }
   }
 
+  // Once closed, undici destroys the agent and a second close() rejects: every shutdown path
+  // that owns the fetcher may close it, and all of them wait for the same close.
+  let closing: Promise<void> | undefined;
   return {
     fetch: fetchOnce,
-    close: () => agent.close(),
+    close: () => (closing ??= agent.close()),
   };
 }
 
