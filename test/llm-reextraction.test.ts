@@ -80,16 +80,18 @@ function startWorker() {
       policies: { 'llm-extract': { concurrency: 6, timeoutMs: 30_000 } },
     },
   );
-  return {
-    async close() {
-      // Long enough for every extraction under way to land: none is cut off and asked again.
-      await runtime.close(15_000);
-      await closeQueues(queues);
-      await fetcher.close();
-      producer.disconnect();
-      connection.disconnect();
-    },
+  // Closed at most once: a failure after the first close leaves the `finally` closing it again,
+  // which must not hide that failure behind one of its own.
+  let closing: Promise<void> | undefined;
+  const close = async () => {
+    // Long enough for every extraction under way to land: none is cut off and asked again.
+    await runtime.close(15_000);
+    await closeQueues(queues);
+    await fetcher.close();
+    producer.disconnect();
+    connection.disconnect();
   };
+  return { close: () => (closing ??= close()) };
 }
 
 /** The scheduler's re-extraction loop under the new version, at the test's pace. */
