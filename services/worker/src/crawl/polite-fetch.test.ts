@@ -173,10 +173,6 @@ describe('fetchPolitely', () => {
     const [first, second, third] = arrivals as [number, number, number];
     expect(second - first).toBeGreaterThanOrEqual(SPACING_FLOOR_MS);
     expect(third - second).toBeGreaterThanOrEqual(SPACING_FLOOR_MS);
-    // The parked job came back for its slot rather than a second later (on an idle machine it
-    // is running again WAKE_LEAD_MS before the slot; a busy one delays the pickup, not the
-    // spacing checked above).
-    expect(third - first).toBeLessThan(2 * 412 + 1_000);
     // The third job was parked and picked up again. On an idle machine the first two are picked
     // up once each; a busy one, which stretches the in-job waits past their bounds (a grant not
     // sent within its deadline is given back, and after a second of that the job is parked), may
@@ -185,6 +181,8 @@ describe('fetchPolitely', () => {
     const counts = [...pickups.values()].sort();
     expect(counts).toHaveLength(3);
     expect(counts[2]).toBeGreaterThanOrEqual(2);
+    // When a parked job is woken (its slot less WAKE_LEAD_MS) is checked on the booked delays
+    // below, where a busy machine cannot move it; here it would only time the machine's load.
   });
 
   it('waits in-job for a concurrency slot instead of parking the job', async () => {
