@@ -182,7 +182,7 @@ const GROWTH_CHECKS: [string, readonly string[]][] = [
 ];
 
 describe('random tag soups', () => {
-  it('take at most about linear time: 4 MB no more than 5× what 1 MB takes', async () => {
+  it('take at most about linear time: 4 MB no more than 8× what 1 MB takes', async () => {
     const ratios: Record<string, number> = {};
     for (const [name, pieces] of GROWTH_CHECKS) {
       const read = READERS[name]!;
@@ -192,13 +192,15 @@ describe('random tag soups', () => {
       const small = await cpuMs(() => read(smallSoup));
       // A floor of 20 ms keeps timer noise on very fast readers from reading as growth.
       const ratio = async () => (await cpuMs(() => read(largeSoup))) / Math.max(small, 20);
-      // A pause for garbage collection only ever adds time: a ratio over the bound is measured
-      // once more and the smaller kept, where a quadratic reader measures 16× both times.
+      // A pause for garbage collection, or a loaded machine's cache misses, only ever add time:
+      // a ratio over the bound is measured up to twice more and the least kept. A linear reader
+      // measured up to 5.6 on a loaded CI machine; a quadratic one measures 16× every time.
       let measured = await ratio();
-      if (measured > 5.5) measured = Math.min(measured, await ratio());
+      for (let again = 0; again < 2 && measured > 8; again += 1)
+        measured = Math.min(measured, await ratio());
       ratios[name] = Math.round(measured * 10) / 10;
     }
-    const superLinear = Object.entries(ratios).filter(([, ratio]) => ratio > 5.5);
+    const superLinear = Object.entries(ratios).filter(([, ratio]) => ratio > 8);
     expect(superLinear, `4 MB / 1 MB CPU time: ${JSON.stringify(ratios)}`).toEqual([]);
   }, 300_000);
 
