@@ -18,10 +18,12 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { LoadRequest, LoadResult } from './api-load.js';
+import { otherCpuSeconds } from './rounds.js';
 import {
   cpuSecondsBetween,
   cpuSnapshot,
   processTree,
+  round2,
   type CpuSnapshot,
   type Progress,
 } from './support.js';
@@ -114,7 +116,6 @@ function median(values: readonly number[]): number {
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
-const round2 = (value: number) => Math.round(value * 100) / 100;
 const round3 = (value: number) => Math.round(value * 1000) / 1000;
 
 /**
@@ -292,9 +293,7 @@ export async function measureRouteRatio(
 
   const after = cpuSnapshot();
   const spent = cpuSecondsBetween(before, after, labelsOf(context, after), context.databaseName);
-  const otherCpuSeconds = Object.entries(spent)
-    .filter(([label]) => !BENCH_LABELS.has(label))
-    .reduce((sum, [, seconds]) => sum + seconds, 0);
+  const otherCpu = otherCpuSeconds(spent, BENCH_LABELS);
   const medianOf = (pick: (each: (typeof cpu)[number]) => number) => round3(median(cpu.map(pick)));
   return {
     ratio: round3(median(byRound.map((each) => each.ratio))),
@@ -312,7 +311,7 @@ export async function measureRouteRatio(
         postgres: medianOf((each) => each.bare.postgres),
       },
     },
-    otherCpuSeconds: round2(otherCpuSeconds),
+    otherCpuSeconds: round2(otherCpu),
     seconds: Math.round((performance.now() - started) / 1000),
   };
 }

@@ -729,6 +729,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
       });
     }
 
+    if (bare === undefined) throw new Error('the bare server was not started');
     const results: Partial<Record<(typeof RUN_ORDER)[number], LoadResult>> = {};
     for (const route of RUN_ORDER.filter((name) => settings.routes.includes(name))) {
       progress(
@@ -774,14 +775,14 @@ export const run: BenchModule['run'] = benchRun<Settings>(
 
     // The verdict: the API's throughput within the p99 bound against the bare server's, which
     // must send the same answers for the comparison to hold.
-    const failures = await differentAnswers(origin, bare!.origin, key, paths, settings.routes);
+    const failures = await differentAnswers(origin, bare.origin, key, paths, settings.routes);
     const ratios: Partial<Record<(typeof RUN_ORDER)[number], RouteRatio>> = {};
     const context = {
       progress,
       load,
       servers: {
         api: { origin, pid: api.child.pid! },
-        bare: { origin: bare!.origin, pid: bare!.pid },
+        bare: { origin: bare.origin, pid: bare.pid },
       },
       generatorPid: generator.pid,
       databaseName: name,
@@ -799,7 +800,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
         route === 'search'
           ? Math.max(settings.warmUpSeconds, settings.searchWarmUpSeconds)
           : settings.warmUpSeconds;
-      for (const target of [origin, bare!.origin])
+      for (const target of [origin, bare.origin])
         await load({
           route: `${route} warm-up`,
           origin: target,
@@ -828,7 +829,7 @@ export const run: BenchModule['run'] = benchRun<Settings>(
             `${ratio.seconds * availableParallelism()} during its rounds (${Math.round(busy * 100)} %)`,
         );
       assertWorkersAlive([api], ` after the ${route} ratio`);
-      bare!.assertAlive(` after the ${route} ratio`);
+      bare.assertAlive(` after the ${route} ratio`);
     }
 
     const throughput: Record<string, RouteRatio> = {};

@@ -48,7 +48,7 @@ import { getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
 import { startScrapeRun, type Queues } from '@gleaner/queue';
 import { freePort, repoRoot, type ServiceProcess } from '@gleaner/testing';
 import { type BenchModule } from './bench.js';
-import { cpuMsPer, medianBy, sumCpuSeconds } from './rounds.js';
+import { cpuMsPer, medianBy, otherCpuSeconds, sumCpuSeconds } from './rounds.js';
 import {
   concurrencyFrom,
   cpuSecondsBetween,
@@ -208,12 +208,7 @@ async function startFixtureSite(settings: Settings): Promise<FixtureSiteProcess>
 
 /** CPU seconds the bench did not ask for in a window: another build or test run, or the host. */
 function noiseSeconds(cpuSeconds: Record<string, number>): number {
-  return round2(
-    Object.entries(cpuSeconds).reduce(
-      (sum, [label, seconds]) => (MEASURED_PROCESSES.has(label) ? sum : sum + seconds),
-      0,
-    ),
-  );
+  return round2(otherCpuSeconds(cpuSeconds, MEASURED_PROCESSES));
 }
 
 function warnIfNoisy(phase: string, cpuSeconds: Record<string, number>): void {

@@ -95,7 +95,7 @@ import { performance } from 'node:perf_hooks';
 import { insertSite } from '@gleaner/db';
 import { startScrapeRun } from '@gleaner/queue';
 import { BenchUsageError, type BenchModule } from './bench.js';
-import { cpuMsPer, medianBy, sumCpuSeconds } from './rounds.js';
+import { cpuMsPer, median, medianBy, otherCpuSeconds, sumCpuSeconds } from './rounds.js';
 import {
   benchRun,
   cpuSecondsBetween,
@@ -230,8 +230,6 @@ function aggregateRps(logs: readonly (readonly number[])[]): number | null {
   const span = Math.max(...all) - Math.min(...all);
   return span > 0 ? round2((all.length - 1) / (span / 1000)) : null;
 }
-
-const median = (values: readonly number[]): number => medianBy(values, (value) => value);
 
 function minOrNull(values: readonly (number | null)[]): number | null {
   const present = values.filter((value): value is number => value !== null);
@@ -463,12 +461,10 @@ async function runRound(
       );
   }
 
-  const otherCpuSeconds = Object.entries(cpuSeconds)
-    .filter(([label]) => !BENCH_LABELS.has(label))
-    .reduce((sum, [, seconds]) => sum + seconds, 0);
-  if (otherCpuSeconds > OTHER_CPU_WARNING_SECONDS)
+  const otherCpu = otherCpuSeconds(cpuSeconds, BENCH_LABELS);
+  if (otherCpu > OTHER_CPU_WARNING_SECONDS)
     say(
-      `WARNING ${round2(otherCpuSeconds)} CPU-s went to processes outside the bench (${JSON.stringify(cpuSeconds)})`,
+      `WARNING ${round2(otherCpu)} CPU-s went to processes outside the bench (${JSON.stringify(cpuSeconds)})`,
     );
 
   const warnings = workerWarnings(workers);

@@ -11,6 +11,19 @@ export function medianBy<T>(values: readonly T[], key: (value: T) => number): T 
   return sorted[Math.floor((sorted.length - 1) / 2)]!;
 }
 
+/** The median of numbers: the lower middle one for an even count. */
+export const median = (values: readonly number[]): number => medianBy(values, (value) => value);
+
+/** CPU seconds that went to processes outside `benchLabels`: other work on the machine. */
+export function otherCpuSeconds(
+  cpuSeconds: Readonly<Record<string, number>>,
+  benchLabels: ReadonlySet<string>,
+): number {
+  return Object.entries(cpuSeconds)
+    .filter(([label]) => !benchLabels.has(label))
+    .reduce((sum, [, seconds]) => sum + seconds, 0);
+}
+
 /** Milliseconds of CPU per unit of work, summed over the given process labels. */
 export function cpuMsPer(
   cpuSeconds: Readonly<Record<string, number>>,
