@@ -30,8 +30,13 @@ import { seedRunWithPostings } from './support/seed.js';
  * cancels its run the same way.
  */
 const POSTINGS = 1000;
-/** Each posting page answers this late: a run of 1,000 takes many seconds, cancelled early. */
-const PAGE_DELAY_MS = 300;
+/**
+ * Each posting page answers this late: a run of 1,000 takes minutes, cancelled early. The delay
+ * also spans the cancel itself (its transaction, then the broadcast), so that some fetches are
+ * still in flight when the workers hear of it, even on a loaded machine: with 300 ms, every
+ * fetch under way had ended by then on one, and no job was aborted in flight.
+ */
+const PAGE_DELAY_MS = 2000;
 /** The bound on stopping: no request reaches the site later than this after the cancel. */
 const STOPPED_WITHIN_MS = 5000;
 
