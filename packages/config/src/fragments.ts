@@ -210,6 +210,19 @@ export const workerFragment = {
    */
   WORKER_MAX_STALLED_COUNT: optionalIntegerFromEnv({ min: 0, max: 100 }),
   /**
+   * Jobs of a queue at once across every worker replica (BullMQ's global concurrency, kept in
+   * Redis beside the queue), on top of each replica's own `WORKER_CONCURRENCY_*`. 0: no
+   * fleet-wide cap. Extract defaults to 5, seed 000's `ReservedConcurrentExecutions`: each
+   * extraction holds a Postgres connection, and the cap protects the database however many
+   * replicas run. Each replica serving a queue sets its cap when it starts, so the replicas of a
+   * fleet must agree; the last one started wins.
+   */
+  FLEET_CONCURRENCY_SCRAPE: integerFromEnv(0, { min: 0, max: 100_000 }),
+  FLEET_CONCURRENCY_CRAWL: integerFromEnv(0, { min: 0, max: 100_000 }),
+  FLEET_CONCURRENCY_EXTRACT: integerFromEnv(5, { min: 0, max: 100_000 }),
+  FLEET_CONCURRENCY_DOCUMENTS: integerFromEnv(0, { min: 0, max: 100_000 }),
+  FLEET_CONCURRENCY_LLM_EXTRACT: integerFromEnv(0, { min: 0, max: 100_000 }),
+  /**
    * The lowest level of the job lines copied to their run's log in Redis (the run page), apart
    * from LOG_LEVEL: per-posting lines are debug, so the page shows each posting's fate while
    * stdout stays at info. `silent` copies nothing.

@@ -7,7 +7,7 @@ import {
 import { startHealthServer, startService } from '@gleaner/service';
 import { EXTRACTOR_VERSION } from '@gleaner/extraction';
 import { createDocumentParserPool } from '@gleaner/extraction/documents';
-import { createCounters, createRunLogWriter } from '@gleaner/queue';
+import { applyFleetConcurrency, createCounters, createRunLogWriter } from '@gleaner/queue';
 import { allowListedPeers, createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
 import { keepStartingBackfill } from './backfill/start-backfill.js';
 import type { BackfillSettings, DocumentDeps, WorkerDeps } from './context.js';
@@ -122,6 +122,21 @@ const started = await startService({
       batchSize: config.BACKFILL_BATCH_SIZE,
       ratePerSecond: config.BACKFILL_RATE_PER_SECOND,
     };
+    // The fleet-wide caps of the queues this replica serves (FLEET_CONCURRENCY_*), set again each
+    // time the connection is ready: a Redis that was flushed or replaced has forgotten them.
+    const policies = stagePolicies(config);
+    const caps = Object.fromEntries(
+      queueNames.map((queue) => [queue, policies[queue].fleetConcurrency]),
+    );
+    const applyCaps = () => {
+      applyFleetConcurrency(queues, caps).then(
+        (held) => logger.info({ fleetConcurrency: held }, 'fleet-wide concurrency set'),
+        (err: unknown) =>
+          logger.warn({ err }, 'could not set the fleet-wide concurrency; will again on reconnect'),
+      );
+    };
+    redis.on('ready', applyCaps);
+    if (redis.status === 'ready') applyCaps();
     const runtime = startWorkers(
       {
         db: database.db,
@@ -142,7 +157,7 @@ const started = await startService({
         prefix: config.QUEUE_PREFIX,
         queues: queueNames,
         // Each stage's concurrency, deadline, stall limit and backoff: its ledger's.
-        policies: stagePolicies(config),
+        policies,
         extractThreads: config.WORKER_EXTRACT_THREADS,
         pageBudgetMs: config.WORKER_EXTRACT_PAGE_BUDGET_MS,
         stalls: {

@@ -7,6 +7,7 @@ export const backfillLedger: StageLedger<'backfill'> = {
   policy: (settings) => ({
     // One batch job at a time across every replica: the backfill's rate is its own.
     concurrency: 1,
+    fleetConcurrency: 1,
     // A batch of stored bodies extracted one after another, as an extract job does one.
     timeoutMs: settings.JOB_TIMEOUT_EXTRACT_MS,
     maxStalls: stallLimit(settings),

@@ -8,6 +8,7 @@ export const crawlLedger: StageLedger<'crawl', QuietPendingPosting> = {
   job: crawlJob,
   policy: (settings) => ({
     concurrency: settings.WORKER_CONCURRENCY_CRAWL,
+    fleetConcurrency: settings.FLEET_CONCURRENCY_CRAWL,
     timeoutMs: settings.JOB_TIMEOUT_CRAWL_MS,
     maxStalls: stallLimit(settings),
   }),

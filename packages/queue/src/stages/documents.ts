@@ -34,6 +34,7 @@ export const documentsLedger: StageLedger<'documents', DocumentRow> = {
   job: documentJob,
   policy: (settings) => ({
     concurrency: settings.WORKER_CONCURRENCY_DOCUMENTS,
+    fleetConcurrency: settings.FLEET_CONCURRENCY_DOCUMENTS,
     // The job's deadline is the extraction's (seed 001's extraction_timeout).
     timeoutMs: settings.DOCUMENT_EXTRACTION_TIMEOUT_MS,
     maxStalls: stallLimit(settings),

@@ -11,6 +11,7 @@ export const extractLedger: StageLedger<'extract', QuietPendingPosting> = {
   job: extractJob,
   policy: (settings) => ({
     concurrency: settings.WORKER_CONCURRENCY_EXTRACT,
+    fleetConcurrency: settings.FLEET_CONCURRENCY_EXTRACT,
     timeoutMs: settings.JOB_TIMEOUT_EXTRACT_MS,
     maxStalls: stallLimit(settings),
   }),

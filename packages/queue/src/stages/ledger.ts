@@ -44,6 +44,11 @@ export interface StagePolicy {
   /** Jobs at once per worker process. */
   concurrency: number;
   /**
+   * Jobs at once across every worker process (BullMQ's global concurrency on the queue, set by
+   * each replica that serves it: `applyFleetConcurrency`). 0: no fleet-wide cap.
+   */
+  fleetConcurrency: number;
+  /**
    * How long one run of a job may take before its work is aborted and it fails with
    * `JOB_TIMEOUT` (transient, retried by its attempts).
    */
@@ -69,6 +74,11 @@ export interface StageSettings {
   WORKER_CONCURRENCY_EXTRACT: number;
   WORKER_CONCURRENCY_DOCUMENTS: number;
   WORKER_CONCURRENCY_LLM_EXTRACT: number;
+  FLEET_CONCURRENCY_SCRAPE: number;
+  FLEET_CONCURRENCY_CRAWL: number;
+  FLEET_CONCURRENCY_EXTRACT: number;
+  FLEET_CONCURRENCY_DOCUMENTS: number;
+  FLEET_CONCURRENCY_LLM_EXTRACT: number;
   JOB_TIMEOUT_SCRAPE_MS: number;
   JOB_TIMEOUT_CRAWL_MS: number;
   JOB_TIMEOUT_EXTRACT_MS: number;
@@ -104,9 +114,9 @@ export interface LedgerContext {
    * those it moved. The worker's settlement also closes their runs when they were the last; the
    * reconciler closes them in its finalize step.
    */
-  settlePostings(settles: readonly Extract<PostingSettle, { status: 'error' }>[]): Promise<
-    ReadonlySet<string>
-  >;
+  settlePostings(
+    settles: readonly Extract<PostingSettle, { status: 'error' }>[],
+  ): Promise<ReadonlySet<string>>;
 }
 
 /** What one reconciliation pass gives every stage. */

@@ -8,6 +8,11 @@ const settings: StageSettings = {
   WORKER_CONCURRENCY_EXTRACT: 8,
   WORKER_CONCURRENCY_DOCUMENTS: 6,
   WORKER_CONCURRENCY_LLM_EXTRACT: 4,
+  FLEET_CONCURRENCY_SCRAPE: 0,
+  FLEET_CONCURRENCY_CRAWL: 0,
+  FLEET_CONCURRENCY_EXTRACT: 5,
+  FLEET_CONCURRENCY_DOCUMENTS: 0,
+  FLEET_CONCURRENCY_LLM_EXTRACT: 12,
   JOB_TIMEOUT_SCRAPE_MS: 300_000,
   JOB_TIMEOUT_CRAWL_MS: 120_000,
   JOB_TIMEOUT_EXTRACT_MS: 600_000,
@@ -53,8 +58,25 @@ describe('stage policies', () => {
     expect(ledgers.documents.policy(settings)).toMatchObject({ concurrency: 6, timeoutMs: 30_000 });
     // Up to four calls to the provider, each bounded by the request timeout.
     expect(ledgers['llm-extract'].policy(settings).timeoutMs).toBe(4 * 30_000 + 60_000);
-    // One batch job at a time, whatever the settings.
-    expect(ledgers.backfill.policy(settings).concurrency).toBe(1);
+    // One batch job at a time, whatever the settings, on each replica and across them.
+    expect(ledgers.backfill.policy(settings)).toMatchObject({
+      concurrency: 1,
+      fleetConcurrency: 1,
+    });
+  });
+
+  it('take each stage’s fleet-wide cap from the settings, 0 for none', () => {
+    const caps = Object.fromEntries(
+      workQueueNames.map((queue) => [queue, ledgers[queue].policy(settings).fleetConcurrency]),
+    );
+    expect(caps).toEqual({
+      scrape: 0,
+      crawl: 0,
+      extract: 5,
+      documents: 0,
+      'llm-extract': 12,
+      backfill: 1,
+    });
   });
 
   it('allow many more stalls than attempts, unless the operator sets one limit for all', () => {

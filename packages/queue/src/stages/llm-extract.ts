@@ -21,6 +21,7 @@ export const llmExtractLedger: StageLedger<'llm-extract', ExtractionRow> = {
   job: llmExtractJob,
   policy: (settings) => ({
     concurrency: settings.WORKER_CONCURRENCY_LLM_EXTRACT,
+    fleetConcurrency: settings.FLEET_CONCURRENCY_LLM_EXTRACT,
     // Up to four calls: each model, and each again with more room after a `length`.
     timeoutMs: 4 * settings.EXTRACTION_REQUEST_TIMEOUT_MS + 60_000,
     maxStalls: stallLimit(settings),

@@ -10,6 +10,7 @@ export const scrapeLedger: StageLedger<'scrape', ActiveRun> = {
   job: scrapeJob,
   policy: (settings) => ({
     concurrency: settings.WORKER_CONCURRENCY_SCRAPE,
+    fleetConcurrency: settings.FLEET_CONCURRENCY_SCRAPE,
     timeoutMs: settings.JOB_TIMEOUT_SCRAPE_MS,
     maxStalls: stallLimit(settings),
   }),

@@ -1,0 +1,73 @@
+import { createQueues, closeQueues, createRedisConnection, type Queues } from '@gleaner/queue';
+import {
+  createTestDatabase,
+  createTestRedisNamespace,
+  startService,
+  waitForLog,
+  type ServiceProcess,
+  type TestDatabase,
+  type TestRedisNamespace,
+} from '@gleaner/testing';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * The worker process sets the fleet-wide caps of the queues it serves from FLEET_CONCURRENCY_*
+ * when it starts (extract's default is seed 000's 5); the replica started last sets them.
+ * That BullMQ then holds every replica to a cap is packages/queue's fleet-concurrency test.
+ */
+let database: TestDatabase;
+let namespace: TestRedisNamespace;
+let redis: Redis;
+let queues: Queues;
+const started: ServiceProcess[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase('fleet_concurrency');
+  namespace = createTestRedisNamespace('fleet-concurrency');
+  redis = createRedisConnection(namespace.url, 'producer');
+  queues = createQueues(redis, namespace.prefix);
+});
+
+afterAll(async () => {
+  await Promise.all(started.map((service) => service.stop()));
+  await closeQueues(queues);
+  redis?.disconnect();
+  await namespace?.cleanup();
+  await database?.drop();
+});
+
+function worker(env: Record<string, string>): ServiceProcess {
+  const service = startService('worker', {
+    DATABASE_URL: database.url,
+    REDIS_URL: namespace.url,
+    QUEUE_PREFIX: namespace.prefix,
+    WORKER_QUEUES: 'extract,backfill',
+    DATABASE_POOL_MAX: '2',
+    ...env,
+  });
+  started.push(service);
+  return service;
+}
+
+describe('a worker process', () => {
+  it('sets the fleet-wide caps of the queues it serves, and a later replica sets them anew', async () => {
+    const first = worker({});
+    await waitForLog(first, 'fleet-wide concurrency set');
+    expect(await queues.extract.getGlobalConcurrency()).toBe(5);
+    expect(await queues.backfill.getGlobalConcurrency()).toBe(1);
+    // Queues it does not serve are left alone.
+    expect(await queues.crawl.getGlobalConcurrency()).toBeNull();
+
+    const second = worker({ FLEET_CONCURRENCY_EXTRACT: '0' });
+    await waitForLog(second, 'fleet-wide concurrency set');
+    expect(await queues.extract.getGlobalConcurrency()).toBeNull();
+  });
+
+  it('refuses a negative cap, naming the setting', async () => {
+    const refused = worker({ FLEET_CONCURRENCY_EXTRACT: '-1' });
+    const code = await new Promise<number | null>((resolve) => refused.child.once('exit', resolve));
+    expect(code).toBe(1);
+    expect(refused.stderr()).toMatch(/FLEET_CONCURRENCY_EXTRACT/);
+  });
+});
