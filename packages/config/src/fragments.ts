@@ -33,6 +33,14 @@ export const databaseFragment = {
     'postgres://postgres@127.0.0.1:5432/gleaner',
   ),
   DATABASE_POOL_MAX: integerFromEnv(10, { min: 1, max: 200 }),
+  /**
+   * The Postgres connections the whole fleet may hold (every replica's pool of the API, workers
+   * and scheduler under one QUEUE_PREFIX). Each process claims its pool from it in Redis when it
+   * starts, and one that would go past it waits for room, then refuses to start. Unset: the
+   * server's max_connections less its reserved connections and 5 spare (migrations, the CLI, an
+   * operator). 0: no budget, for a pooler such as PgBouncer that holds the limit itself.
+   */
+  DATABASE_MAX_CONNECTIONS: optionalIntegerFromEnv({ min: 0, max: 100_000 }),
 };
 
 export const redisFragment = {

@@ -19,6 +19,18 @@ export {
 } from './health-server.js';
 export { startTelemetry, type Telemetry } from './telemetry.js';
 export {
+  budgetKey,
+  claimConnectionBudget,
+  ConnectionBudgetExceededError,
+  serverConnectionBudget,
+  BUDGET_MARGIN,
+  CLAIM_TTL_MS,
+  CLAIM_WAIT_MS,
+  type BudgetClaim,
+  type BudgetClaimOptions,
+  type BudgetSource,
+} from './connection-budget.js';
+export {
   createShutdown,
   shutdownBoundMs,
   SHUTDOWN_CONNECTIONS_MS,

@@ -14,6 +14,7 @@ import {
   type Env,
   type EnvFileError,
 } from '@gleaner/config';
+import { claimConnectionBudget, serverConnectionBudget } from './connection-budget.js';
 import { createShutdown, SHUTDOWN_FLUSH_MS, shutdownBoundMs } from './shutdown.js';
 import { startHealthServer, type HealthCheck, type HealthReport } from './health-server.js';
 import { startTelemetry } from './telemetry.js';
@@ -162,9 +163,10 @@ export async function startService<S extends z.ZodRawShape>(
     },
   );
 
+  const poolMax = definition.poolMax?.(config) ?? common.DATABASE_POOL_MAX;
   const database = createDb({
     url: common.DATABASE_URL,
-    poolMax: definition.poolMax?.(config) ?? common.DATABASE_POOL_MAX,
+    poolMax,
     applicationName: `gleaner-${name}`,
     onIdleError: (err) =>
       logger.warn({ err }, 'idle Postgres connection failed; it will be replaced'),
@@ -190,6 +192,29 @@ export async function startService<S extends z.ZodRawShape>(
     shutdown.add('connections', { name: 'telemetry', run: () => telemetry.shutdown() });
 
   try {
+    // This process's pool, claimed from the fleet's Postgres budget before any work starts
+    // (connection-budget.ts); released before Redis is closed (steps run last-added first).
+    const budgetSetting = common.DATABASE_MAX_CONNECTIONS;
+    if (budgetSetting !== 0) {
+      const claim = await claimConnectionBudget({
+        redis,
+        prefix: common.QUEUE_PREFIX,
+        service: name,
+        pool: poolMax,
+        budget: async () =>
+          budgetSetting === undefined
+            ? {
+                connections: await serverConnectionBudget(database.pool),
+                source: 'max_connections',
+              }
+            : { connections: budgetSetting, source: 'DATABASE_MAX_CONNECTIONS' },
+      });
+      shutdown.add('connections', { name: 'connection budget', run: () => claim.release() });
+      logger.info(
+        { pool: poolMax, budget: claim.budget, heldByOthers: claim.usedByOthers },
+        'postgres connections claimed from the fleet budget',
+      );
+    }
     const part =
       (await definition.start({
         config,

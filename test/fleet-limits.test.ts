@@ -12,9 +12,11 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
- * The worker process sets the fleet-wide caps of the queues it serves from FLEET_CONCURRENCY_*
- * when it starts (extract's default is seed 000's 5); the replica started last sets them.
- * That BullMQ then holds every replica to a cap is packages/queue's fleet-concurrency test.
+ * Limits that hold across the fleet, as worker processes meet them. A worker sets the fleet-wide
+ * caps of the queues it serves from FLEET_CONCURRENCY_* when it starts (extract's default is seed
+ * 000's 5); the replica started last sets them. That BullMQ then holds every replica to a cap is
+ * packages/queue's fleet-concurrency test. A worker whose Postgres pool would take the fleet past
+ * DATABASE_MAX_CONNECTIONS does not start (packages/service's connection-budget test has the rest).
  */
 let database: TestDatabase;
 let namespace: TestRedisNamespace;
@@ -62,6 +64,32 @@ describe('a worker process', () => {
     const second = worker({ FLEET_CONCURRENCY_EXTRACT: '0' });
     await waitForLog(second, 'fleet-wide concurrency set');
     expect(await queues.extract.getGlobalConcurrency()).toBeNull();
+  });
+
+  it('does not start when its pool would take the fleet past its Postgres budget', async () => {
+    // A fleet of its own: the other tests' workers hold claims under the namespace's prefix.
+    const budget = {
+      QUEUE_PREFIX: `${namespace.prefix}-budget`,
+      DATABASE_POOL_MAX: '2',
+      DATABASE_MAX_CONNECTIONS: '3',
+    };
+    const first = worker(budget);
+    await waitForLog(first, 'worker started');
+    expect(
+      first.logs.find((line) => line.msg === 'postgres connections claimed from the fleet budget'),
+    ).toMatchObject({ pool: 2, budget: 3 });
+
+    const second = worker(budget);
+    const code = await new Promise<number | null>((resolve) => second.child.once('exit', resolve));
+    expect(code).toBe(1);
+    expect(second.stderr()).toMatch(
+      /pool of 2 \(DATABASE_POOL_MAX\) and the \d+ the rest of the fleet holds .* over the budget of 3 \(DATABASE_MAX_CONNECTIONS\)/,
+    );
+
+    // Once the first has stopped, its claim is gone and another starts.
+    expect(await first.stop()).toBe(0);
+    const third = worker(budget);
+    await waitForLog(third, 'worker started');
   });
 
   it('refuses a negative cap, naming the setting', async () => {
