@@ -109,7 +109,8 @@ describe('a worker process crawling a site of hostile responses', () => {
       { siteId: row.id, trigger: 'manual' },
     );
 
-    // The trickle times out on each of its 4 attempts, with 2 + 4 + 8 s of backoff between.
+    // The trickle times out on each of its 4 attempts, with 2 + 4 + 8 s of backoff between: 22 s
+    // at least, and a loaded machine adds to each step (60 s was passed under three loads).
     const finished = await waitFor(
       async () => {
         const { rows } = await handle.pool.query<{
@@ -122,7 +123,7 @@ describe('a worker process crawling a site of hostile responses', () => {
           ? current
           : undefined;
       },
-      { timeoutMs: 60_000, intervalMs: 250, what: 'the run to finalize' },
+      { timeoutMs: 120_000, intervalMs: 250, what: 'the run to finalize' },
     );
     expect(finished).toEqual({
       status: 'failed',
