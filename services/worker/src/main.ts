@@ -123,7 +123,8 @@ const started = await startService({
       ratePerSecond: config.BACKFILL_RATE_PER_SECOND,
     };
     // The fleet-wide caps of the queues this replica serves (FLEET_CONCURRENCY_*), set again each
-    // time the connection is ready: a Redis that was flushed or replaced has forgotten them.
+    // time the connection is ready: a Redis restarted without persistence, or failed over to a
+    // replica that missed the write, has forgotten them.
     const policies = stagePolicies(config);
     const caps = Object.fromEntries(
       queueNames.map((queue) => [queue, policies[queue].fleetConcurrency]),
