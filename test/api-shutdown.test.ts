@@ -90,8 +90,9 @@ describe('api shutdown', () => {
       expect(steps.map((line) => line.step)).toEqual([
         'http server',
         'queues',
-        'redis',
         'postgres',
+        'connection budget',
+        'redis',
       ]);
       for (const step of steps) expect(step.durationMs).toEqual(expect.any(Number));
     } finally {

@@ -119,7 +119,8 @@ describe('npm start', () => {
     // Every service exited 0 on its single SIGTERM, having logged each step of its shutdown.
     expect(output).toMatch(/gleaner: stopped\n/);
     const steps = stepsBy(output);
-    expect(steps.api).toEqual(['http server', 'queues', 'redis', 'postgres']);
+    // Postgres closes before the claim on the fleet's connection budget is given back in Redis.
+    expect(steps.api).toEqual(['http server', 'queues', 'postgres', 'connection budget', 'redis']);
     // The worker serves every queue by default, documents included: its parser processes stop
     // once its jobs have.
     expect(steps.worker).toEqual([
@@ -130,8 +131,9 @@ describe('npm start', () => {
       'document parsers',
       'fetcher',
       'queues',
-      'redis',
       'postgres',
+      'connection budget',
+      'redis',
     ]);
     expect(steps.scheduler).toEqual([
       'forced passes',
@@ -139,8 +141,9 @@ describe('npm start', () => {
       'body sweeper',
       'scheduler loop',
       'queues',
-      'redis',
       'postgres',
+      'connection budget',
+      'redis',
     ]);
     // Nothing is left running (the services have process groups of their own).
     const pids = new Set(

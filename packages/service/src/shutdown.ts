@@ -3,8 +3,9 @@
  * duration, run at most once (STYLE.md, convention 7).
  *
  * Two phases: `work` (stop taking work, finish or release what is in flight) and then
- * `connections` (health server, queues, Redis, the Postgres pool). Within a phase, steps run
- * last-registered first, like `defer`: what started last stops first.
+ * `connections` (health server, queues, the Postgres pool, the claim on the fleet's connection
+ * budget, Redis). Within a phase, steps run last-registered first, like `defer`: what started
+ * last stops first.
  */
 
 /** After the grace period, time for a step to hand back what did not finish (a worker's jobs). */

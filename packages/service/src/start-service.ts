@@ -14,7 +14,11 @@ import {
   type Env,
   type EnvFileError,
 } from '@gleaner/config';
-import { claimConnectionBudget, serverConnectionBudget } from './connection-budget.js';
+import {
+  claimConnectionBudget,
+  serverConnectionBudget,
+  type BudgetClaim,
+} from './connection-budget.js';
 import { createShutdown, SHUTDOWN_FLUSH_MS, shutdownBoundMs } from './shutdown.js';
 import { startHealthServer, type HealthCheck, type HealthReport } from './health-server.js';
 import { startTelemetry } from './telemetry.js';
@@ -48,7 +52,7 @@ export interface ServiceContext<C> {
   /**
    * Registers a step that stops taking work or finishes what is in flight. On shutdown these run
    * last-registered first, within SHUTDOWN_GRACE_MS (plus time to release what is left), before
-   * the health server, the queues, Redis and Postgres are closed.
+   * the health server, the queues, Postgres, the connection-budget claim and Redis are closed.
    */
   onShutdown: (name: string, run: () => unknown) => void;
 }
@@ -171,7 +175,6 @@ export async function startService<S extends z.ZodRawShape>(
     onIdleError: (err) =>
       logger.warn({ err }, 'idle Postgres connection failed; it will be replaced'),
   });
-  shutdown.add('connections', { name: 'postgres', run: () => database.close() });
 
   const connections: Redis[] = [];
   const connect = (role: 'producer' | 'worker') => {
@@ -185,6 +188,16 @@ export async function startService<S extends z.ZodRawShape>(
     name: 'redis',
     run: () => connections.forEach((connection) => connection.disconnect()),
   });
+  // Steps run last-added first: Postgres closes, then this process's claim on the fleet's
+  // connection budget (connection-budget.ts) is given back, then Redis closes.
+  let budgetClaim: BudgetClaim | undefined;
+  const budgetSetting = common.DATABASE_MAX_CONNECTIONS;
+  if (budgetSetting !== 0)
+    shutdown.add('connections', {
+      name: 'connection budget',
+      run: () => budgetClaim?.release(),
+    });
+  shutdown.add('connections', { name: 'postgres', run: () => database.close() });
   const queues = createQueues(redis, common.QUEUE_PREFIX);
   shutdown.add('connections', { name: 'queues', run: () => closeQueues(queues) });
   // Spans still buffered go out last; with no exporter there is nothing to flush.
@@ -192,9 +205,7 @@ export async function startService<S extends z.ZodRawShape>(
     shutdown.add('connections', { name: 'telemetry', run: () => telemetry.shutdown() });
 
   try {
-    // This process's pool, claimed from the fleet's Postgres budget before any work starts
-    // (connection-budget.ts); released before Redis is closed (steps run last-added first).
-    const budgetSetting = common.DATABASE_MAX_CONNECTIONS;
+    // This process's pool, claimed from the fleet's Postgres budget before any work starts.
     if (budgetSetting !== 0) {
       const claim = await claimConnectionBudget({
         redis,
@@ -209,7 +220,7 @@ export async function startService<S extends z.ZodRawShape>(
               }
             : { connections: budgetSetting, source: 'DATABASE_MAX_CONNECTIONS' },
       });
-      shutdown.add('connections', { name: 'connection budget', run: () => claim.release() });
+      budgetClaim = claim;
       logger.info(
         { pool: poolMax, budget: claim.budget, heldByOthers: claim.usedByOthers },
         'postgres connections claimed from the fleet budget',
