@@ -1,39 +1,14 @@
-import {
-  createTestDatabase,
-  createTestRedisNamespace,
-  freePort,
-  startService,
-  waitFor,
-  waitForLog,
-  type ServiceProcess,
-  type TestDatabase,
-  type TestRedisNamespace,
-} from '@gleaner/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, waitFor, waitForLog } from '@gleaner/testing';
+import { describe, expect, it } from 'vitest';
+import { useServiceProcesses } from './support/service-processes.js';
 
 /**
  * The worker process as seed 002 runs it: with extraction on it serves llm-extract and answers
  * its probe on EXTRACTION_HEALTHCHECK_PORT; without a Groq key it refuses to start, naming it.
  */
-let database: TestDatabase;
-let namespace: TestRedisNamespace;
-const started: ServiceProcess[] = [];
-
-beforeAll(async () => {
-  database = await createTestDatabase('extraction_worker');
-  namespace = createTestRedisNamespace('extraction-worker');
-});
-
-afterAll(async () => {
-  await Promise.all(started.map((service) => service.stop()));
-  await namespace?.cleanup();
-  await database?.drop();
-});
+const services = useServiceProcesses('extraction-worker');
 
 const env = () => ({
-  DATABASE_URL: database.url,
-  REDIS_URL: namespace.url,
-  QUEUE_PREFIX: namespace.prefix,
   WORKER_QUEUES: 'llm-extract',
   EXTRACTION_ENABLED: 'true',
   DATABASE_POOL_MAX: '2',
@@ -42,13 +17,12 @@ const env = () => ({
 describe('an extraction worker process', () => {
   it('answers seed 002’s health probe on EXTRACTION_HEALTHCHECK_PORT', async () => {
     const port = await freePort();
-    const worker = startService('worker', {
+    const worker = services.start('worker', {
       ...env(),
       GROQ_API_KEY: 'test-key',
       GROQ_BASE_URL: 'http://127.0.0.1:9',
       EXTRACTION_HEALTHCHECK_PORT: String(port),
     });
-    started.push(worker);
     await waitForLog(worker, 'worker started');
     const body = await waitFor(
       async () => {
@@ -70,8 +44,7 @@ describe('an extraction worker process', () => {
   });
 
   it('does not start without GROQ_API_KEY, and says so', async () => {
-    const worker = startService('worker', { ...env(), EXTRACTION_HEALTHCHECK_PORT: '0' });
-    started.push(worker);
+    const worker = services.start('worker', { ...env(), EXTRACTION_HEALTHCHECK_PORT: '0' });
     const code = await new Promise<number | null>((resolve) => worker.child.once('exit', resolve));
     expect(code).toBe(1);
     expect(worker.stderr()).toContain('GROQ_API_KEY is required');

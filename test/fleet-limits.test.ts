@@ -1,15 +1,8 @@
 import { createQueues, closeQueues, createRedisConnection, type Queues } from '@gleaner/queue';
-import {
-  createTestDatabase,
-  createTestRedisNamespace,
-  startService,
-  waitForLog,
-  type ServiceProcess,
-  type TestDatabase,
-  type TestRedisNamespace,
-} from '@gleaner/testing';
+import { waitForLog, type ServiceProcess } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useServiceProcesses } from './support/service-processes.js';
 
 /**
  * Limits that hold across the fleet, as worker processes meet them. A worker sets the fleet-wide
@@ -18,38 +11,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * packages/queue's fleet-concurrency test. A worker whose Postgres pool would take the fleet past
  * DATABASE_MAX_CONNECTIONS does not start (packages/service's connection-budget test has the rest).
  */
-let database: TestDatabase;
-let namespace: TestRedisNamespace;
+const fleet = useServiceProcesses('fleet-limits');
 let redis: Redis;
 let queues: Queues;
-const started: ServiceProcess[] = [];
 
-beforeAll(async () => {
-  database = await createTestDatabase('fleet_concurrency');
-  namespace = createTestRedisNamespace('fleet-concurrency');
-  redis = createRedisConnection(namespace.url, 'producer');
-  queues = createQueues(redis, namespace.prefix);
+beforeAll(() => {
+  redis = createRedisConnection(fleet.namespace.url, 'producer');
+  queues = createQueues(redis, fleet.namespace.prefix);
 });
 
 afterAll(async () => {
-  await Promise.all(started.map((service) => service.stop()));
-  await closeQueues(queues);
+  if (queues) await closeQueues(queues);
   redis?.disconnect();
-  await namespace?.cleanup();
-  await database?.drop();
 });
 
 function worker(env: Record<string, string>): ServiceProcess {
-  const service = startService('worker', {
-    DATABASE_URL: database.url,
-    REDIS_URL: namespace.url,
-    QUEUE_PREFIX: namespace.prefix,
+  return fleet.start('worker', {
     WORKER_QUEUES: 'extract,backfill',
     DATABASE_POOL_MAX: '2',
     ...env,
   });
-  started.push(service);
-  return service;
 }
 
 describe('a worker process', () => {
@@ -69,7 +50,7 @@ describe('a worker process', () => {
   it('does not start when its pool would take the fleet past its Postgres budget', async () => {
     // A fleet of its own: the other tests' workers hold claims under the namespace's prefix.
     const budget = {
-      QUEUE_PREFIX: `${namespace.prefix}-budget`,
+      QUEUE_PREFIX: `${fleet.namespace.prefix}-budget`,
       DATABASE_POOL_MAX: '2',
       DATABASE_MAX_CONNECTIONS: '3',
     };
