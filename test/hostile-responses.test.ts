@@ -145,7 +145,10 @@ describe('a worker process crawling a site of hostile responses', () => {
       expect(stored!.error, hostile.description).toMatch(messageOf[hostile.expected]);
     }
 
-    // Permanent errors are parked at once with their code; the timeout only after its attempts.
+    // Permanent errors are parked as soon as they come, with their code, never retried to the
+    // last of the 4 attempts; the timeout only after its attempts. On an idle machine a permanent
+    // error comes on the first attempt; on a loaded one an attempt may first run past the 2 s
+    // deadline (transient, retried: a brotli bomb needed 2 under a bench loop beside the suite).
     const letters = await waitFor(
       async () => {
         const jobs = await queues['dead-letter'].getJobs(['waiting'], 0, -1);
@@ -154,7 +157,7 @@ describe('a worker process crawling a site of hostile responses', () => {
       { what: 'a dead letter per hostile posting' },
     );
     const letterOf = new Map(
-      letters.map((letter: { payload: { postingId: string } }) => [
+      letters.map((letter: { payload: { postingId: string }; attemptsMade: number }) => [
         letter.payload.postingId,
         letter,
       ]),
@@ -173,9 +176,11 @@ describe('a worker process crawling a site of hostile responses', () => {
               queue: 'crawl',
               errorClass: 'permanent',
               errorCode: hostile.expected,
-              attemptsMade: 1,
+              attemptsMade: expect.any(Number),
             },
       );
+      if (hostile.expected !== 'HTTP_FETCH_TIMEOUT')
+        expect(letter!.attemptsMade, hostile.description).toBeLessThan(4);
     }
 
     // Each crawl attempt, as the worker ran it (robots, gate, fetch, settling), ended within the
