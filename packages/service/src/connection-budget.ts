@@ -179,15 +179,11 @@ export async function claimConnectionBudget(options: BudgetClaimOptions): Promis
   const deadline = Date.now() + waitMs;
   let refusal: ConnectionBudgetExceededError | undefined;
   let failure: unknown;
-  let budget = 0;
   for (;;) {
     try {
       const { connections, source } = await options.budget();
-      budget = connections;
       const outcome = await claim(false, connections);
       if (outcome.stored) {
-        refusal = undefined;
-        failure = undefined;
         const timer = setInterval(() => {
           claim(true, connections).catch(() => undefined);
         }, ttlMs / 3);
@@ -195,7 +191,7 @@ export async function claimConnectionBudget(options: BudgetClaimOptions): Promis
         let released: Promise<void> | undefined;
         return {
           member,
-          budget,
+          budget: connections,
           usedByOthers: outcome.used,
           release() {
             released ??= (async () => {
