@@ -258,6 +258,13 @@ export const fetchFragment = {
   HTTP_MAX_BODY_BYTES: integerFromEnv(5 * 1024 * 1024, { min: 1024, max: 100 * 1024 * 1024 }),
   HTTP_MAX_REDIRECTS: integerFromEnv(5, { min: 0, max: 20 }),
   /**
+   * A site's circuit breaker opens after this many distinct pages of it fail in a row (5xx, a
+   * timeout, a refused or reset connection), across every replica...
+   */
+  HTTP_BREAKER_FAILURES: integerFromEnv(5, { min: 1, max: 10_000 }),
+  /** ...for this long at first, doubling after each failed probe (up to ten minutes). */
+  HTTP_BREAKER_OPEN_MS: integerFromEnv(30_000, { min: 1_000, max: 600_000 }),
+  /**
    * Lets fetches reach loopback and private addresses. Off in production; the demo and the
    * tests turn it on because their fixture sites listen on 127.0.0.1.
    */

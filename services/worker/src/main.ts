@@ -68,7 +68,13 @@ const started = await startService({
     onShutdown('fetcher', () => fetcher.close());
     // Leases are renewed while their fetch runs: a worker that dies frees its site's slots within
     // LEASE_TTL_MS, not after the longest fetch it might have made.
-    const gate = createSiteGate({ redis, prefix: config.QUEUE_PREFIX, leaseTtlMs: LEASE_TTL_MS });
+    const gate = createSiteGate({
+      redis,
+      prefix: config.QUEUE_PREFIX,
+      leaseTtlMs: LEASE_TTL_MS,
+      failureThreshold: config.HTTP_BREAKER_FAILURES,
+      openMs: config.HTTP_BREAKER_OPEN_MS,
+    });
     const robots = createRobotsCache({
       fetcher,
       redis,
