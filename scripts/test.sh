@@ -3,7 +3,7 @@
 # (unit tests beside the code, cross-service tests in test/) against real Redis and Postgres.
 # On a fresh Debian/Ubuntu machine with Node 20.19+ it first installs what the suite needs: pnpm,
 # Redis and PostgreSQL (scripts/ensure-services.sh, as `npm start` does), and Chromium for the run
-# page's browser test (scripts/ensure-chromium.sh).
+# page's browser test and yamllint for the Kubernetes manifests (scripts/ensure-test-tools.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +12,7 @@ if ! command -v pnpm >/dev/null 2>&1; then
   npm i -g pnpm@10 >/dev/null
 fi
 bash scripts/ensure-services.sh --quiet
-bash scripts/ensure-chromium.sh --quiet
+bash scripts/ensure-test-tools.sh --quiet
 
 if [ ! -d node_modules ]; then
   echo "test: installing dependencies (pnpm install --frozen-lockfile)"

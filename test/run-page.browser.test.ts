@@ -37,7 +37,7 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
       `the run page test drives Chromium at ${CHROMIUM}, which is missing: install it with ` +
-        '`bash scripts/ensure-chromium.sh` (Debian/Ubuntu; `npm test` runs it first)',
+        '`bash scripts/ensure-test-tools.sh` (Debian/Ubuntu; `npm test` runs it first)',
     );
   }
   fixture = await createFixtureCareerSite({ postings: POSTINGS, seed: 160 });

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
@@ -74,6 +75,30 @@ export async function runMigrations(
   } finally {
     client.release();
   }
+}
+
+/**
+ * The migrations of `migrationsFolder` the database has not applied yet, by tag, oldest first.
+ * Pending is decided as drizzle's migrator decides it: a migration newer than the last one
+ * applied (its journal time against the `created_at` of drizzle's own table).
+ */
+export async function pendingMigrations(
+  pool: pg.Pool,
+  migrationsFolder = defaultMigrationsFolder,
+): Promise<string[]> {
+  const journal = JSON.parse(
+    await readFile(path.join(migrationsFolder, 'meta', '_journal.json'), 'utf8'),
+  ) as { entries: { when: number; tag: string }[] };
+  const table = await pool.query<{ present: boolean }>(
+    `SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS present`,
+  );
+  const applied = table.rows[0]?.present
+    ? await pool.query<{ last: string | null }>(
+        'SELECT max(created_at)::text AS last FROM drizzle.__drizzle_migrations',
+      )
+    : undefined;
+  const last = applied?.rows[0]?.last == null ? -Infinity : Number(applied.rows[0].last);
+  return journal.entries.filter((entry) => entry.when > last).map((entry) => entry.tag);
 }
 
 /** Cheap liveness probe used by health endpoints. */

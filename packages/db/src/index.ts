@@ -4,6 +4,7 @@ export {
   createDb,
   defaultMigrationsFolder,
   pingDb,
+  pendingMigrations,
   runMigrations,
   type Database,
   type DbHandle,

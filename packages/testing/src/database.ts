@@ -59,11 +59,15 @@ async function ensureTemplate(admin: pg.Client): Promise<string> {
  * A fresh, migrated database of its own for one test file, cloned from a template that is
  * migrated once per set of migrations. `drop()` removes only this database.
  */
-export async function createTestDatabase(label = 'test'): Promise<TestDatabase> {
+export async function createTestDatabase(
+  label = 'test',
+  options: { migrated?: boolean } = {},
+): Promise<TestDatabase> {
   const admin = new pg.Client({ connectionString: testAdminUrl });
   await admin.connect();
   try {
-    const template = await ensureTemplate(admin);
+    // `migrated: false`: an empty database, for what runs the migrations itself.
+    const template = options.migrated === false ? 'template0' : await ensureTemplate(admin);
     const safeLabel = label
       .toLowerCase()
       .replace(/[^a-z0-9]+/g, '_')
