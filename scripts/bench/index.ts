@@ -43,6 +43,18 @@ const benches: Record<string, BenchEntry> = {
     ],
     load: () => import('./pipeline.js'),
   },
+  fleet: {
+    summary:
+      "the pipeline bench's site run by 1, 2 and 4 worker processes: pages/s, CPU per page, Postgres connections",
+    needs: [
+      'packages/testing/dist/index.js',
+      'packages/testing/dist/bin/fixture-site.js',
+      'packages/db/dist/index.js',
+      'packages/queue/dist/index.js',
+      'services/worker/dist/main.js',
+    ],
+    load: () => import('./fleet.js'),
+  },
   politeness: {
     summary:
       '20 fixture sites × 4 workers: per-site request rate vs rate_limit_rps, and utilisation',

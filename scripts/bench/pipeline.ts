@@ -91,9 +91,15 @@ const NOISE_WARNING_CPU_SECONDS = 1;
  */
 const RUN_POLL_MS = 100;
 /** Process kinds that belong to what a window measures; the rest is someone else's work. */
-const MEASURED_PROCESSES = new Set(['bench', 'fixture-site', 'worker', 'postgres', 'redis-server']);
+export const MEASURED_PROCESSES = new Set([
+  'bench',
+  'fixture-site',
+  'worker',
+  'postgres',
+  'redis-server',
+]);
 
-interface Settings {
+export interface Settings {
   workers: number;
   postings: number;
   pageBytes: number;
@@ -142,14 +148,14 @@ function readSettings(args: string[]): Settings | 'help' {
 // ---------------------------------------------------------------------------------------------
 // Fixture site process
 
-interface FixtureSiteProcess {
+export interface FixtureSiteProcess {
   url: string;
   sitemapUrl: string;
   child: ChildProcess;
   stop(): Promise<void>;
 }
 
-async function startFixtureSite(settings: Settings): Promise<FixtureSiteProcess> {
+export async function startFixtureSite(settings: Settings): Promise<FixtureSiteProcess> {
   const entry = path.join(repoRoot, 'packages/testing/dist/bin/fixture-site.js');
   const port = await freePort();
   const args = [
@@ -207,7 +213,7 @@ async function startFixtureSite(settings: Settings): Promise<FixtureSiteProcess>
 }
 
 /** CPU seconds the bench did not ask for in a window: another build or test run, or the host. */
-function noiseSeconds(cpuSeconds: Record<string, number>): number {
+export function noiseSeconds(cpuSeconds: Record<string, number>): number {
   return round2(otherCpuSeconds(cpuSeconds, MEASURED_PROCESSES));
 }
 
@@ -330,14 +336,14 @@ async function runBaseline(site: FixtureSiteProcess, concurrency: number): Promi
 }
 
 /** The worker processes and their stack, warmed up, kept for every round. */
-interface PipelineStack {
+export interface PipelineStack {
   stack: BenchStack;
   workers: ServiceProcess[];
   pids: number[];
   samplers: ReturnType<typeof sampleRss>[];
 }
 
-interface PipelineRound {
+export interface PipelineRound {
   seconds: number;
   /** From the rows' own timestamps: enqueue → run started, started → first page fetched, → finished. */
   phases: { pickup: number; listing: number; pages: number } | null;
@@ -347,7 +353,7 @@ interface PipelineRound {
 }
 
 /** Starts the workers on a fresh database and Redis prefix and warms them up; the teardown stops them. */
-async function startPipeline(
+export async function startPipeline(
   settings: Settings,
   site: FixtureSiteProcess,
   teardown: Teardown,
@@ -381,7 +387,7 @@ async function startPipeline(
  * One timed run: the site registered anew (its postings are new rows), every page stored by the
  * run itself, from the scrape enqueue until the run row is terminal.
  */
-async function runPipelineRound(
+export async function runPipelineRound(
   settings: Settings,
   site: FixtureSiteProcess,
   pipeline: PipelineStack,
@@ -437,7 +443,7 @@ async function runPipelineRound(
 }
 
 /** Stops the workers: their exit codes on SIGTERM, their peak RSS and their warnings. */
-async function stopPipeline(pipeline: PipelineStack): Promise<{
+export async function stopPipeline(pipeline: PipelineStack): Promise<{
   peakRssMB: number;
   exitCodes: (number | null)[];
   warnings: number;

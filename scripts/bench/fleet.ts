@@ -1,0 +1,233 @@
+/**
+ * `pnpm bench fleet`: the pipeline bench's site (scrape → crawl → extract into Postgres) run by
+ * 1, 2 and 4 worker processes, to show what adding replicas costs per page.
+ *
+ * For each worker count it reports pages per second, CPU milliseconds per page of the workers
+ * (all of them together), Postgres and Redis, and the peak number of Postgres connections the
+ * bench database had open. On 2 cores more workers do not make the run faster (Postgres and
+ * Redis share the same cores); what must hold is that the work per page does not grow with the
+ * fleet: each replica's fixed costs (polling, stall checks, heartbeats, smaller write batches)
+ * stay small beside the pages.
+ *
+ * Rounds are interleaved (1, 2, 4 workers, then again), BENCH_ROUNDS (2) times; each count
+ * starts its workers on a fresh database and Redis prefix, warms them up on 500 pages, runs one
+ * timed run and stops them. Exit code 1 when a run does not succeed or the workers' CPU per page
+ * at any count is more than 15 % above the 1-worker figure.
+ *
+ * Environment: BENCH_FLEET_WORKERS ("1,2,4"), BENCH_ROUNDS (2), BENCH_POSTINGS (2000),
+ * BENCH_PAGE_BYTES (30000), BENCH_WARM_UP_PAGES (500), BENCH_TIMEOUT_MS (300000).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { workerFragment } from '@gleaner/config';
+import { BenchUsageError, type BenchModule } from './bench.js';
+import {
+  noiseSeconds,
+  runPipelineRound,
+  startFixtureSite,
+  startPipeline,
+  stopPipeline,
+  type PipelineRound,
+  type Settings,
+} from './pipeline.js';
+import { cpuMsPer, median, sumCpuSeconds } from './rounds.js';
+import {
+  benchRun,
+  concurrencyFrom,
+  integerFrom,
+  progressFor,
+  report,
+  round2,
+  Teardown,
+  wantsHelp,
+} from './support.js';
+
+const USAGE = `usage: pnpm bench fleet
+environment: BENCH_FLEET_WORKERS ("1,2,4"), BENCH_ROUNDS (2), BENCH_POSTINGS (2000),
+  BENCH_PAGE_BYTES (30000), BENCH_WARM_UP_PAGES (500), BENCH_TIMEOUT_MS (300000)
+`;
+
+/** The workers' CPU per page with N workers may be at most this much above one worker's. */
+const TARGET_CPU_GROWTH = 0.15;
+const CONNECTION_SAMPLE_MS = 100;
+
+const progress = progressFor('fleet');
+
+interface FleetSettings {
+  counts: number[];
+  rounds: number;
+  base: Settings;
+}
+
+function readSettings(args: string[]): FleetSettings | 'help' {
+  if (wantsHelp(args, USAGE)) return 'help';
+  const raw = process.env.BENCH_FLEET_WORKERS ?? '1,2,4';
+  const counts = raw.split(',').map((part) => Number(part.trim()));
+  if (counts.length === 0 || counts.some((n) => !Number.isInteger(n) || n < 1 || n > 16))
+    throw new BenchUsageError(
+      `BENCH_FLEET_WORKERS must list worker counts from 1 to 16, got "${raw}"`,
+      USAGE,
+    );
+  if (counts[0] !== 1) counts.unshift(1);
+  return {
+    counts: [...new Set(counts)],
+    rounds: integerFrom('BENCH_ROUNDS', 2, { min: 1, max: 25 }, USAGE),
+    base: {
+      workers: 1,
+      postings: integerFrom('BENCH_POSTINGS', 2000, { min: 1 }, USAGE),
+      pageBytes: integerFrom('BENCH_PAGE_BYTES', 30_000, { min: 0 }, USAGE),
+      crawlConcurrency: concurrencyFrom(
+        'BENCH_CRAWL_CONCURRENCY',
+        workerFragment.WORKER_CONCURRENCY_CRAWL,
+        USAGE,
+      ),
+      extractConcurrency: concurrencyFrom(
+        'BENCH_EXTRACT_CONCURRENCY',
+        workerFragment.WORKER_CONCURRENCY_EXTRACT,
+        USAGE,
+      ),
+      extractThreads: concurrencyFrom(
+        'BENCH_EXTRACT_THREADS',
+        workerFragment.WORKER_EXTRACT_THREADS,
+        USAGE,
+      ),
+      timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, { min: 1000 }, USAGE),
+      warmUpPages: integerFrom('BENCH_WARM_UP_PAGES', 500, { min: 0 }, USAGE),
+      rounds: 1,
+      skipCrawlee: true,
+    },
+  };
+}
+
+interface CountRound {
+  workers: number;
+  timed: PipelineRound;
+  peakConnections: number;
+}
+
+/** Samples how many connections the database has open until stopped; returns the peak. */
+function sampleConnections(
+  query: (sql: string, values: unknown[]) => Promise<{ rows: { n: number }[] }>,
+  databaseName: string,
+): { stop(): Promise<number> } {
+  let peak = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const { rows } = await query(
+        'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1',
+        [databaseName],
+      );
+      peak = Math.max(peak, rows[0]?.n ?? 0);
+      await sleep(CONNECTION_SAMPLE_MS);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return peak;
+    },
+  };
+}
+
+async function runCount(
+  settings: FleetSettings,
+  workers: number,
+  round: number,
+  site: Awaited<ReturnType<typeof startFixtureSite>>,
+): Promise<CountRound> {
+  // Each count's stack is its own: its teardown drops its database and keys when it is done.
+  const teardown = new Teardown(progress);
+  try {
+    const pipelineSettings = { ...settings.base, workers };
+    const pipeline = await startPipeline(pipelineSettings, site, teardown);
+    const { handle, databaseName } = pipeline.stack;
+    const sampler = sampleConnections(
+      (sql, values) => handle.pool.query<{ n: number }>(sql, values),
+      databaseName,
+    );
+    const timed = await runPipelineRound(pipelineSettings, site, pipeline, round).finally(() =>
+      sampler.stop(),
+    );
+    const peakConnections = await sampler.stop();
+    const stopped = await stopPipeline(pipeline);
+    const failed = stopped.exitCodes.filter((code) => code !== 0);
+    if (failed.length > 0) throw new Error(`worker(s) exited with ${failed.join(', ')} on SIGTERM`);
+    return { workers, timed, peakConnections };
+  } finally {
+    await teardown.run();
+  }
+}
+
+async function bench(settings: FleetSettings, teardown: Teardown): Promise<number> {
+  const site = await startFixtureSite(settings.base);
+  teardown.add('stop fixture site', () => site.stop());
+  progress(
+    `fixture site ${site.url}: ${settings.base.postings} postings; worker counts ${settings.counts.join(', ')}`,
+  );
+
+  const failures: string[] = [];
+  const results: CountRound[] = [];
+  for (let round = 1; round <= settings.rounds; round++) {
+    for (const workers of settings.counts) {
+      try {
+        const result = await runCount(settings, workers, round, site);
+        const { run, seconds, cpuSeconds } = result.timed;
+        if (run.status !== 'succeeded' || run.readyCount !== settings.base.postings)
+          failures.push(
+            `round ${round}, ${workers} worker(s): run ended ${run.status} with ${run.readyCount}/${settings.base.postings} ready`,
+          );
+        const noise = noiseSeconds(cpuSeconds);
+        progress(
+          `round ${round}, ${workers} worker(s): ${(settings.base.postings / seconds).toFixed(1)} pages/s, ` +
+            `worker CPU ${cpuMsPer(cpuSeconds, settings.base.postings, ['worker'])} ms/page, ` +
+            `${result.peakConnections} Postgres connections at peak` +
+            (noise > 1 ? ` (WARNING: ${noise} CPU s went elsewhere: machine not idle)` : ''),
+        );
+        results.push(result);
+      } catch (error) {
+        failures.push(
+          `round ${round}, ${workers} worker(s): ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
+    }
+  }
+
+  const byCount = settings.counts.map((workers) => {
+    const rounds = results.filter((result) => result.workers === workers);
+    const cpu = sumCpuSeconds(rounds.map((result) => result.timed.cpuSeconds));
+    const pages = settings.base.postings * rounds.length;
+    return {
+      workers,
+      rounds: rounds.length,
+      pagesPerSec:
+        rounds.length === 0
+          ? null
+          : round2(median(rounds.map((result) => settings.base.postings / result.timed.seconds))),
+      cpuMsPerPage: {
+        workers: cpuMsPer(cpu, pages, ['worker']),
+        postgres: cpuMsPer(cpu, pages, ['postgres']),
+        redis: cpuMsPer(cpu, pages, ['redis-server']),
+      },
+      peakPostgresConnections: Math.max(0, ...rounds.map((result) => result.peakConnections)),
+    };
+  });
+  const one = byCount.find((entry) => entry.workers === 1);
+  for (const entry of byCount) {
+    if (!one || one.rounds === 0 || entry.rounds === 0 || entry.workers === 1) continue;
+    const growth = entry.cpuMsPerPage.workers / one.cpuMsPerPage.workers - 1;
+    if (growth > TARGET_CPU_GROWTH)
+      failures.push(
+        `target missed: ${entry.workers} workers spend ${entry.cpuMsPerPage.workers} ms of CPU per page, ` +
+          `${(growth * 100).toFixed(0)} % above 1 worker's ${one.cpuMsPerPage.workers} (at most ${TARGET_CPU_GROWTH * 100} %)`,
+      );
+  }
+  return report(progress, failures, {
+    counts: byCount,
+    postings: settings.base.postings,
+    rounds: settings.rounds,
+    targets: { workerCpuGrowth: TARGET_CPU_GROWTH },
+  });
+}
+
+export const run: BenchModule['run'] = benchRun(progress, USAGE, readSettings, bench);
