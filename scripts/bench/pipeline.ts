@@ -155,18 +155,27 @@ export interface FixtureSiteProcess {
   stop(): Promise<void>;
 }
 
-export async function startFixtureSite(settings: Settings): Promise<FixtureSiteProcess> {
+/** The fixture career site as its own process, on 127.0.0.1 and a free port unless told. */
+export async function startFixtureSite(options: {
+  postings: number;
+  pageBytes: number;
+  host?: string;
+  port?: number;
+  seed?: number;
+}): Promise<FixtureSiteProcess> {
   const entry = path.join(repoRoot, 'packages/testing/dist/bin/fixture-site.js');
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const args = [
     '--postings',
-    String(settings.postings),
+    String(options.postings),
     '--page-bytes',
-    String(settings.pageBytes),
+    String(options.pageBytes),
+    '--host',
+    options.host ?? '127.0.0.1',
     '--port',
     String(port),
     '--seed',
-    '1',
+    String(options.seed ?? 1),
   ];
   const child = spawn(process.execPath, [entry, ...args], {
     cwd: repoRoot,

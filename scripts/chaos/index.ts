@@ -46,6 +46,12 @@ const checks: Record<string, CheckEntry> = {
     needs: common,
     load: () => import('./flush.js'),
   },
+  compose: {
+    summary:
+      'docker-compose.yml up for real: demo run, 3 workers on a 1,000-posting run, one container killed',
+    needs: ['packages/testing/dist/index.js', 'packages/testing/dist/bin/fixture-site.js'],
+    load: () => import('./compose.js'),
+  },
   'redis-outage': {
     summary: "the check's Redis down for 2 s, 15 s and 60 s, each in the middle of a run",
     needs: [...common, 'services/api/dist/main.js'],
