@@ -22,7 +22,10 @@
  *    be finalized once (one `run finalized` line in the logs of every container), have one
  *    completed crawl job per posting, and each of the 3 workers must have completed some of them
  *    (BullMQ's `processedBy`, which starts with the container's hostname).
- * 6. `docker-compose down -v` (also when a step fails; CHAOS_KEEP=1 leaves the stack up).
+ * 6. The same site registered again and scraped; once a quarter of it is ready,
+ *    `docker-compose stop` (every service, as users stop it), then `start`. The run must end
+ *    `succeeded` with every posting ready, none pending, finalized once.
+ * 7. `docker-compose down -v` (also when a step fails; CHAOS_KEEP=1 leaves the stack up).
  *
  * Last stdout line: {"pass","seconds":{…},"demo":{…},"run":{…},"workers":{…},"disk":{…}}.
  * Exit code 1 when a step failed or a check missed.
@@ -374,8 +377,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
       `run ended ${final.status} with ${final.ready_count}/${settings.postings} ready, ${final.errors_count} errors`,
     );
 
-  // Postgres, read inside its container (it is not published): the run's row id, and nothing
-  // of the run left pending.
+  // Postgres, read inside its container (it is not published).
   const psql = async (sql: string) =>
     (
       await compose([
@@ -392,43 +394,46 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
         sql,
       ])
     ).trim();
-  const runRowId = await psql(
-    `SELECT id FROM scrape_runs WHERE run_id = '${runId.replace(/'/g, "''")}'`,
-  );
-  const pending = Number(
-    await psql(`SELECT count(*) FROM postings WHERE run_id = '${runRowId}' AND status = 'pending'`),
-  );
+  /** A run's row id, its postings still pending, and its finalizations in every container's log. */
+  const settled = async (publicId: string) => {
+    const rowId = await psql(
+      `SELECT id FROM scrape_runs WHERE run_id = '${publicId.replace(/'/g, "''")}'`,
+    );
+    const pendingCount = Number(
+      await psql(`SELECT count(*) FROM postings WHERE run_id = '${rowId}' AND status = 'pending'`),
+    );
+    const logs = await compose([
+      'logs',
+      '--no-color',
+      '--no-log-prefix',
+      'worker',
+      'scheduler',
+      'api',
+    ]).catch(() => compose(['logs', '--no-color', 'worker', 'scheduler', 'api']));
+    // A worker's "run finalized", or the reconciler's "run finalized by the reconciler".
+    const finalizations = logs
+      .split('\n')
+      .filter((line) => line.includes('run finalized'))
+      .map((line) => {
+        try {
+          return JSON.parse(line.slice(line.indexOf('{'))) as {
+            msg?: string;
+            run?: string;
+            runId?: string;
+          };
+        } catch {
+          return {};
+        }
+      })
+      .filter(
+        (line) =>
+          (line.msg === 'run finalized' || line.msg?.startsWith('run finalized ')) &&
+          (line.run === publicId || line.runId === publicId || line.runId === rowId),
+      ).length;
+    return { rowId, pending: pendingCount, finalized: finalizations };
+  };
+  const { rowId: runRowId, pending, finalized } = await settled(runId);
   if (pending !== 0) failures.push(`${pending} postings of the run are still pending`);
-
-  // One finalization across every container's log.
-  const logs = await compose([
-    'logs',
-    '--no-color',
-    '--no-log-prefix',
-    'worker',
-    'scheduler',
-    'api',
-  ]).catch(() => compose(['logs', '--no-color', 'worker', 'scheduler', 'api']));
-  // A worker's "run finalized", or the reconciler's "run finalized by the reconciler".
-  const finalized = logs
-    .split('\n')
-    .filter((line) => line.includes('run finalized'))
-    .map((line) => {
-      try {
-        return JSON.parse(line.slice(line.indexOf('{'))) as {
-          msg?: string;
-          run?: string;
-          runId?: string;
-        };
-      } catch {
-        return {};
-      }
-    })
-    .filter(
-      (line) =>
-        (line.msg === 'run finalized' || line.msg?.startsWith('run finalized ')) &&
-        (line.run === runId || line.runId === runId),
-    ).length;
   if (finalized !== 1) failures.push(`the run was finalized ${finalized} times in the logs`);
 
   // Who completed the run's crawl jobs: BullMQ stamps each with its worker's name (hostname-pid).
@@ -469,6 +474,51 @@ return out`;
   if (processedBy.length !== settings.postings)
     failures.push(`${processedBy.length} completed crawl jobs for ${settings.postings} postings`);
 
+  // `docker-compose stop` in the middle of a run, then `start`: every service finishes or
+  // releases its work within its grace period, Redis keeps its jobs (AOF) and Postgres its rows,
+  // and the run ends as if nothing happened.
+  step = performance.now();
+  const stopRunId = await startRun(
+    adminKey,
+    'chaos-stop',
+    runSite.url,
+    runSite.sitemapUrl,
+    settings.rateRps,
+  );
+  const stoppedAt = await waitUntil(
+    'a quarter of the run to be ready',
+    settings.runTimeoutMs,
+    async () => {
+      const status = await runStatus(adminKey, stopRunId);
+      return status.ready_count >= settings.postings / 4 ? status.ready_count : undefined;
+    },
+  );
+  const stopping = performance.now();
+  await compose(['stop']);
+  const stopSeconds = round2((performance.now() - stopping) / 1000);
+  progress(`docker-compose stop at ${stoppedAt} ready took ${stopSeconds} s; starting again`);
+  await compose(['start']);
+  await waitUntil('the API to answer /health again', 180_000, async () =>
+    (await fetch(`${API_URL}/health`)).ok ? true : undefined,
+  );
+  const afterStop = await waitUntil('the stopped run to end', settings.runTimeoutMs, async () => {
+    const status = await runStatus(adminKey, stopRunId);
+    return status.status === 'queued' || status.status === 'running' ? undefined : status;
+  });
+  lap('stopRun', step);
+  const stopChecks = await settled(stopRunId);
+  progress(
+    `stopped run ${afterStop.status}: ${afterStop.ready_count} ready, ${afterStop.errors_count} errors, ${stopChecks.pending} pending, finalized ${stopChecks.finalized}×`,
+  );
+  if (afterStop.status !== 'succeeded' || afterStop.ready_count !== settings.postings)
+    failures.push(
+      `the run stopped with compose ended ${afterStop.status} with ${afterStop.ready_count}/${settings.postings} ready, ${afterStop.errors_count} errors`,
+    );
+  if (stopChecks.pending !== 0)
+    failures.push(`${stopChecks.pending} postings of the stopped run are still pending`);
+  if (stopChecks.finalized !== 1)
+    failures.push(`the stopped run was finalized ${stopChecks.finalized} times in the logs`);
+
   const disk = await sh('du', ['-sb', '/var/lib/docker']).then(
     (out) => round2(Number(out.split('\t')[0]) / 1e9),
     () => null,
@@ -495,6 +545,16 @@ return out`;
     },
     workers: perWorker,
     completedCrawlJobs: processedBy.length,
+    stop: {
+      runId: stopRunId,
+      stoppedAtReady: stoppedAt,
+      stopSeconds,
+      status: afterStop.status,
+      ready: afterStop.ready_count,
+      errors: afterStop.errors_count,
+      pending: stopChecks.pending,
+      finalizedLogLines: stopChecks.finalized,
+    },
     disk: { dockerGB: disk },
   });
 }
