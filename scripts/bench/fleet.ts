@@ -19,11 +19,11 @@
  * BENCH_PAGE_BYTES (30000), BENCH_WARM_UP_PAGES (500), BENCH_TIMEOUT_MS (300000).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { workerFragment } from '@gleaner/config';
 import { BenchUsageError, type BenchModule } from './bench.js';
 import {
   noiseSeconds,
   runPipelineRound,
+  runSettingsFrom,
   startFixtureSite,
   startPipeline,
   stopPipeline,
@@ -33,7 +33,6 @@ import {
 import { cpuMsPer, median, sumCpuSeconds } from './rounds.js';
 import {
   benchRun,
-  concurrencyFrom,
   integerFrom,
   progressFor,
   report,
@@ -72,30 +71,7 @@ function readSettings(args: string[]): FleetSettings | 'help' {
   return {
     counts: [...new Set(counts)],
     rounds: integerFrom('BENCH_ROUNDS', 2, { min: 1, max: 25 }, USAGE),
-    base: {
-      workers: 1,
-      postings: integerFrom('BENCH_POSTINGS', 4000, { min: 1 }, USAGE),
-      pageBytes: integerFrom('BENCH_PAGE_BYTES', 30_000, { min: 0 }, USAGE),
-      crawlConcurrency: concurrencyFrom(
-        'BENCH_CRAWL_CONCURRENCY',
-        workerFragment.WORKER_CONCURRENCY_CRAWL,
-        USAGE,
-      ),
-      extractConcurrency: concurrencyFrom(
-        'BENCH_EXTRACT_CONCURRENCY',
-        workerFragment.WORKER_CONCURRENCY_EXTRACT,
-        USAGE,
-      ),
-      extractThreads: concurrencyFrom(
-        'BENCH_EXTRACT_THREADS',
-        workerFragment.WORKER_EXTRACT_THREADS,
-        USAGE,
-      ),
-      timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, { min: 1000 }, USAGE),
-      warmUpPages: integerFrom('BENCH_WARM_UP_PAGES', 500, { min: 0 }, USAGE),
-      rounds: 1,
-      skipCrawlee: true,
-    },
+    base: { ...runSettingsFrom(USAGE, 4000), workers: 1, rounds: 1, skipCrawlee: true },
   };
 }
 

@@ -17,6 +17,15 @@ interface BenchEntry {
   load(): Promise<BenchModule>;
 }
 
+/** What the pipeline bench and the fleet bench load or start. */
+const pipelineNeeds = [
+  'packages/testing/dist/index.js',
+  'packages/testing/dist/bin/fixture-site.js',
+  'packages/db/dist/index.js',
+  'packages/queue/dist/index.js',
+  'services/worker/dist/main.js',
+];
+
 const benches: Record<string, BenchEntry> = {
   api: {
     summary:
@@ -34,25 +43,13 @@ const benches: Record<string, BenchEntry> = {
   pipeline: {
     summary:
       'fixture site → scrape → crawl → extract → Postgres, vs a bare undici+cheerio loop and Crawlee',
-    needs: [
-      'packages/testing/dist/index.js',
-      'packages/testing/dist/bin/fixture-site.js',
-      'packages/db/dist/index.js',
-      'packages/queue/dist/index.js',
-      'services/worker/dist/main.js',
-    ],
+    needs: pipelineNeeds,
     load: () => import('./pipeline.js'),
   },
   fleet: {
     summary:
       "the pipeline bench's site run by 1, 2 and 4 worker processes: pages/s, CPU per page, Postgres connections",
-    needs: [
-      'packages/testing/dist/index.js',
-      'packages/testing/dist/bin/fixture-site.js',
-      'packages/db/dist/index.js',
-      'packages/queue/dist/index.js',
-      'services/worker/dist/main.js',
-    ],
+    needs: pipelineNeeds,
     load: () => import('./fleet.js'),
   },
   politeness: {

@@ -117,29 +117,42 @@ const progress = progressFor('pipeline');
 // ---------------------------------------------------------------------------------------------
 // Settings
 
-function readSettings(args: string[]): Settings | 'help' {
-  if (wantsHelp(args, USAGE)) return 'help';
+/**
+ * What a run of the fixture site through the workers takes from the environment, shared with
+ * `pnpm bench fleet`.
+ */
+export function runSettingsFrom(
+  usage: string,
+  defaultPostings: number,
+): Omit<Settings, 'workers' | 'rounds' | 'skipCrawlee'> {
   return {
-    workers: integerFrom('BENCH_WORKERS', 1, { min: 1 }, USAGE),
-    postings: integerFrom('BENCH_POSTINGS', 2000, { min: 1 }, USAGE),
-    pageBytes: integerFrom('BENCH_PAGE_BYTES', 30_000, { min: 0 }, USAGE),
+    postings: integerFrom('BENCH_POSTINGS', defaultPostings, { min: 1 }, usage),
+    pageBytes: integerFrom('BENCH_PAGE_BYTES', 30_000, { min: 0 }, usage),
     crawlConcurrency: concurrencyFrom(
       'BENCH_CRAWL_CONCURRENCY',
       workerFragment.WORKER_CONCURRENCY_CRAWL,
-      USAGE,
+      usage,
     ),
     extractConcurrency: concurrencyFrom(
       'BENCH_EXTRACT_CONCURRENCY',
       workerFragment.WORKER_CONCURRENCY_EXTRACT,
-      USAGE,
+      usage,
     ),
     extractThreads: concurrencyFrom(
       'BENCH_EXTRACT_THREADS',
       workerFragment.WORKER_EXTRACT_THREADS,
-      USAGE,
+      usage,
     ),
-    timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, { min: 1000 }, USAGE),
-    warmUpPages: integerFrom('BENCH_WARM_UP_PAGES', 500, { min: 0 }, USAGE),
+    timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, { min: 1000 }, usage),
+    warmUpPages: integerFrom('BENCH_WARM_UP_PAGES', 500, { min: 0 }, usage),
+  };
+}
+
+function readSettings(args: string[]): Settings | 'help' {
+  if (wantsHelp(args, USAGE)) return 'help';
+  return {
+    ...runSettingsFrom(USAGE, 2000),
+    workers: integerFrom('BENCH_WORKERS', 1, { min: 1 }, USAGE),
     rounds: integerFrom('BENCH_ROUNDS', 3, { min: 1, max: 25 }, USAGE),
     skipCrawlee: ['1', 'true'].includes(process.env.BENCH_SKIP_CRAWLEE ?? ''),
   };
