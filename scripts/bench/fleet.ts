@@ -19,6 +19,7 @@
  * BENCH_PAGE_BYTES (30000), BENCH_WARM_UP_PAGES (500), BENCH_TIMEOUT_MS (300000).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { DbHandle } from '@gleaner/db';
 import { BenchUsageError, type BenchModule } from './bench.js';
 import {
   noiseSeconds,
@@ -81,16 +82,17 @@ interface CountRound {
   peakConnections: number;
 }
 
-/** Samples how many connections the database has open until stopped; returns the peak. */
-function sampleConnections(
-  query: (sql: string, values: unknown[]) => Promise<{ rows: { n: number }[] }>,
+/** Runs `work` while sampling how many connections the database has open: its result and the peak. */
+async function withConnectionPeak<T>(
+  pool: Pick<DbHandle['pool'], 'query'>,
   databaseName: string,
-): { stop(): Promise<number> } {
+  work: () => Promise<T>,
+): Promise<{ result: T; peak: number }> {
   let peak = 0;
   let running = true;
-  const loop = (async () => {
+  const sampling = (async () => {
     while (running) {
-      const { rows } = await query(
+      const { rows } = await pool.query<{ n: number }>(
         'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1',
         [databaseName],
       );
@@ -98,13 +100,13 @@ function sampleConnections(
       await sleep(CONNECTION_SAMPLE_MS);
     }
   })();
-  return {
-    stop: async () => {
-      running = false;
-      await loop;
-      return peak;
-    },
-  };
+  try {
+    const result = await work();
+    return { result, peak };
+  } finally {
+    running = false;
+    await sampling;
+  }
 }
 
 async function runCount(
@@ -125,14 +127,11 @@ async function runCount(
     };
     const pipeline = await startPipeline(pipelineSettings, site, teardown);
     const { handle, databaseName } = pipeline.stack;
-    const sampler = sampleConnections(
-      (sql, values) => handle.pool.query<{ n: number }>(sql, values),
+    const { result: timed, peak: peakConnections } = await withConnectionPeak(
+      handle.pool,
       databaseName,
+      () => runPipelineRound(pipelineSettings, site, pipeline, round),
     );
-    const timed = await runPipelineRound(pipelineSettings, site, pipeline, round).finally(() =>
-      sampler.stop(),
-    );
-    const peakConnections = await sampler.stop();
     const stopped = await stopPipeline(pipeline);
     const failed = stopped.exitCodes.filter((code) => code !== 0);
     if (failed.length > 0) throw new Error(`worker(s) exited with ${failed.join(', ')} on SIGTERM`);

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import ts from 'typescript';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { ConfigMap, Service } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { Job } from 'kubernetes-models/batch/v1';
@@ -94,13 +94,10 @@ export async function checkManifests(dir: string): Promise<ManifestProblem[]> {
 
 /** The kustomization's resources, each of which must exist, and every YAML file listed. */
 async function listedFiles(dir: string, problems: ManifestProblem[]): Promise<string[]> {
-  const kustomization = parseAllDocuments(
-    await readFile(path.join(dir, 'kustomization.yaml'), 'utf8'),
-  );
-  const first = Array.isArray(kustomization) ? kustomization[0] : kustomization;
-  const resources = ((first?.toJS() as { resources?: string[] } | null)?.resources ?? []).map(
-    String,
-  );
+  const kustomization = parse(await readFile(path.join(dir, 'kustomization.yaml'), 'utf8')) as {
+    resources?: unknown[];
+  } | null;
+  const resources = (kustomization?.resources ?? []).map(String);
   const present = (await readdir(dir)).filter(
     (name) => /\.ya?ml$/.test(name) && name !== 'kustomization.yaml' && !name.startsWith('.'),
   );
