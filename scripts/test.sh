@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: build, typecheck and lint every workspace package, then run the whole test suite
-# (unit tests beside the code, cross-service tests in test/) against real Redis and Postgres.
+# (unit tests beside the code, cross-service tests in test/) against real Redis and Postgres,
+# then the pipeline and reconciler tests again on a Redis Cluster.
 # On a fresh Debian/Ubuntu machine with Node 20.19+ it first installs what the suite needs: pnpm,
 # Redis and PostgreSQL (scripts/ensure-services.sh, as `npm start` does), and Chromium for the run
 # page's browser test and yamllint for the Kubernetes manifests (scripts/ensure-test-tools.sh).
@@ -29,3 +30,11 @@ pnpm exec eslint scripts/bench scripts/chaos
 
 echo "test: vitest"
 pnpm exec vitest run "$@"
+
+# The pipeline, reconciler and connection budget tests again, on a 3-master Redis Cluster of
+# their own (decision 0018), when the whole suite was asked for.
+if [ "$#" -eq 0 ]; then
+  echo "test: the pipeline, reconciler and connection budget tests on a Redis Cluster"
+  pnpm exec tsx scripts/with-redis-cluster.ts pnpm exec vitest run \
+    --project system --project service pipeline.test.ts reconciler.test.ts connection-budget.test.ts
+fi

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Queue } from 'bullmq';
+import { closeQueues, createQueues, createRedisConnection, type Queues } from '@gleaner/queue';
 import pg from 'pg';
 import {
   createFixtureCareerSite,
@@ -76,13 +76,20 @@ function finalizeLogCount(runUuid: string): number {
     .filter((line) => line.msg === 'run finalized' && line.runId === runUuid).length;
 }
 
-async function completedJobs(queue: 'crawl' | 'extract'): Promise<number> {
-  const handle = new Queue(queue, { connection: { url: redis.url }, prefix: redis.prefix });
+/** The system's queues, on a connection of the test's own (a cluster's, when it runs on one). */
+async function withQueues<T>(use: (queues: Queues) => Promise<T>): Promise<T> {
+  const connection = createRedisConnection(redis.target, 'producer', { enableOfflineQueue: true });
+  const queues = createQueues(connection, redis.prefix);
   try {
-    return await handle.getCompletedCount();
+    return await use(queues);
   } finally {
-    await handle.close();
+    await closeQueues(queues);
+    connection.disconnect();
   }
+}
+
+async function completedJobs(queue: 'crawl' | 'extract'): Promise<number> {
+  return withQueues((queues) => queues[queue].getCompletedCount());
 }
 
 async function storedBodies(): Promise<number> {
@@ -109,7 +116,7 @@ beforeAll(async () => {
   apiUrl = `http://127.0.0.1:${port}`;
   const env = {
     DATABASE_URL: database.url,
-    REDIS_URL: redis.url,
+    ...redis.env,
     QUEUE_PREFIX: redis.prefix,
     HTTP_ALLOW_PRIVATE_NETWORKS: 'true',
     DATABASE_POOL_MAX: '8',
@@ -191,10 +198,15 @@ describe('API → scrape → crawl → extract → Postgres, as separate process
         requirements: e.requirements,
       });
     }
+    // The workers used the Redis the suite was given: one server, or a cluster.
+    const redisOfWorkers = workers.map(
+      (worker) => worker.logs.find((line) => line.msg === 'worker started')?.redis,
+    );
+    expect(redisOfWorkers).toEqual(
+      workers.map(() => (redis.clusterNodes ? 'cluster of 3 nodes' : 'server')),
+    );
     // Both workers took part, and exactly one of them closed the run.
-    const crawl = new Queue('crawl', { connection: { url: redis.url }, prefix: redis.prefix });
-    const done = await crawl.getJobs(['completed'], 0, -1);
-    await crawl.close();
+    const done = await withQueues((queues) => queues.crawl.getJobs(['completed'], 0, -1));
     // Pages are extracted in the crawl job from the bytes in hand; the extract queue only
     // carries what that could not settle.
     expect(await completedJobs('extract')).toBe(0);

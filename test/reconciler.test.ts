@@ -12,6 +12,7 @@ import {
   createRedisConnection,
   enqueue,
   noRepairs,
+  queueKeyPrefix,
   scrapeJob,
   type RepairCounts,
 } from '@gleaner/queue';
@@ -137,8 +138,11 @@ describe('the reconciler', () => {
     );
     // One job is failed for good by something other than its handler (as BullMQ's stall check
     // does to a job whose worker died too often): nothing settled its posting.
-    const connection = createRedisConnection(system.namespace.url, 'worker');
-    const manual = new Worker('crawl', null, { connection, prefix: system.namespace.prefix });
+    const connection = createRedisConnection(system.namespace.target, 'worker');
+    const manual = new Worker('crawl', null, {
+      connection,
+      prefix: queueKeyPrefix(connection, system.namespace.prefix, 'crawl'),
+    });
     const token = 'reconciler-test';
     const doomed = await manual.getNextJob(token);
     // Unrecoverable: failed for good at once, whatever its attempts.

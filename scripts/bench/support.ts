@@ -434,7 +434,8 @@ export async function createBenchStack(
   teardown.add('delete bench redis keys', () => redis.cleanup());
   const handle = createDb({ url: database.url, poolMax, applicationName: 'gleaner-bench' });
   teardown.add('close bench db pool', () => handle.close());
-  const producer = createRedisConnection(redis.url, 'producer');
+  // TEST_REDIS_CLUSTER_NODES (`pnpm with-redis-cluster pnpm bench …`): on a Redis Cluster.
+  const producer = createRedisConnection(redis.target, 'producer');
   teardown.add('disconnect bench redis', async () => producer.disconnect());
   await waitForRedis(producer);
   const queues = createQueues(producer, redis.prefix);
@@ -445,7 +446,7 @@ export async function createBenchStack(
     queues,
     workerEnv: {
       DATABASE_URL: database.url,
-      REDIS_URL: redis.url,
+      ...redis.env,
       QUEUE_PREFIX: redis.prefix,
       HTTP_ALLOW_PRIVATE_NETWORKS: 'true',
       LOG_LEVEL: 'warn',

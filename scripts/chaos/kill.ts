@@ -10,7 +10,8 @@
  * run with no scheduler process, so no reconciler: the workers alone must end the run. The
  * others run with one scheduler beside the workers, as deployed. Each run is then checked by
  * `verifyRun` (verify.ts), a few seconds after it ended so that late duplicate work would show,
- * and must have `succeeded` with no posting in `error`: every page is good.
+ * and must have `succeeded` with no posting in `error`: every page is good. CHAOS_REDIS=cluster
+ * runs it all on a 3-master Redis Cluster of its own instead of one `redis-server`.
  *
  * Last stdout line: {"pass","rounds":[{runId,status,seconds,kills,postings,counters,…,failures}],
  * "timing",…}. Exit code 1 when any run missed a check.
@@ -30,6 +31,7 @@ import { getRun } from '@gleaner/db';
 import { startScrapeRun } from '@gleaner/queue';
 import {
   createChaosStack,
+  redisKindFrom,
   insertFixtureSite,
   progressFor,
   startKiller,
@@ -46,7 +48,7 @@ import { finalizedLogLines, verifyBodies, verifyRun, type RunVerdict } from './v
 const USAGE = `usage: pnpm chaos kill
 environment: CHAOS_ROUNDS (3), CHAOS_POSTINGS (2000), CHAOS_WORKERS (3), CHAOS_KILL_EVERY_MS (2000),
   CHAOS_RUN_TIMEOUT_MS (600000), CHAOS_PAGE_BYTES (8000), CHAOS_PAGE_DELAY_MS (200),
-  CHAOS_NO_SCHEDULER_ROUNDS (1), CHAOS_QUIET_MS (5000),
+  CHAOS_NO_SCHEDULER_ROUNDS (1), CHAOS_QUIET_MS (5000), CHAOS_REDIS (server | cluster),
 ${TIMING_USAGE}`;
 
 interface Settings {
@@ -59,6 +61,7 @@ interface Settings {
   pageDelayMs: number;
   noSchedulerRounds: number;
   quietMs: number;
+  redis: 'server' | 'cluster';
   timing: ServiceTiming;
 }
 
@@ -76,6 +79,7 @@ function readSettings(args: string[]): Settings | 'help' {
     pageDelayMs: integerFrom('CHAOS_PAGE_DELAY_MS', 200, { min: 0 }, USAGE),
     noSchedulerRounds: integerFrom('CHAOS_NO_SCHEDULER_ROUNDS', 1, { min: 0 }, USAGE),
     quietMs: integerFrom('CHAOS_QUIET_MS', 5000, { min: 0 }, USAGE),
+    redis: redisKindFrom(USAGE),
     timing: timingFrom(USAGE),
   };
 }
@@ -92,7 +96,10 @@ interface Round extends Partial<RunVerdict> {
 
 async function check(settings: Settings, teardown: Teardown): Promise<number> {
   progress(`settings ${JSON.stringify(settings)}`);
-  const stack = await createChaosStack('kill', settings.timing, teardown, progress);
+  const stack =
+    settings.redis === 'cluster'
+      ? await createChaosStack('kill', settings.timing, teardown, progress, 'cluster')
+      : await createChaosStack('kill', settings.timing, teardown, progress);
   const fixture = await startFixtureSites(
     Array.from({ length: settings.rounds }, (_, round) => ({
       postings: settings.postings,

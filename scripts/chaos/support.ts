@@ -22,12 +22,16 @@ import {
   createRedisConnection,
   waitForRedis,
   type Queues,
+  type RedisClient,
+  type RedisTarget,
 } from '@gleaner/queue';
 import {
   createTestDatabase,
+  startRedisCluster,
   startRedisServer,
   startService,
   waitForLog,
+  type RedisCluster,
   type RedisServer,
   type ServiceName,
   type ServiceProcess,
@@ -102,15 +106,16 @@ function timingEnv(timing: ServiceTiming): Record<string, string> {
 // ---------------------------------------------------------------------------------------------
 // The check's own Redis, database and temp dir
 
-export interface ChaosStack {
+export interface ChaosStack<R extends RedisServer | RedisCluster = RedisServer> {
   /** Temp dir: `logs/` (one file per process), `redis/` (the server's AOF and log). */
   dir: string;
   logDir: string;
-  redis: RedisServer;
+  /** The check's own Redis: one `redis-server`, or a 3-master cluster (`redis: 'cluster'`). */
+  redis: R;
   databaseName: string;
   handle: DbHandle;
   /** A producer connection to the check's Redis (fails fast while it is down). */
-  producer: ReturnType<typeof createRedisConnection>;
+  producer: RedisClient;
   queues: Queues;
   /** Every variable the services read that matters here, set explicitly. */
   serviceEnv: Record<string, string>;
@@ -118,17 +123,40 @@ export interface ChaosStack {
   passed(): void;
 }
 
+/** CHAOS_REDIS: `server` (one `redis-server`, the default) or `cluster` (3 masters). */
+export function redisKindFrom(usage: string): 'server' | 'cluster' {
+  const value = process.env.CHAOS_REDIS?.trim() || 'server';
+  if (value === 'server' || value === 'cluster') return value;
+  process.stderr.write(`CHAOS_REDIS must be server or cluster, not "${value}"\n${usage}`);
+  process.exit(2);
+}
+
 /**
- * A temp dir, a `redis-server` on a free port with AOF on, a fresh migrated database, a pool and
- * producer queues on them; all removed by the teardown. The temp dir is kept, and its path
- * printed, when the check did not call `passed()` (it failed or crashed).
+ * A temp dir, a `redis-server` on a free port with AOF on (or, with `redis: 'cluster'`, a
+ * 3-master Redis Cluster of such servers), a fresh migrated database, a pool and producer queues
+ * on them; all removed by the teardown. The temp dir is kept, and its path printed, when the
+ * check did not call `passed()` (it failed or crashed).
  */
 export async function createChaosStack(
   name: string,
   timing: ServiceTiming,
   teardown: Teardown,
   progress: Progress,
-): Promise<ChaosStack> {
+): Promise<ChaosStack>;
+export async function createChaosStack(
+  name: string,
+  timing: ServiceTiming,
+  teardown: Teardown,
+  progress: Progress,
+  redisKind: 'cluster',
+): Promise<ChaosStack<RedisCluster>>;
+export async function createChaosStack(
+  name: string,
+  timing: ServiceTiming,
+  teardown: Teardown,
+  progress: Progress,
+  redisKind: 'server' | 'cluster' = 'server',
+): Promise<ChaosStack<RedisServer | RedisCluster>> {
   const dir = mkdtempSync(path.join(tmpdir(), `gleaner-chaos-${name}-`));
   const logDir = path.join(dir, 'logs');
   const redisDir = path.join(dir, 'redis');
@@ -143,16 +171,31 @@ export async function createChaosStack(
   });
   progress(`temp dir ${dir}`);
 
-  const redis = await startRedisServer({ dir: redisDir, detached: true });
-  teardown.add('stop redis-server', () => redis.stop());
-  progress(`redis-server on port ${redis.port} (AOF on, data in ${redisDir})`);
+  let redis: RedisServer | RedisCluster;
+  let redisEnv: Record<string, string>;
+  let target: RedisTarget;
+  if (redisKind === 'cluster') {
+    const cluster = await startRedisCluster({ dir: redisDir });
+    redis = cluster;
+    teardown.add('stop the redis cluster', () => cluster.stop());
+    progress(`redis cluster of 3 masters: ${cluster.nodes}`);
+    redisEnv = { REDIS_URL: cluster.servers[0]!.url, REDIS_CLUSTER_NODES: cluster.nodes };
+    target = { REDIS_URL: redisEnv.REDIS_URL!, REDIS_CLUSTER_NODES: cluster.nodes.split(',') };
+  } else {
+    const server = await startRedisServer({ dir: redisDir, detached: true });
+    redis = server;
+    teardown.add('stop redis-server', () => server.stop());
+    progress(`redis-server on port ${server.port} (AOF on, data in ${redisDir})`);
+    redisEnv = { REDIS_URL: server.url };
+    target = { REDIS_URL: server.url };
+  }
 
   const database = await createTestDatabase(`chaos_${name}`);
   teardown.add('drop chaos database', () => database.drop());
   const handle = createDb({ url: database.url, poolMax: 4, applicationName: 'gleaner-chaos' });
   teardown.add('close chaos db pool', () => handle.close());
 
-  const producer = createRedisConnection(redis.url, 'producer');
+  const producer = createRedisConnection(target, 'producer');
   // Down on purpose during outages; each command that needs it reports its own failure.
   producer.on('error', () => undefined);
   teardown.add('disconnect chaos redis', async () => producer.disconnect());
@@ -173,7 +216,7 @@ export async function createChaosStack(
     queues,
     serviceEnv: {
       DATABASE_URL: database.url,
-      REDIS_URL: redis.url,
+      ...redisEnv,
       QUEUE_PREFIX: prefix,
       HTTP_ALLOW_PRIVATE_NETWORKS: 'true',
       LOG_LEVEL: process.env.CHAOS_LOG_LEVEL || 'info',
@@ -210,7 +253,7 @@ export class Replicas {
   constructor(
     readonly kind: ServiceName,
     readonly count: number,
-    private readonly stack: ChaosStack,
+    private readonly stack: ChaosStack<RedisServer | RedisCluster>,
     private readonly extraEnv: Record<string, string> = {},
   ) {
     this.live = Array.from({ length: count }, () => undefined);
@@ -284,7 +327,7 @@ export class Replicas {
 export async function startReplicas(
   kind: ServiceName,
   count: number,
-  stack: ChaosStack,
+  stack: ChaosStack<RedisServer | RedisCluster>,
   teardown: Teardown,
   extraEnv: Record<string, string> = {},
 ): Promise<Replicas> {

@@ -15,6 +15,7 @@ import {
   createRedisConnection,
   createRunLogWriter,
   startScrapeRun,
+  type RedisClient,
   type RunLogWriter,
   type Queues,
   type WorkQueueName,
@@ -32,7 +33,6 @@ import {
   type WorkerDeps,
   type WorkerRuntime,
 } from '@gleaner/worker';
-import type { Redis } from 'ioredis';
 
 export interface InProcessSystem {
   database: TestDatabase;
@@ -63,7 +63,7 @@ export interface InProcessSystemOptions {
    * Its queues are served beside scrape, crawl and extract.
    */
   more?: (
-    producer: Redis,
+    producer: RedisClient,
     prefix: string,
   ) => {
     deps: Partial<WorkerDeps>;
@@ -99,11 +99,11 @@ export async function startInProcessSystem(
     allowPrivateNetworks: true,
     ...fetcherOverrides,
   });
-  const connections: Redis[] = [];
+  const connections: RedisClient[] = [];
   const runLogs: RunLogWriter[] = [];
   const started = Array.from({ length: replicas }, () => {
-    const producer = createRedisConnection(namespace.url, 'producer');
-    const worker = createRedisConnection(namespace.url, 'worker');
+    const producer = createRedisConnection(namespace.target, 'producer');
+    const worker = createRedisConnection(namespace.target, 'worker');
     connections.push(producer, worker);
     const queues = createQueues(producer, namespace.prefix);
     const extra = more?.(producer, namespace.prefix);
@@ -191,7 +191,7 @@ export function testWorkerDeps(parts: {
   db: WorkerDeps['db'];
   queues: Queues;
   fetcher: Fetcher;
-  producer: Redis;
+  producer: RedisClient;
   prefix: string;
   logDestination?: Writable;
 }): WorkerDeps {

@@ -5,6 +5,8 @@ import {
   apiFragment,
   databaseFragment,
   fetchFragment,
+  queueFragment,
+  redisFragment,
   schedulerFragment,
   workerFragment,
 } from './fragments.js';
@@ -72,6 +74,21 @@ describe('parseConfig', () => {
       expect(() => parseConfig(schema, { HTTP_ALLOWED_PEERS: bad }), bad).toThrow(
         /HTTP_ALLOWED_PEERS must list address:port pairs/,
       );
+  });
+
+  it('takes Redis Cluster nodes as host:port or redis URLs with a port, and a prefix without a tag', () => {
+    const redis = z.object({ ...redisFragment, ...queueFragment });
+    expect(parseConfig(redis, {}).REDIS_CLUSTER_NODES).toBeUndefined();
+    expect(
+      parseConfig(redis, {
+        REDIS_CLUSTER_NODES: 'redis-0.redis:6379, rediss://user:s3cret@10.0.0.5:7001,',
+      }).REDIS_CLUSTER_NODES,
+    ).toEqual(['redis-0.redis:6379', 'rediss://user:s3cret@10.0.0.5:7001']);
+    for (const bad of ['redis-0.redis', 'http://redis:6379', 'redis://redis', 'a b:6379'])
+      expect(() => parseConfig(redis, { REDIS_CLUSTER_NODES: bad }), bad).toThrow(
+        /REDIS_CLUSTER_NODES .*is not host:port or a redis:\/\/ URL with a port/,
+      );
+    expect(() => parseConfig(redis, { QUEUE_PREFIX: '{gleaner}' })).toThrow(/QUEUE_PREFIX/);
   });
 
   it('treats empty strings as unset', () => {

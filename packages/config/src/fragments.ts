@@ -43,12 +43,38 @@ export const databaseFragment = {
   DATABASE_MAX_CONNECTIONS: optionalIntegerFromEnv({ min: 0, max: 100_000 }),
 };
 
+const clusterNode = /^(?:(?:redis|rediss):\/\/(?:[^@/\s]*@)?)?[A-Za-z0-9.-]+:\d{1,5}\/?$/;
+
 export const redisFragment = {
   REDIS_URL: url(['redis', 'rediss']).default('redis://127.0.0.1:6379/0'),
+  /**
+   * A Redis Cluster instead of `REDIS_URL`: some of its nodes, comma-separated, as `host:port`
+   * or `redis[s]://[user:password@]host:port` (credentials and TLS from the first that has
+   * them). Queues get a hash tag each (decision 0018).
+   */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .optional()
+    .transform((value, context) => {
+      const nodes = (value ?? '')
+        .split(',')
+        .map((node) => node.trim())
+        .filter((node) => node !== '');
+      const bad = nodes.find((node) => !clusterNode.test(node));
+      if (bad !== undefined)
+        context.addIssue({
+          code: 'custom',
+          message: `"${bad}" is not host:port or a redis:// URL with a port`,
+        });
+      return nodes.length > 0 ? nodes : undefined;
+    }),
 };
 
 export const queueFragment = {
-  /** BullMQ key prefix; every Gleaner key in Redis starts with it. */
+  /**
+   * Key prefix; every Gleaner key in Redis starts with it. No hash tag: keys add their own after
+   * it (a queue's, a site's), and the first tag in a key decides its slot (decision 0018).
+   */
   QUEUE_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, { message: 'must be 1-64 letters, digits, - or _' })

@@ -77,14 +77,11 @@ describe('counters', () => {
     // Every HINCRBY the writer puts in a pipeline, to see what it sent. (Not MONITOR: on a
     // Redis that other work keeps busy, ioredis can take a monitored line for a reply.)
     const pipeline = redis.pipeline.bind(redis);
-    const spy = vi.spyOn(redis, 'pipeline').mockImplementation((...args) => {
-      const opened = pipeline(...args);
-      const hincrby = opened.hincrby.bind(opened);
-      opened.hincrby = (key: string, field: string, by: number) => {
-        if (key.startsWith(prefix)) sent.push([field, String(by)]);
-        return hincrby(key, field, by);
-      };
-      return opened;
+    const spy = vi.spyOn(redis, 'pipeline').mockImplementation((commands?: unknown[][]) => {
+      for (const [name, key, field, by] of commands ?? [])
+        if (name === 'hincrby' && String(key).startsWith(prefix))
+          sent.push([String(field), String(by)]);
+      return pipeline(commands);
     });
     try {
       const counters = createCounters({ redis, prefix, flushIntervalMs: 60_000 });

@@ -1,4 +1,4 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import { assertAllSent, sendTogether, type RedisClient, type RedisCommand } from './connection.js';
 import type { QueueName } from './catalogue.js';
 import type { PassReport, RepairCounts } from './scheduler-status.js';
 
@@ -86,7 +86,7 @@ export interface Counters {
 }
 
 export interface CountersOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** Told the first failure of each outage (the first increment that fails after one that did not). */
   onError?: (error: unknown) => void;
@@ -121,13 +121,11 @@ export function createCounters({
     if (pending.size === 0) return;
     const batch = pending;
     pending = new Map();
-    const pipeline = redis.pipeline();
+    const commands: RedisCommand[] = [];
     for (const [key, fields] of batch)
-      for (const [name, by] of fields) pipeline.hincrby(key, name, by);
+      for (const [name, by] of fields) commands.push(['hincrby', key, name, by]);
     try {
-      const results = await pipeline.exec();
-      const error = results?.find(([commandError]) => commandError)?.[0];
-      if (error) throw error;
+      assertAllSent(await sendTogether(redis, commands));
       failing = false;
     } catch (error) {
       if (!failing) onError?.(error);
@@ -174,26 +172,22 @@ export function createCounters({
 }
 
 /**
- * Adds one scheduling pass to the scheduler's counters, in the transaction that publishes the
- * replica's status after it (`writeSchedulerReplica`).
+ * The commands adding one scheduling pass to the scheduler's counters, sent with the replica's
+ * status after it (`writeSchedulerReplica`).
  */
-export function countSchedulerPass(
-  multi: ChainableCommander,
-  prefix: string,
-  pass: PassReport,
-): ChainableCommander {
+export function countSchedulerPass(prefix: string, pass: PassReport): RedisCommand[] {
   const key = counterKeys(prefix).scheduler;
   const outcome = pass.errors.length === 0 ? 'complete' : 'incomplete';
-  multi.hincrby(key, field('passes', pass.trigger, outcome), 1);
-  if (pass.startedCount > 0) multi.hincrby(key, 'runs-started', pass.startedCount);
+  const commands: RedisCommand[] = [['hincrby', key, field('passes', pass.trigger, outcome), 1]];
+  if (pass.startedCount > 0) commands.push(['hincrby', key, 'runs-started', pass.startedCount]);
   for (const [repair, count] of Object.entries(pass.repairs) as [string, number][])
-    if (count > 0) multi.hincrby(key, field('repairs', repair), count);
-  return multi;
+    if (count > 0) commands.push(['hincrby', key, field('repairs', repair), count]);
+  return commands;
 }
 
 /** A hash's fields split into their label values, with the count each holds. */
 async function readFamily(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
 ): Promise<{ parts: string[]; value: number }[]> {
   const entries = await redis.hgetall(key);
@@ -210,7 +204,7 @@ export interface JobCounts {
   stalled: { queue: string; count: number }[];
 }
 
-export async function readJobCounts(redis: Redis, prefix: string): Promise<JobCounts> {
+export async function readJobCounts(redis: RedisClient, prefix: string): Promise<JobCounts> {
   const counts: JobCounts = { completed: [], failed: [], stalled: [] };
   for (const { parts, value } of await readFamily(redis, counterKeys(prefix).jobs)) {
     const [kind, queue = '', errorClass = '', code = ''] = parts;
@@ -223,7 +217,7 @@ export async function readJobCounts(redis: Redis, prefix: string): Promise<JobCo
 
 /** Per site id: requests its server answered or failed, and how many of them were 429s. */
 export async function readSiteCounts(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
 ): Promise<Map<string, { requests: number; rateLimited: number }>> {
   const sites = new Map<string, { requests: number; rateLimited: number }>();
@@ -245,7 +239,7 @@ export interface LlmCounts {
   grounding: { source: string; outcome: string; count: number }[];
 }
 
-export async function readLlmCounts(redis: Redis, prefix: string): Promise<LlmCounts> {
+export async function readLlmCounts(redis: RedisClient, prefix: string): Promise<LlmCounts> {
   const counts: LlmCounts = { requests: [], tokens: [], fallbacks: [], grounding: [] };
   for (const { parts, value } of await readFamily(redis, counterKeys(prefix).llm)) {
     const [kind, first = '', second = ''] = parts;
@@ -260,7 +254,7 @@ export async function readLlmCounts(redis: Redis, prefix: string): Promise<LlmCo
 
 /** Requests the API refused unstarted, by reason. */
 export async function readApiShedCounts(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
 ): Promise<{ reason: string; count: number }[]> {
   return (await readFamily(redis, counterKeys(prefix).api))
@@ -274,7 +268,10 @@ export interface SchedulerCounts {
   runsStarted: number;
 }
 
-export async function readSchedulerCounts(redis: Redis, prefix: string): Promise<SchedulerCounts> {
+export async function readSchedulerCounts(
+  redis: RedisClient,
+  prefix: string,
+): Promise<SchedulerCounts> {
   const counts: SchedulerCounts = { passes: [], repairs: [], runsStarted: 0 };
   for (const { parts, value } of await readFamily(redis, counterKeys(prefix).scheduler)) {
     const [kind, first = '', second = ''] = parts;

@@ -1,5 +1,5 @@
 import type { DocumentWork } from '@gleaner/db';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { appendEvent, readEvents, type ReadEventsOptions } from './event-stream.js';
 import { bullmqDocumentPriority } from './jobs/documents.js';
 import { enqueueBulk, type Queues } from './queues.js';
@@ -73,7 +73,7 @@ export interface DocumentCompletedEvent {
 
 /** Appends an event; returns its stream id. */
 export async function publishDocumentEvent(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   event: DocumentCompletedEvent,
 ): Promise<string> {
@@ -82,7 +82,7 @@ export async function publishDocumentEvent(
 
 /** Document events after `options.after`, oldest first (`readEvents`). */
 export async function readDocumentEvents(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   options: ReadEventsOptions,
 ): Promise<{ id: string; event: DocumentCompletedEvent }[]> {

@@ -1,11 +1,11 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 
 /**
  * Events for other stages on a capped Redis stream (not pub/sub): a consumer that was down reads
  * what it missed from the last id it handled, or joins with a consumer group (`XREADGROUP`).
  */
 export async function appendEvent(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   maxLength: number,
   event: { type: string },
@@ -34,7 +34,7 @@ export interface ReadEventsOptions {
 
 /** Events after `options.after`, oldest first, at most `count` (100). */
 export async function readEvents<T>(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   options: ReadEventsOptions,
 ): Promise<{ id: string; event: T }[]> {

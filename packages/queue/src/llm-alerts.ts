@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 
 /**
  * What an operator must fix for the LLM stage to work: a model the provider no longer serves
@@ -26,7 +26,7 @@ const field = (kind: LlmAlertKind, model: string | null) => `${kind}:${model ?? 
 
 /** Raises (or refreshes) an alert, keeping when it was first raised. */
 export async function raiseLlmAlert(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   alert: { kind: LlmAlertKind; model: string | null; message: string },
   now = new Date(),
@@ -41,7 +41,7 @@ export async function raiseLlmAlert(
 
 /** Clears an alert once the call it was about succeeds; true when there was one. */
 export async function clearLlmAlert(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   kind: LlmAlertKind,
   model: string | null,
@@ -50,7 +50,7 @@ export async function clearLlmAlert(
 }
 
 /** Every alert raised and not cleared, oldest first. */
-export async function readLlmAlerts(redis: Redis, prefix: string): Promise<LlmAlert[]> {
+export async function readLlmAlerts(redis: RedisClient, prefix: string): Promise<LlmAlert[]> {
   const entries = Object.values(await redis.hgetall(alertsKey(prefix)));
   return entries
     .map((value) => JSON.parse(value) as LlmAlert)
@@ -58,11 +58,11 @@ export async function readLlmAlerts(redis: Redis, prefix: string): Promise<LlmAl
 }
 
 /** Pauses every replica's provider calls for `ms` (a refused key); the latest pause wins. */
-export async function pauseLlmCalls(redis: Redis, prefix: string, ms: number): Promise<void> {
+export async function pauseLlmCalls(redis: RedisClient, prefix: string, ms: number): Promise<void> {
   await redis.set(pauseKey(prefix), '1', 'PX', Math.max(1, Math.ceil(ms)));
 }
 
 /** How long provider calls stay paused, in ms; 0 when they are not. */
-export async function llmCallsPausedForMs(redis: Redis, prefix: string): Promise<number> {
+export async function llmCallsPausedForMs(redis: RedisClient, prefix: string): Promise<number> {
   return Math.max(0, await redis.pttl(pauseKey(prefix)));
 }

@@ -5,7 +5,7 @@ import {
   type LlmExtractionStatus,
   type LlmExtractionWork,
 } from '@gleaner/db';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './connection.js';
 import { appendEvent, readEvents, type ReadEventsOptions } from './event-stream.js';
 import { removeFinishedJob } from './job-states.js';
 import { LLM_BACKOFF_TYPE, llmExtractJob } from './jobs/llm-extract.js';
@@ -118,7 +118,7 @@ export interface ExtractionCompletedEvent {
 }
 
 export async function publishExtractionEvent(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   event: ExtractionCompletedEvent,
 ): Promise<string> {
@@ -127,7 +127,7 @@ export async function publishExtractionEvent(
 
 /** Extraction events after `options.after`, oldest first (`readEvents`). */
 export async function readExtractionEvents(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   options: ReadEventsOptions,
 ): Promise<{ id: string; event: ExtractionCompletedEvent }[]> {

@@ -1,7 +1,7 @@
 import { trace, type Context } from '@opentelemetry/api';
 import { Queue, type JobsOptions, type Telemetry } from 'bullmq';
 import { BullMQOtel, BullMQOTelSpan } from 'bullmq-otel';
-import type { Redis } from 'ioredis';
+import { queueKeyPrefix, type RedisClient } from './connection.js';
 import { jobs, queueNames, type JobPayload, type QueueName } from './catalogue.js';
 import { assertValidJobId } from './define-job.js';
 
@@ -36,14 +36,28 @@ export function createQueueTelemetry(): Telemetry<Context> {
  * reconnect attempt while Redis is away). The connection's owner reports them once, from the
  * connection's own `error` event (`startService` logs them), so the queues' copies are dropped.
  */
-export function createQueues(connection: Redis, prefix: string): Queues {
+export function createQueues(connection: RedisClient, prefix: string): Queues {
   const telemetry = createQueueTelemetry();
   const entries = queueNames.map((name) => {
-    const queue = new Queue(name, { connection, prefix, telemetry });
+    const queue = new Queue(name, {
+      connection,
+      prefix: queueKeyPrefix(connection, prefix, name),
+      telemetry,
+    });
     queue.on('error', () => undefined);
     return [name, queue] as const;
   });
   return Object.fromEntries(entries) as unknown as Queues;
+}
+
+/**
+ * The queue prefix (`QUEUE_PREFIX`) the queues were built with, under which every other Gleaner
+ * key lives: a queue's own BullMQ prefix without its hash tag (`queueKeyPrefix`).
+ */
+export function keyPrefixOf(queues: Queues): string {
+  const prefix = queues.scrape.opts.prefix ?? 'bull';
+  const tag = `:{${queues.scrape.name}}`;
+  return prefix.endsWith(tag) ? prefix.slice(0, -tag.length) : prefix;
 }
 
 export async function closeQueues(queues: Queues): Promise<void> {

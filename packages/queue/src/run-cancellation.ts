@@ -1,6 +1,6 @@
 import { cancelRun, type CancelledRun, type Database } from '@gleaner/db';
-import type { Redis } from 'ioredis';
-import type { Queues } from './queues.js';
+import type { RedisClient } from './connection.js';
+import { keyPrefixOf, type Queues } from './queues.js';
 
 /**
  * Cancelling a run across every worker replica. Postgres is the truth: `cancelRun` ends the run
@@ -16,11 +16,6 @@ export function runCancellationChannel(prefix: string): string {
   return `${prefix}:runs:cancelled`;
 }
 
-/** The queues' key prefix: the cancel broadcast lives under the same one as the jobs. */
-function prefixOf(queues: Queues): string {
-  return queues.scrape.opts.prefix ?? 'bull';
-}
-
 export interface CancelScrapeRunResult extends CancelledRun {
   /** Set when the broadcast failed: the run is cancelled, but jobs in flight run to their end. */
   broadcastError?: Error;
@@ -34,14 +29,14 @@ export interface CancelScrapeRunResult extends CancelledRun {
  * they next start.
  */
 export async function cancelScrapeRun(
-  deps: { db: Database; queues: Queues; redis: Redis },
+  deps: { db: Database; queues: Queues; redis: RedisClient },
   id: string,
   reason: string,
 ): Promise<CancelScrapeRunResult | undefined> {
   const cancelled = await cancelRun(deps.db, id, reason);
   if (!cancelled) return undefined;
   try {
-    await deps.redis.publish(runCancellationChannel(prefixOf(deps.queues)), id);
+    await deps.redis.publish(runCancellationChannel(keyPrefixOf(deps.queues)), id);
     return cancelled;
   } catch (error) {
     return {
@@ -58,7 +53,7 @@ export interface RunCancellationSubscription {
 
 export interface RunCancellationListener {
   /** A connection to subscribe with; it is put in subscriber mode and closed by `close()`. */
-  subscriber: Redis;
+  subscriber: RedisClient;
   prefix: string;
   /** A run was cancelled: abort what this process does for it. */
   onCancelled(runId: string): void;

@@ -1,5 +1,5 @@
 import type { TeeLine } from '@gleaner/logger';
-import type { Redis } from 'ioredis';
+import { assertAllSent, sendTogether, type RedisClient, type RedisCommand } from './connection.js';
 import type { WorkQueueName } from './catalogue.js';
 
 /**
@@ -51,7 +51,7 @@ export function runLogEntriesOf(
 
 /** Lines after stream id `after` (exclusive), oldest first, at most `count`. */
 export async function readRunLogAfter(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   after: string,
   count: number,
@@ -61,7 +61,7 @@ export async function readRunLogAfter(
 
 /** The last `count` lines, oldest first. */
 export async function readRunLogTail(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   count: number,
 ): Promise<{ id: string; line: RunLogLine }[]> {
@@ -79,7 +79,7 @@ export interface RunLogWriter {
 
 export interface RunLogWriterOptions {
   /** A fail-fast (producer) connection: while Redis is down, lines are dropped, not piled up. */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   maxLines?: number;
   ttlSeconds?: number;
@@ -92,7 +92,7 @@ export interface RunLogWriterOptions {
 
 /**
  * One per worker process: buffers run log lines and sends them in one pipeline per flush
- * (XADD … MAXLEN ~ per line, EXPIRE per stream). A run's log is best effort: lines that cannot
+ * (XADD … MAXLEN ~ per line, EXPIRE per stream; on a cluster, one per slot). A run's log is best effort: lines that cannot
  * be sent are dropped and reported through `onError`, never retried into a growing backlog.
  */
 export function createRunLogWriter(options: RunLogWriterOptions): RunLogWriter {
@@ -114,14 +114,20 @@ export function createRunLogWriter(options: RunLogWriterOptions): RunLogWriter {
     if (droppedNow > 0)
       options.onError(new Error(`run log: ${droppedNow} lines dropped (buffer full)`));
     if (batch.length === 0) return;
-    const pipeline = redis.pipeline();
-    for (const { key, line } of batch)
-      pipeline.xadd(key, 'MAXLEN', '~', String(maxLines), '*', 'line', JSON.stringify(line));
-    for (const key of new Set(batch.map((entry) => entry.key))) pipeline.expire(key, ttlSeconds);
+    const commands: RedisCommand[] = batch.map(({ key, line }) => [
+      'xadd',
+      key,
+      'MAXLEN',
+      '~',
+      String(maxLines),
+      '*',
+      'line',
+      JSON.stringify(line),
+    ]);
+    for (const key of new Set(batch.map((entry) => entry.key)))
+      commands.push(['expire', key, ttlSeconds]);
     try {
-      const results = (await pipeline.exec()) ?? [];
-      const failed = results.find(([error]) => error)?.[0];
-      if (failed) throw failed;
+      assertAllSent(await sendTogether(redis, commands));
     } catch (error) {
       options.onError(
         new Error(

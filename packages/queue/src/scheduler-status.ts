@@ -1,4 +1,10 @@
-import type { Redis } from 'ioredis';
+import {
+  assertAllSent,
+  getMany,
+  sendTogether,
+  type RedisClient,
+  type RedisCommand,
+} from './connection.js';
 import { countSchedulerPass } from './counters.js';
 
 /**
@@ -115,18 +121,19 @@ const FORGET_AFTER_MS = 60 * 60 * 1000;
 
 /**
  * Publishes a replica's status after a pass, and adds that pass (`status.lastPass`) to the
- * scheduler's counters (`counters.ts`) in the same transaction: the loop calls this once per pass.
+ * scheduler's counters (`counters.ts`) in the same transaction (on a cluster, one per slot): the
+ * loop calls this once per pass.
  */
 export async function writeSchedulerReplica(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   status: SchedulerReplicaStatus,
 ): Promise<void> {
-  const multi = redis.multi().hset(replicasKey(prefix), status.replica, JSON.stringify(status));
-  if (status.lastPass) countSchedulerPass(multi, prefix, status.lastPass);
-  const results = await multi.exec();
-  const error = results?.find(([commandError]) => commandError)?.[0];
-  if (error) throw error;
+  const commands: RedisCommand[] = [
+    ['hset', replicasKey(prefix), status.replica, JSON.stringify(status)],
+    ...(status.lastPass ? countSchedulerPass(prefix, status.lastPass) : []),
+  ];
+  assertAllSent(await sendTogether(redis, commands, { transaction: true }));
 }
 
 /**
@@ -134,7 +141,7 @@ export async function writeSchedulerReplica(
  * reported within three of its intervals.
  */
 export async function readSchedulerReplicas(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   now = Date.now(),
 ): Promise<(SchedulerReplicaStatus & { alive: boolean })[]> {
@@ -162,11 +169,14 @@ export async function readSchedulerReplicas(
 
 /** Which replica holds each site's lock right now (null: nobody). */
 export async function readSchedulerLocks(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   siteIds: readonly string[],
 ): Promise<Map<string, string | null>> {
   if (siteIds.length === 0) return new Map();
-  const holders = await redis.mget(siteIds.map((id) => schedulerLockKey(prefix, id)));
+  const holders = await getMany(
+    redis,
+    siteIds.map((id) => schedulerLockKey(prefix, id)),
+  );
   return new Map(siteIds.map((id, index) => [id, holders[index] ?? null]));
 }

@@ -1,4 +1,4 @@
-import { createRedisConnection, waitForRedis } from '@gleaner/queue';
+import { createRedisConnection, nodeOf, waitForRedis, type RedisClient } from '@gleaner/queue';
 import { createTestDatabase, createTestRedisNamespace } from '@gleaner/testing';
 import { createDb } from '@gleaner/db';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -12,11 +12,14 @@ import {
 } from './connection-budget.js';
 
 const namespace = createTestRedisNamespace('connection-budget');
-const opened: ReturnType<typeof createRedisConnection>[] = [];
+const opened: RedisClient[] = [];
 
-/** A process's own connection, as each service has its producer connection. */
+/**
+ * A process's own connection, as each service has its producer connection: to one Redis, or to
+ * a cluster when the suite runs on one (npm test's cluster pass).
+ */
 async function connection() {
-  const redis = createRedisConnection(namespace.url, 'producer');
+  const redis = createRedisConnection(namespace.target, 'producer');
   opened.push(redis);
   await waitForRedis(redis);
   return redis;
@@ -88,7 +91,7 @@ describe('the fleet connection budget', () => {
     const prefix = `${namespace.prefix}-expired`;
     const redis = await connection();
     // A live connection's claim that expires in 300 ms: a host that stopped renewing.
-    const id = String(await redis.client('ID'));
+    const id = String(await nodeOf(redis, budgetKey(prefix))!.client('ID'));
     const { 0: seconds, 1: micros } = await redis.time();
     const expires = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) + 300;
     await redis.hset(budgetKey(prefix), 'worker:gone:1:abc', `8:${expires}:${id}`);

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { DbHandle } from '@gleaner/db';
-import type { createRedisConnection } from '@gleaner/queue';
+import { nodeOf, type RedisClient } from '@gleaner/queue';
 
-type Redis = ReturnType<typeof createRedisConnection>;
+type Redis = RedisClient;
 
 /**
  * The fleet's Postgres connection budget. Pools are per process, so ten worker replicas with
@@ -123,7 +123,10 @@ export async function serverConnectionBudget(pool: DbHandle['pool']): Promise<nu
   return Math.max(1, rows[0]!.budget - BUDGET_MARGIN);
 }
 
-/** Members of the hash whose Redis connection is gone; none when Redis will not list clients. */
+/**
+ * Members of the hash whose Redis connection is gone (asked of the server holding the hash: on a
+ * cluster, client ids are per node); none when Redis will not list clients.
+ */
 async function deadMembers(redis: Redis, key: string): Promise<string[]> {
   const claims = await redis.hgetall(key);
   const byClient = new Map<string, string>();
@@ -132,8 +135,10 @@ async function deadMembers(redis: Redis, key: string): Promise<string[]> {
     if (client) byClient.set(client, member);
   }
   if (byClient.size === 0) return [];
+  const node = nodeOf(redis, key);
+  if (!node) return [];
   try {
-    const listed = (await redis.call('CLIENT', 'LIST', 'ID', ...byClient.keys())) as string;
+    const listed = (await node.call('CLIENT', 'LIST', 'ID', ...byClient.keys())) as string;
     for (const line of listed.split('\n')) {
       const id = /(?:^|\s)id=(\d+)/.exec(line)?.[1];
       if (id) byClient.delete(id);
@@ -159,7 +164,9 @@ export async function claimConnectionBudget(options: BudgetClaimOptions): Promis
   const key = budgetKey(options.prefix);
   const member = `${options.service}:${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const claim = async (renew: boolean, connections: number) => {
-    const client = String(await redis.client('ID'));
+    // The id of this process's connection to the server holding the claims (a cluster's node).
+    const node = nodeOf(redis, key);
+    const client = node ? String(await node.client('ID')) : '';
     const dead = renew ? [] : (await deadMembers(redis, key)).filter((m) => m !== member);
     const [stored, used] = (await redis.eval(
       CLAIM_SCRIPT,

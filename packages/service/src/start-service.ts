@@ -178,7 +178,7 @@ export async function startService<S extends z.ZodRawShape>(
 
   const connections: Redis[] = [];
   const connect = (role: 'producer' | 'worker') => {
-    const connection = createRedisConnection(common.REDIS_URL, role);
+    const connection = createRedisConnection(common, role);
     connection.on('error', (err: Error) => logger.warn({ err, role }, 'redis connection error'));
     connections.push(connection);
     return connection;
@@ -259,6 +259,10 @@ export async function startService<S extends z.ZodRawShape>(
     logger.info(
       {
         ...part.summary,
+        // One Redis, or a cluster (REDIS_CLUSTER_NODES) and how many nodes it was given.
+        redis: redis.isCluster
+          ? `cluster of ${common.REDIS_CLUSTER_NODES?.length} nodes`
+          : 'server',
         healthPort: healthPort || undefined,
         tracesExported: telemetry.isExporting || undefined,
       },

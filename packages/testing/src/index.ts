@@ -3,6 +3,7 @@ export * from './database.js';
 export * from './processes.js';
 export * from './redis.js';
 export * from './redis-server.js';
+export * from './redis-cluster.js';
 export * from './ats/index.js';
 export * from './canary.js';
 export * from './hostile-site.js';

@@ -16,6 +16,8 @@ export interface RedisServerOptions {
   startTimeoutMs?: number;
   /** Its own process group, out of reach of a Ctrl-C meant for the parent (see startService). */
   detached?: boolean;
+  /** More `redis-server` arguments, after its own: a cluster node's `--cluster-enabled yes`, for one. */
+  args?: string[];
 }
 
 export interface RedisServer {
@@ -69,6 +71,7 @@ export async function startRedisServer(options: RedisServerOptions): Promise<Red
       'noeviction',
       '--daemonize',
       'no',
+      ...(options.args ?? []),
     ];
     const started = spawn(binary, args, {
       cwd: options.dir,

@@ -10,7 +10,7 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
-import { createCounters } from '@gleaner/queue';
+import { createCounters, keyPrefixOf } from '@gleaner/queue';
 import { createAdmission } from './admission.js';
 import type { ApiDeps } from './deps.js';
 import { requestIdFrom } from './request-id.js';
@@ -68,7 +68,7 @@ function isStrictPolicyPage(url: string): boolean {
 
 /** The API as a plugin tree; main.ts owns the process, tests call `inject()`. */
 export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
-  const redisPrefix = deps.queues.scrape.opts.prefix ?? 'bull';
+  const redisPrefix = keyPrefixOf(deps.queues);
   // Refused requests are counted in Redis, as every replica's counters are (gleaner_api_requests_shed_total).
   const counters = createCounters({
     redis: deps.redis,

@@ -1,8 +1,7 @@
 import type { ApiConfig, DocumentConfig, ExtractionConfig, FetchConfig } from '@gleaner/config';
 import type { Database } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
-import type { Queues } from '@gleaner/queue';
-import type { Redis } from 'ioredis';
+import type { Queues, RedisClient } from '@gleaner/queue';
 import type pg from 'pg';
 import type { KeyLookup } from './plugins/key-lookup.js';
 
@@ -44,7 +43,7 @@ export interface ApiDeps {
   logger: Logger;
   db: Database;
   pool: pg.Pool;
-  redis: Redis;
+  redis: RedisClient;
   queues: Queues;
   /** How API keys are checked; by default against `db`, cached for a few seconds. */
   keys?: KeyLookup;

@@ -1,7 +1,6 @@
 import type { Logger } from '@gleaner/logger';
-import { createQueueTelemetry, jobs } from '@gleaner/queue';
+import { createQueueTelemetry, jobs, queueKeyPrefix, type RedisClient } from '@gleaner/queue';
 import { UnrecoverableError, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { SchedulerLoop } from './loop.js';
 
 /**
@@ -10,7 +9,7 @@ import type { SchedulerLoop } from './loop.js';
  * report becomes the job's result, which the API waits for.
  */
 export function startForcedPasses(options: {
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   loop: SchedulerLoop;
   logger: Logger;
@@ -24,7 +23,7 @@ export function startForcedPasses(options: {
     },
     {
       connection: options.connection,
-      prefix: options.prefix,
+      prefix: queueKeyPrefix(options.connection, options.prefix, 'scheduler'),
       concurrency: 1,
       // The pass runs in the trace of the API request that asked for it.
       telemetry: createQueueTelemetry(),

@@ -1,5 +1,4 @@
-import { schedulerLockKey } from '@gleaner/queue';
-import type { Redis } from 'ioredis';
+import { assertAllSent, schedulerLockKey, sendTogether, type RedisClient } from '@gleaner/queue';
 
 /** Deletes a lock only while this replica still holds it (an expired lock may be another's). */
 const RELEASE = `
@@ -15,13 +14,13 @@ return 0`;
  * second replica try, and the database refuses a second run for the same slot.
  */
 export interface SiteLocks {
-  /** Takes the free locks among `siteIds` in one round trip; returns the ids now held. */
+  /** Takes the free locks among `siteIds` in one round trip (a node); returns the ids now held. */
   acquire(siteIds: readonly string[]): Promise<Set<string>>;
   release(siteIds: readonly string[]): Promise<void>;
 }
 
 export function createSiteLocks(options: {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   holder: string;
   ttlMs: number;
@@ -30,10 +29,10 @@ export function createSiteLocks(options: {
   return {
     async acquire(siteIds) {
       if (siteIds.length === 0) return new Set();
-      const pipeline = redis.pipeline();
-      for (const id of siteIds)
-        pipeline.set(schedulerLockKey(prefix, id), holder, 'PX', ttlMs, 'NX');
-      const results = (await pipeline.exec()) ?? [];
+      const results = await sendTogether(
+        redis,
+        siteIds.map((id) => ['set', schedulerLockKey(prefix, id), holder, 'PX', ttlMs, 'NX']),
+      );
       const held = new Set<string>();
       results.forEach(([error, reply], index) => {
         if (error) throw error;
@@ -43,11 +42,12 @@ export function createSiteLocks(options: {
     },
     async release(siteIds) {
       if (siteIds.length === 0) return;
-      await redis.eval(
-        RELEASE,
-        siteIds.length,
-        ...siteIds.map((id) => schedulerLockKey(prefix, id)),
-        holder,
+      // A script per lock: on a cluster, locks of one pass live in many slots.
+      assertAllSent(
+        await sendTogether(
+          redis,
+          siteIds.map((id) => ['eval', RELEASE, 1, schedulerLockKey(prefix, id), holder]),
+        ),
       );
     },
   };

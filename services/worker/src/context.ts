@@ -3,9 +3,15 @@ import type { DocumentLimits, DocumentParserPool } from '@gleaner/extraction/doc
 import type { Fetcher, RobotsCache, SiteGate } from '@gleaner/http';
 import type { Logger } from '@gleaner/logger';
 import type { ExtractionSettings, LlmClient } from '@gleaner/llm';
-import type { Counters, JobPayload, LlmQueueSettings, Queues, WorkQueueName } from '@gleaner/queue';
+import type {
+  Counters,
+  JobPayload,
+  LlmQueueSettings,
+  Queues,
+  WorkQueueName,
+  RedisClient,
+} from '@gleaner/queue';
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { DocumentWorker } from './documents/document-worker.js';
 import type { RunLogDeps } from './job-loggers.js';
 import type { ProviderGate } from './llm/provider-gate.js';
@@ -66,7 +72,7 @@ export interface LlmDeps {
   /** Each tenant's daily tokens. */
   budget: TenantTokenBudget;
   /** Where completion events are published (the producer connection), and under which prefix. */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** Longest wait for the gate inside a job; a longer one parks the job in delayed. */
   maxGateWaitMs: number;
@@ -78,7 +84,7 @@ export interface DocumentDeps {
   parser: DocumentParserPool;
   limits: DocumentLimits;
   /** Where completion events are published (the producer connection). */
-  redis: Redis;
+  redis: RedisClient;
   /** `DOCUMENT_HEARTBEAT_INTERVAL_MS`. */
   heartbeatIntervalMs: number;
 }

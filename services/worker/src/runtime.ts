@@ -13,10 +13,11 @@ import {
   type LedgerContext,
   type StageLedger,
   type StagePolicy,
+  queueKeyPrefix,
   type WorkQueueName,
+  type RedisClient,
 } from '@gleaner/queue';
 import { DelayedError, Job, UnrecoverableError, Worker, type WorkerOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { HandlerContext, JobHandler, WorkerDeps } from './context.js';
 import { createDocumentWorker, type DocumentWorker } from './documents/document-worker.js';
 import { handlers } from './handlers.js';
@@ -27,7 +28,7 @@ import { isLastAttempt, isPermanent } from './retry-decision.js';
 import { createSettlement, type Settlement } from './settlement/settlement.js';
 
 export interface RuntimeOptions {
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   queues: readonly WorkQueueName[];
   /**
@@ -379,7 +380,7 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     const backoffStrategy = policy.backoff ?? jobs[queue].backoffStrategy;
     const worker = new Worker(queue, processor, {
       connection: options.connection,
-      prefix: options.prefix,
+      prefix: queueKeyPrefix(options.connection, options.prefix, queue),
       // Each job runs in a span that is a child of the one that added it (see createQueues).
       telemetry,
       concurrency: policy.concurrency ?? 1,

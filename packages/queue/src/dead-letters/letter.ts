@@ -8,7 +8,7 @@ import {
   type DeadLetterSubjects,
 } from '@gleaner/db';
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../connection.js';
 import type { WorkQueueName } from '../catalogue.js';
 import { crawlJob } from '../jobs/crawl.js';
 import { deadLetterJob } from '../jobs/dead-letter.js';
@@ -81,7 +81,7 @@ export interface DeadLetterDeps {
   db: Database;
   queues: Queues;
   /** The connection `queues` were created on: the dead-letter list is read from it directly. */
-  redis: Redis;
+  redis: RedisClient;
 }
 
 /** The entry parked as `job`, or undefined when it is not one (only the worker parks here). */

@@ -1,12 +1,11 @@
 import type { Database } from '@gleaner/db';
-import type { Queues } from '@gleaner/queue';
-import type { Redis } from 'ioredis';
+import type { Queues, RedisClient } from '@gleaner/queue';
 import type { Registry } from 'prom-client';
 
 /** What the collectors read: the stores every replica writes to, never a process's own memory. */
 export interface MetricSources {
   db: Database;
-  redis: Redis;
+  redis: RedisClient;
   queues: Queues;
   /** The queue prefix (`QUEUE_PREFIX`): BullMQ's keys, the gate's and the counters' live under it. */
   prefix: string;

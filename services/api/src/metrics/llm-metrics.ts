@@ -1,5 +1,5 @@
 import { listTenantsWithLlmWork } from '@gleaner/db';
-import { readLlmAlerts, readLlmCounts, tenantTokensKey } from '@gleaner/queue';
+import { getMany, readLlmAlerts, readLlmCounts, tenantTokensKey } from '@gleaner/queue';
 import { Counter, Gauge } from 'prom-client';
 import { MAX_LABELLED_TENANTS, type CollectorFactory } from './collector.js';
 
@@ -61,7 +61,10 @@ export const llmMetrics: CollectorFactory = (
     const tenants = await listTenantsWithLlmWork(db, MAX_LABELLED_TENANTS);
     if (tenants.length === 0) return [];
     const now = Date.now();
-    const used = await redis.mget(tenants.map((tenant) => tenantTokensKey(prefix, tenant, now)));
+    const used = await getMany(
+      redis,
+      tenants.map((tenant) => tenantTokensKey(prefix, tenant, now)),
+    );
     return tenants.map((tenant, index) => [
       tenant,
       Math.max(0, tenantDailyTokens - Number(used[index] ?? 0)),

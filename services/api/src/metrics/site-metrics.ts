@@ -1,7 +1,12 @@
 import { listMetricSites } from '@gleaner/db';
 import { siteGateKeys } from '@gleaner/http';
-import { readSiteCounts } from '@gleaner/queue';
-import type { Redis } from 'ioredis';
+import {
+  assertAllSent,
+  readSiteCounts,
+  sendTogether,
+  type RedisClient,
+  type RedisCommand,
+} from '@gleaner/queue';
 import { Counter, Gauge } from 'prom-client';
 import { MAX_LABELLED_SITES, type CollectorFactory } from './collector.js';
 
@@ -14,18 +19,21 @@ interface GateView {
 
 /**
  * Each site's politeness gate as its Lua scripts left it (`@gleaner/http`'s gate README): the
- * breaker and cooldown in the state hash, parked jobs as reservations. Two commands per site in
- * one pipeline, timed on Redis's clock like the scripts.
+ * breaker and cooldown in the state hash, parked jobs as reservations. Two commands per site,
+ * sent together (`sendTogether`), timed on Redis's clock like the scripts.
  */
-async function readGates(redis: Redis, prefix: string, siteIds: string[]): Promise<GateView[]> {
-  const pipeline = redis.pipeline().time();
+async function readGates(
+  redis: RedisClient,
+  prefix: string,
+  siteIds: string[],
+): Promise<GateView[]> {
+  const commands: RedisCommand[] = [['time']];
   for (const siteId of siteIds) {
     const keys = siteGateKeys(prefix, siteId);
-    pipeline.hmget(keys.state, 'breaker', 'cooldown').zcard(keys.reservations);
+    commands.push(['hmget', keys.state, 'breaker', 'cooldown'], ['zcard', keys.reservations]);
   }
-  const results = (await pipeline.exec()) ?? [];
-  const failure = results.find(([error]) => error)?.[0];
-  if (failure) throw failure;
+  const results = await sendTogether(redis, commands);
+  assertAllSent(results);
   const [seconds, micros] = results[0]![1] as [string, string];
   const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   return siteIds.map((_, index) => {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@gleaner/queue';
 
 /**
  * Failed authentications (401s) per client address, counted in Redis so that every API process
@@ -16,7 +16,7 @@ export interface AuthFailures {
 
 const WINDOW_MS = 60_000;
 
-export function createAuthFailures(redis: Redis, prefix: string, max: number): AuthFailures {
+export function createAuthFailures(redis: RedisClient, prefix: string, max: number): AuthFailures {
   const keyOf = (address: string) => `${prefix}:auth-failures:${address}`;
   return {
     max,

@@ -1,6 +1,6 @@
+import { duplicateConnection, type RedisClient } from '@gleaner/queue';
 import { authenticateApiKey, stampApiKeysUsed, type ApiKeyRow, type Database } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
-import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 
 /** The key a request was made with (null on public routes called without one). */
@@ -42,7 +42,7 @@ const STAMP_EVERY_MS = 5_000;
 export interface KeyLookupOptions {
   db: Database;
   /** A connection to duplicate for the revocation channel (a subscriber does nothing else). */
-  redis: Redis;
+  redis: RedisClient;
   /** The queues' Redis prefix; the channel is `<prefix>:api-keys:revoked`. */
   prefix: string;
   logger: Logger;
@@ -65,7 +65,7 @@ export function createKeyLookup(options: KeyLookupOptions): KeyLookup {
     for (const [key, entry] of good.entries()) if (entry.principal.id === id) good.delete(key);
   };
 
-  const subscriber = options.redis.duplicate({
+  const subscriber = duplicateConnection(options.redis, {
     connectionName: 'gleaner-api-key-revocations',
     // A subscriber waits for its connection rather than failing its SUBSCRIBE.
     enableOfflineQueue: true,

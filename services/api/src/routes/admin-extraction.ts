@@ -1,5 +1,5 @@
 import { llmExtractionStatuses, llmExtractionTenantStatus, selectLlmRequeue } from '@gleaner/db';
-import { readLlmAlerts, requestLlmExtractions } from '@gleaner/queue';
+import { readLlmAlerts, requestLlmExtractions, keyPrefixOf } from '@gleaner/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
@@ -109,7 +109,7 @@ export const adminExtractionRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = a
         llmExtractionTenantStatus(db, tenant),
         queues['llm-extract'].getJobCounts('waiting', 'prioritized', 'active', 'delayed'),
         deadLetterDepth(),
-        readLlmAlerts(redis, queues['llm-extract'].opts.prefix ?? 'bull'),
+        readLlmAlerts(redis, keyPrefixOf(queues)),
         readReextractionStatus(db, config.EXTRACTION_VERSION, tenant),
       ]);
       return {

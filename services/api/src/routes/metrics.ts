@@ -1,3 +1,4 @@
+import { keyPrefixOf } from '@gleaner/queue';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { ApiDeps } from '../deps.js';
@@ -14,7 +15,7 @@ export const metricsRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
       db: deps.db,
       redis: deps.redis,
       queues: deps.queues,
-      prefix: deps.queues.scrape.opts.prefix ?? 'bull',
+      prefix: keyPrefixOf(deps.queues),
       tenantDailyTokens: deps.config.EXTRACTION_TENANT_DAILY_TOKENS,
     },
     deps.logger,

@@ -1,3 +1,4 @@
+import { keyPrefixOf } from '@gleaner/queue';
 import { createHash } from 'node:crypto';
 import {
   getPosting,
@@ -78,7 +79,7 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
   const { db } = deps;
   // Repeated searches within POSTINGS_SEARCH_CACHE_MS are answered from memory, or from what
   // another API process stored in Redis, keyed by everything that shapes the answer.
-  const answersPrefix = `${deps.queues.scrape.opts.prefix ?? 'bull'}:answers:postings-search:`;
+  const answersPrefix = `${keyPrefixOf(deps.queues)}:answers:postings-search:`;
   const searches = createAnswerCache<SearchPage>({
     ttlMs: deps.config.POSTINGS_SEARCH_CACHE_MS,
     maxEntries: 2_000,

@@ -13,6 +13,7 @@ import {
   readSchedulerReplicas,
   type PassReport,
   type SchedulerReplicaStatus,
+  keyPrefixOf,
 } from '@gleaner/queue';
 import { Job } from 'bullmq';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -85,7 +86,7 @@ const presentSite = (site: DueSite, lockHolder?: string | null) => ({
  */
 export const schedulerRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
   const { db, redis, queues } = deps;
-  const prefix = queues.scrape.opts.prefix ?? 'bull';
+  const prefix = keyPrefixOf(queues);
 
   app.get(
     '/scheduler/status',

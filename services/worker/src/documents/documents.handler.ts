@@ -11,6 +11,7 @@ import {
   documentRetryDelayMs,
   publishDocumentEvent,
   requestLlmExtractions,
+  keyPrefixOf,
 } from '@gleaner/queue';
 import type { DocumentDeps, HandlerContext, JobHandler } from '../context.js';
 import type { DocumentWorker } from './document-worker.js';
@@ -106,7 +107,7 @@ export const documentsHandler: JobHandler<'documents'> = {
           );
         });
       if (completed) {
-        const prefix = queues.documents.opts.prefix ?? 'bull';
+        const prefix = keyPrefixOf(queues);
         await publishDocumentEvent(deps.redis, prefix, {
           type: 'document.completed',
           documentId: document.id,

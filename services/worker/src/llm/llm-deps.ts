@@ -1,6 +1,6 @@
+import type { RedisClient } from '@gleaner/queue';
 import type { ExtractionConfig, QueueConfig } from '@gleaner/config';
 import { createLlmClient } from '@gleaner/llm';
-import type { Redis } from 'ioredis';
 import type { LlmDeps } from '../context.js';
 import { createProviderGate, type ProviderGate } from './provider-gate.js';
 import { createTenantTokenBudget } from './tenant-budget.js';
@@ -18,7 +18,7 @@ const GROQ_DEFAULT_TPM = 6_000;
  * and the provider gate and tenant budgets it shares with every replica through Redis. A setting
  * missing for the chosen provider stops the worker with one line naming it.
  */
-export function createLlmDeps(config: ExtractionConfig & QueueConfig, redis: Redis): LlmDeps {
+export function createLlmDeps(config: ExtractionConfig & QueueConfig, redis: RedisClient): LlmDeps {
   const isGroq = config.LLM_PROVIDER === 'groq';
   if (isGroq && !config.GROQ_API_KEY)
     throw new Error(

@@ -2,14 +2,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { getRun, getSiteById, withProgress, type Database, type SiteRow } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import {
+  duplicateConnection,
+  keySlot,
   readRunLogAfter,
   readRunLogTail,
   runLogEntriesOf,
   runLogKey,
   waitForRedis,
+  type RedisClient,
   type RunLogLine,
 } from '@gleaner/queue';
-import type { Redis } from 'ioredis';
 import { presentRunProgress, type RunProgress } from './run-progress.js';
 
 /**
@@ -58,7 +60,7 @@ export interface RunFeeds {
 export interface RunFeedsOptions {
   db: Database;
   /** The API's producer connection: catch-up reads go through it, and the reader is its duplicate. */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   logger: Logger;
   pollMs?: number;
@@ -94,6 +96,9 @@ interface FollowedStream {
   subscribers: Set<LogSubscriber>;
 }
 
+/** On a cluster, the pause after a round of reads that found no new line (see `readLogs`). */
+const CLUSTER_POLL_MS = 250;
+
 interface PolledRun {
   clients: Set<RunFeedClient>;
   latest: RunProgress | undefined;
@@ -115,7 +120,7 @@ export function createRunFeeds(options: RunFeedsOptions): RunFeeds {
   const closing = new AbortController();
   const polled = new Map<string, PolledRun>();
   const streams = new Map<string, FollowedStream>();
-  let reader: Redis | undefined;
+  let reader: RedisClient | undefined;
   let readerLoop: Promise<void> | undefined;
   let wakeReader: (() => void) | undefined;
 
@@ -191,7 +196,7 @@ export function createRunFeeds(options: RunFeedsOptions): RunFeeds {
 
   // --- logs: one reader for every followed stream -------------------------------------------
 
-  async function readStreams(connection: Redis): Promise<void> {
+  async function readStreams(connection: RedisClient): Promise<void> {
     let failing = false;
     while (!closing.signal.aborted) {
       const ready = [...streams].filter(([, stream]) => stream.cursor !== undefined);
@@ -204,17 +209,9 @@ export function createRunFeeds(options: RunFeedsOptions): RunFeeds {
       }
       try {
         await waitForRedis(connection, 5000);
-        const reply = await connection.xread(
-          'COUNT',
-          500,
-          'BLOCK',
-          blockMs,
-          'STREAMS',
-          ...ready.map(([key]) => key),
-          ...ready.map(([, stream]) => stream.cursor!),
-        );
+        const reply = await readLogs(connection, ready);
         failing = false;
-        for (const [key, raw] of reply ?? []) {
+        for (const [key, raw] of reply) {
           const stream = streams.get(key);
           const entries = runLogEntriesOf(raw);
           if (!stream || entries.length === 0) continue;
@@ -228,6 +225,47 @@ export function createRunFeeds(options: RunFeedsOptions): RunFeeds {
         await sleep(1000, undefined, { signal: closing.signal }).catch(() => undefined);
       }
     }
+  }
+
+  /**
+   * New lines of the ready streams: one blocking XREAD of them all on one Redis. On a cluster an
+   * XREAD keeps to one slot, so streams of several slots are read slot by slot without blocking,
+   * and an empty round waits `CLUSTER_POLL_MS` before the next.
+   */
+  async function readLogs(
+    connection: RedisClient,
+    ready: [key: string, stream: FollowedStream][],
+  ): Promise<[key: string, entries: [id: string, fields: string[]][]][]> {
+    const read = (group: typeof ready, block: boolean) =>
+      (block
+        ? connection.xread(
+            'COUNT',
+            500,
+            'BLOCK',
+            blockMs,
+            'STREAMS',
+            ...group.map(([key]) => key),
+            ...group.map(([, stream]) => stream.cursor!),
+          )
+        : connection.xread(
+            'COUNT',
+            500,
+            'STREAMS',
+            ...group.map(([key]) => key),
+            ...group.map(([, stream]) => stream.cursor!),
+          )
+      ).then((reply) => reply ?? []);
+    const bySlot = new Map<number, typeof ready>();
+    for (const entry of ready) {
+      const slot = connection.isCluster ? keySlot(entry[0]) : 0;
+      bySlot.set(slot, [...(bySlot.get(slot) ?? []), entry]);
+    }
+    const groups = [...bySlot.values()];
+    if (groups.length === 1) return read(groups[0]!, true);
+    const replies = (await Promise.all(groups.map((group) => read(group, false)))).flat();
+    if (replies.length === 0)
+      await sleep(CLUSTER_POLL_MS, undefined, { signal: closing.signal }).catch(() => undefined);
+    return replies;
   }
 
   function offer(subscriber: LogSubscriber, entries: RunLogEntry[]): void {
@@ -313,7 +351,7 @@ export function createRunFeeds(options: RunFeedsOptions): RunFeeds {
 
   function startReader(): void {
     if (readerLoop || closing.signal.aborted) return;
-    const connection = redis.duplicate({ connectionName: 'gleaner-run-log-reader' });
+    const connection = duplicateConnection(redis, { connectionName: 'gleaner-run-log-reader' });
     connection.on('error', () => {
       // Reported by the read loop, once per outage.
     });

@@ -1,3 +1,4 @@
+import { keyPrefixOf } from '@gleaner/queue';
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { getRunByPublicId, getSiteById, withProgress, type RunRow } from '@gleaner/db';
@@ -58,7 +59,7 @@ export const runRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, {
   const feeds = createRunFeeds({
     db: deps.db,
     redis: deps.redis,
-    prefix: deps.queues.scrape.opts.prefix ?? 'bull',
+    prefix: keyPrefixOf(deps.queues),
     logger: deps.logger,
   });
   const streams = new Set<ServerResponse>();
