@@ -276,6 +276,24 @@ describe('concurrency leases', () => {
     await gate.nextRelease(siteId, 60_000, AbortSignal.abort());
   });
 
+  it('lets one waiter at a time look for leases other processes freed, first come first', async () => {
+    const siteId = newSite();
+    const gate = gates[0]!;
+    const woken: { index: number; at: number }[] = [];
+    const started = performance.now();
+    await Promise.all(
+      [0, 1, 2].map((index) =>
+        gate
+          .nextRelease(siteId, 100)
+          .then(() => woken.push({ index, at: performance.now() - started })),
+      ),
+    );
+    // One timer for the three: each period wakes the next of them, not all three at once.
+    expect(woken.map(({ index }) => index)).toEqual([0, 1, 2]);
+    expect(woken[1]!.at - woken[0]!.at).toBeGreaterThanOrEqual(60);
+    expect(woken[2]!.at - woken[1]!.at).toBeGreaterThanOrEqual(60);
+  });
+
   it('keeps the lease of a live holder past its TTL for as long as its fetch runs', async () => {
     const siteId = newSite();
     const policy: SitePolicy = { minPauseMs: 0, maxPauseMs: 0, maxConcurrency: 1 };

@@ -219,7 +219,8 @@ export interface SiteGate {
    * `timeoutMs`, whichever comes first (never rejects; an aborted `signal` resolves it too). For
    * a caller refused with `concurrency`: a slot frees when any fetch of the site ends, usually
    * within one fetch's time, far sooner than the refusal's suggested retry. Leases freed by other
-   * processes are seen at the timeout.
+   * processes are looked for every `timeoutMs`, by one of the process's waiters at a time (the
+   * first): the others wait for a release here or for their turn.
    */
   nextRelease(siteId: string, timeoutMs: number, signal?: AbortSignal): Promise<void>;
 }
@@ -374,6 +375,26 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
     const waiters = releaseWaiters.get(siteId);
     const first = waiters?.values().next();
     if (first && !first.done) first.value();
+  }
+
+  /**
+   * Per site, the one timer of this process's `nextRelease` waiters: every `timeoutMs` without a
+   * lease freed here it wakes the first of them to ask the gate again, for a lease another
+   * process freed. One asks at a time, not each: with more jobs waiting than a site's slots
+   * (a fleet whose crawl slots outnumber the site's), every waiter asking on its own made about
+   * two refused asks per page.
+   */
+  const releaseTickers = new Map<string, NodeJS.Timeout>();
+  function tickReleases(siteId: string, timeoutMs: number): void {
+    if (releaseTickers.has(siteId)) return;
+    releaseTickers.set(
+      siteId,
+      setTimeout(() => {
+        releaseTickers.delete(siteId);
+        wakeOne(siteId);
+        if (releaseWaiters.has(siteId)) tickReleases(siteId, timeoutMs);
+      }, timeoutMs),
+    );
   }
 
   function createLease(
@@ -575,17 +596,21 @@ export function createSiteGate(options: SiteGateOptions): SiteGate {
         let waiters = releaseWaiters.get(siteId);
         if (!waiters) releaseWaiters.set(siteId, (waiters = new Set()));
         const done = () => {
-          clearTimeout(timer);
           signal?.removeEventListener('abort', done);
           waiters.delete(done);
-          if (waiters.size === 0 && releaseWaiters.get(siteId) === waiters)
+          if (waiters.size === 0 && releaseWaiters.get(siteId) === waiters) {
             releaseWaiters.delete(siteId);
+            clearTimeout(releaseTickers.get(siteId));
+            releaseTickers.delete(siteId);
+          }
           resolve();
         };
-        const timer = setTimeout(done, timeoutMs);
         waiters.add(done);
         if (signal?.aborted) done();
-        else signal?.addEventListener('abort', done, { once: true });
+        else {
+          signal?.addEventListener('abort', done, { once: true });
+          tickReleases(siteId, timeoutMs);
+        }
       });
     },
 

@@ -53,8 +53,9 @@ export const WAKE_LEAD_MS = 400;
 const MAX_IN_JOB_TOTAL_MS = 1_000;
 
 /**
- * While every concurrency slot of a site is taken, how often a waiting job asks the gate again
- * when no lease of this process frees meanwhile (a lease freed by another replica).
+ * While every concurrency slot of a site is taken, how often the process's first waiting job
+ * asks the gate again when no lease of this process frees meanwhile (a lease freed by another
+ * replica); the jobs behind it wait for a lease freed here or for their turn.
  */
 const CONCURRENCY_RECHECK_MS = 25;
 
