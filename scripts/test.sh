@@ -31,12 +31,13 @@ pnpm exec eslint scripts/bench scripts/chaos
 echo "test: vitest"
 pnpm exec vitest run "$@"
 
-# The pipeline tests (a career site, an ATS board), both reconcilers' and the connection
-# budget's again, on a 3-master Redis Cluster of their own (decision 0018), when the whole suite
-# was asked for.
+# The pipeline tests (a career site, an ATS board), both reconcilers', the connection budget's
+# and the run page's again, on a 3-master Redis Cluster of their own (decision 0018), when the
+# whole suite was asked for.
 if [ "$#" -eq 0 ]; then
-  echo "test: the pipeline, reconciler and connection budget tests on a Redis Cluster"
+  echo "test: the pipeline, reconciler, connection budget and run page tests on a Redis Cluster"
   pnpm exec tsx scripts/with-redis-cluster.ts pnpm exec vitest run \
-    --project system --project service test/pipeline.test.ts test/ats-pipeline.test.ts \
-    test/reconciler.test.ts test/documents-reconciler.test.ts src/connection-budget.test.ts
+    --project system --project service --project api \
+    test/pipeline.test.ts test/ats-pipeline.test.ts test/reconciler.test.ts \
+    test/documents-reconciler.test.ts src/connection-budget.test.ts src/runs.test.ts
 fi

@@ -2,8 +2,8 @@
  * `tsx scripts/with-redis-cluster.ts <command> [args…]`: starts a 3-master Redis Cluster of its
  * own (Debian's `redis-server`, TOOLCHAIN item 23), runs the command with
  * `TEST_REDIS_CLUSTER_NODES` naming its nodes, stops the cluster, and exits with the command's
- * code. `npm test` runs its pipeline, reconciler and connection budget tests this way after the
- * whole suite.
+ * code. `npm test` runs its pipeline, reconciler, connection budget and run page tests this way
+ * after the whole suite.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -13,15 +13,14 @@ import {
 } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
 import {
-  createRedisConnection,
   createRunLogWriter,
   waitForRedis,
+  type RedisClient,
   type RunLogLine,
   type RunLogWriter,
 } from '@gleaner/queue';
-import { testRedisUrl, waitFor } from '@gleaner/testing';
+import { waitFor } from '@gleaner/testing';
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunFeeds, type RunFeedClient } from './routes/runs/run-feeds.js';
 import type { RunProgress } from './routes/runs/run-progress.js';
@@ -29,7 +28,7 @@ import { createApiTestStack, type ApiTestStack } from './test-stack.test-support
 
 let stack: ApiTestStack;
 let app: FastifyInstance;
-let redis: Redis;
+let redis: RedisClient;
 let writer: RunLogWriter;
 let prefix: string;
 let siteCount = 0;
@@ -37,8 +36,8 @@ let siteCount = 0;
 beforeAll(async () => {
   stack = await createApiTestStack('runs');
   app = stack.app;
-  prefix = stack.queues.scrape.opts.prefix!;
-  redis = createRedisConnection(testRedisUrl, 'producer');
+  prefix = stack.prefix;
+  redis = stack.redis;
   await waitForRedis(redis);
   writer = createRunLogWriter({
     redis,
@@ -52,7 +51,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await writer?.close();
-  redis?.disconnect();
   await stack?.close();
 });
 

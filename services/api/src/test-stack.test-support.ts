@@ -1,9 +1,14 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
 import { createDb, type DbHandle } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
-import { closeQueues, createQueues, createRedisConnection, type Queues } from '@gleaner/queue';
+import {
+  closeQueues,
+  createQueues,
+  createRedisConnection,
+  type Queues,
+  type RedisClient,
+} from '@gleaner/queue';
 import { createTestDatabase, createTestRedisNamespace } from '@gleaner/testing';
 import { buildApp } from './app.js';
 import { injectWithKey, testApiConfig } from './testing.js';
@@ -15,7 +20,7 @@ export interface ApiTestStack {
   handle: DbHandle;
   queues: Queues;
   /** The stack's Redis connection, and the prefix of its queues and counters. */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   app: FastifyInstance;
   /** The admin key `app.inject()` sends unless a request names its own `authorization`. */
@@ -33,7 +38,8 @@ export async function createApiTestStack(
   const database = await createTestDatabase(name);
   const namespace = createTestRedisNamespace(name);
   const handle = createDb({ url: database.url, poolMax: 4 });
-  const redis = createRedisConnection(namespace.url, 'producer');
+  // A cluster's when the suite runs on one (npm test's cluster pass).
+  const redis = createRedisConnection(namespace.target, 'producer');
   const queues = createQueues(redis, namespace.prefix);
   const build = (overrides: Partial<AppConfig> = {}) =>
     buildApp({
