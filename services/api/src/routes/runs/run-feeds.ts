@@ -236,29 +236,20 @@ export function createRunFeeds(options: RunFeedsOptions): RunFeeds {
     connection: RedisClient,
     ready: [key: string, stream: FollowedStream][],
   ): Promise<[key: string, entries: [id: string, fields: string[]][]][]> {
-    const read = (group: typeof ready, block: boolean) =>
-      (block
-        ? connection.xread(
-            'COUNT',
-            500,
-            'BLOCK',
-            blockMs,
-            'STREAMS',
-            ...group.map(([key]) => key),
-            ...group.map(([, stream]) => stream.cursor!),
-          )
-        : connection.xread(
-            'COUNT',
-            500,
-            'STREAMS',
-            ...group.map(([key]) => key),
-            ...group.map(([, stream]) => stream.cursor!),
-          )
-      ).then((reply) => reply ?? []);
+    const read = async (group: typeof ready, block: boolean) => {
+      const keys = group.map(([key]) => key);
+      const cursors = group.map(([, stream]) => stream.cursor!);
+      const reply = block
+        ? await connection.xread('COUNT', 500, 'BLOCK', blockMs, 'STREAMS', ...keys, ...cursors)
+        : await connection.xread('COUNT', 500, 'STREAMS', ...keys, ...cursors);
+      return reply ?? [];
+    };
     const bySlot = new Map<number, typeof ready>();
     for (const entry of ready) {
       const slot = connection.isCluster ? keySlot(entry[0]) : 0;
-      bySlot.set(slot, [...(bySlot.get(slot) ?? []), entry]);
+      const group = bySlot.get(slot);
+      if (group) group.push(entry);
+      else bySlot.set(slot, [entry]);
     }
     const groups = [...bySlot.values()];
     if (groups.length === 1) return read(groups[0]!, true);
