@@ -124,6 +124,7 @@ const progress = progressFor('pipeline');
 export function runSettingsFrom(
   usage: string,
   defaultPostings: number,
+  defaultWarmUpPages = 500,
 ): Omit<Settings, 'workers' | 'rounds' | 'skipCrawlee'> {
   return {
     postings: integerFrom('BENCH_POSTINGS', defaultPostings, { min: 1 }, usage),
@@ -144,7 +145,7 @@ export function runSettingsFrom(
       usage,
     ),
     timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, { min: 1000 }, usage),
-    warmUpPages: integerFrom('BENCH_WARM_UP_PAGES', 500, { min: 0 }, usage),
+    warmUpPages: integerFrom('BENCH_WARM_UP_PAGES', defaultWarmUpPages, { min: 0 }, usage),
   };
 }
 
@@ -363,6 +364,8 @@ export interface PipelineStack {
   workers: ServiceProcess[];
   pids: number[];
   samplers: ReturnType<typeof sampleRss>[];
+  /** The workers' CPU seconds during the warm-up (0 without one): what a fresh process costs. */
+  warmUpCpuSeconds: number;
 }
 
 export interface PipelineRound {
@@ -398,11 +401,15 @@ export async function startPipeline(
   progress(
     `${workers.length} worker process(es) ready, pids ${pids.join(', ')} (crawl ${settings.crawlConcurrency}, extract ${settings.extractConcurrency}, ${settings.extractThreads} analyser thread(s) each)`,
   );
+  let warmUpCpuSeconds = 0;
   if (settings.warmUpPages > 0) {
+    const before = cpuSnapshot();
     await warmUpWorkers(settings, site, stack.handle, stack.queues, workers);
+    const labels = new Map(pids.map((pid) => [pid, 'worker'] as const));
+    warmUpCpuSeconds = cpuSecondsBetween(before, cpuSnapshot(), labels).worker ?? 0;
     progress(`worker(s) warmed up on ${settings.warmUpPages} pages`);
   }
-  return { stack, workers, pids, samplers };
+  return { stack, workers, pids, samplers, warmUpCpuSeconds };
 }
 
 /**
@@ -504,10 +511,10 @@ function registerFixtureSite(
 
 /**
  * A long-running worker has its code compiled and its pools open; a fresh process has neither,
- * and would spend the timed run compiling. So the workers first crawl the first
- * `warmUpPages` postings of the same site, registered as a site of its own (its postings are
- * other rows), and the bodies that run stored are removed again so the timed run stores every
- * page itself.
+ * and would spend the timed run compiling. So the workers first crawl `warmUpPages` postings of
+ * the same site, in runs of at most the site's size, each registered as a site of its own (its
+ * postings are other rows), and the bodies those runs stored are removed again so the timed run
+ * stores every page itself.
  */
 async function warmUpWorkers(
   settings: Settings,
@@ -516,25 +523,29 @@ async function warmUpWorkers(
   queues: Queues,
   workers: Parameters<typeof assertWorkersAlive>[0],
 ): Promise<void> {
-  const warmUpSite = await registerFixtureSite(handle, site, settings, 'bench-warm-up', {
-    maxPostings: settings.warmUpPages,
-  });
-  const created = await startScrapeRun(
-    { db: handle.db, queues },
-    { siteId: warmUpSite.id, trigger: 'manual' },
-  );
-  const outcome = await waitForRuns(handle, [created.id], {
-    workers,
-    startedAt: performance.now(),
-    timeoutMs: settings.timeoutMs,
-    pollMs: RUN_POLL_MS,
-  });
-  const run = outcome.runs.get(created.id);
-  if (outcome.timedOut || run?.status !== 'succeeded')
-    throw new Error(
-      `warm-up run ${outcome.timedOut ? 'still' : 'ended'} ${run?.status ?? 'missing'}: ${run?.message ?? ''}`,
+  for (let done = 0, part = 1; done < settings.warmUpPages; part++) {
+    const pages = Math.min(settings.warmUpPages - done, settings.postings);
+    const warmUpSite = await registerFixtureSite(handle, site, settings, `bench-warm-up-${part}`, {
+      maxPostings: pages,
+    });
+    const created = await startScrapeRun(
+      { db: handle.db, queues },
+      { siteId: warmUpSite.id, trigger: 'manual' },
     );
-  await handle.pool.query('TRUNCATE page_bodies');
+    const outcome = await waitForRuns(handle, [created.id], {
+      workers,
+      startedAt: performance.now(),
+      timeoutMs: settings.timeoutMs,
+      pollMs: RUN_POLL_MS,
+    });
+    const run = outcome.runs.get(created.id);
+    if (outcome.timedOut || run?.status !== 'succeeded')
+      throw new Error(
+        `warm-up run ${outcome.timedOut ? 'still' : 'ended'} ${run?.status ?? 'missing'}: ${run?.message ?? ''}`,
+      );
+    await handle.pool.query('TRUNCATE page_bodies');
+    done += pages;
+  }
 }
 
 /** Where the run's wall time went, from Postgres timestamps (same clock as this process). */
