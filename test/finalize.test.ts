@@ -10,7 +10,9 @@ import {
   startRun,
   upsertListedPostings,
   ActiveRunExistsError,
+  DEFAULT_EXPIRY_POLICY,
   type DbHandle,
+  type ExpiryPolicy,
   type PostingSettle,
 } from '@gleaner/db';
 import { createTestDatabase, type TestDatabase } from '@gleaner/testing';
@@ -132,33 +134,6 @@ describe('run finalization', () => {
     ).rejects.toBeInstanceOf(ActiveRunExistsError);
   });
 
-  it('expires postings a complete, succeeded run did not list, and only those', async () => {
-    const first = await runWithPostings(5);
-    await Promise.all(first.postings.map((p) => settleThenFinalize(first.run.id, p.id, 'ready')));
-    const second = await createRun(handle.db, { siteId: first.site.id, trigger: 'manual' });
-    await startRun(handle.db, second.id);
-    const relisted = await upsertListedPostings(
-      handle.db,
-      first.site.id,
-      second.id,
-      [0, 1, 2].map((i) => ({ externalId: `job-${i}`, url: `https://example.com/jobs/${i}` })),
-    );
-    await completeListing(handle.db, second.id, { requestedPages: 3, listingComplete: true });
-    const results = await Promise.all(
-      relisted.map((p) => settleThenFinalize(second.id, p.id, 'skipped')),
-    );
-    const closer = results.find(Boolean);
-    expect(closer).toMatchObject({ status: 'succeeded', expired: 2, expiredCount: 2 });
-    const rows = await handle.pool.query<{ external_id: string; status: string }>(
-      'SELECT external_id, status FROM postings WHERE site_id = $1 ORDER BY external_id',
-      [first.site.id],
-    );
-    expect(rows.rows.filter((r) => r.status === 'expired').map((r) => r.external_id)).toEqual([
-      'job-3',
-      'job-4',
-    ]);
-  });
-
   it('expires nothing when the run did not list the whole site', async () => {
     const first = await runWithPostings(4);
     await Promise.all(first.postings.map((p) => settleThenFinalize(first.run.id, p.id, 'ready')));
@@ -177,4 +152,220 @@ describe('run finalization', () => {
       expired: 0,
     });
   });
+});
+
+/**
+ * Guarded expiry (decision 0019): a posting closes only after EXPIRE_AFTER_MISSES complete
+ * listings in a row missed it, and a listing far below the site's usual size counts no miss.
+ */
+describe('guarded expiry', () => {
+  let siteCounter = 0;
+  async function newSite(expireAfterMisses: number | null = null) {
+    siteCounter += 1;
+    return insertSite(handle.db, {
+      siteName: `guarded-${siteCounter}`,
+      kind: 'greenhouse',
+      config: { board: `guarded-${siteCounter}` },
+      expireAfterMisses,
+    });
+  }
+
+  /** One whole run of the site: lists `jobs` (indexes), settles each ready, returns the closer. */
+  async function listRun(
+    siteId: string,
+    jobs: readonly number[],
+    policy: ExpiryPolicy = DEFAULT_EXPIRY_POLICY,
+  ) {
+    const run = await createRun(handle.db, { siteId, trigger: 'manual' });
+    await startRun(handle.db, run.id);
+    const listed = await upsertListedPostings(
+      handle.db,
+      siteId,
+      run.id,
+      jobs.map((i) => ({ externalId: `job-${i}`, url: `https://example.com/jobs/${i}` })),
+    );
+    await completeListing(handle.db, run.id, {
+      requestedPages: listed.length,
+      listingComplete: true,
+    });
+    if (listed.length > 0)
+      await settlePostings(
+        handle.db,
+        listed.map((p) => ({ postingId: p.id, runId: run.id, status: 'skipped' as const })),
+      );
+    const closed = await finalizeRun(handle.db, run.id, policy);
+    if (!closed) throw new Error(`run ${run.runId} did not close`);
+    return closed;
+  }
+
+  async function postingStates(siteId: string) {
+    const { rows } = await handle.pool.query<{
+      external_id: string;
+      status: string;
+      missed: number;
+    }>(
+      `SELECT external_id, status, missed_listings AS missed FROM postings
+       WHERE site_id = $1 ORDER BY external_id`,
+      [siteId],
+    );
+    return Object.fromEntries(rows.map((r) => [r.external_id, `${r.status}/${r.missed}`]));
+  }
+
+  const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+  it('closes a posting only when two complete listings in a row missed it', async () => {
+    const site = await newSite();
+    await listRun(site.id, range(10));
+    // Job 9 is missed once: it stays open, its miss counted.
+    expect(await listRun(site.id, range(9))).toMatchObject({
+      status: 'succeeded',
+      expired: 0,
+      missed: 1,
+      expiredCount: 0,
+      listingGuard: false,
+    });
+    expect((await postingStates(site.id))['job-9']).toBe('skipped/1');
+    // Listed again: its count starts over, so the next miss is its first.
+    await listRun(site.id, range(10));
+    expect((await postingStates(site.id))['job-9']).toBe('skipped/0');
+    await listRun(site.id, range(9));
+    expect(await listRun(site.id, range(9))).toMatchObject({
+      status: 'succeeded',
+      expired: 1,
+      missed: 0,
+      expiredCount: 1,
+    });
+    const states = await postingStates(site.id);
+    expect(states['job-9']).toBe('expired/2');
+    expect(states['job-8']).toBe('skipped/0');
+  });
+
+  it("honours a site's expire_after_misses of 1, and the fleet's setting otherwise", async () => {
+    const eager = await newSite(1);
+    await listRun(eager.id, range(10));
+    expect(await listRun(eager.id, range(8))).toMatchObject({ expired: 2, missed: 0 });
+
+    const patient = await newSite();
+    await listRun(patient.id, range(10));
+    const policy = { ...DEFAULT_EXPIRY_POLICY, expireAfterMisses: 3 };
+    expect(await listRun(patient.id, range(8), policy)).toMatchObject({ expired: 0, missed: 2 });
+    expect(await listRun(patient.id, range(8), policy)).toMatchObject({ expired: 0, missed: 2 });
+    expect(await listRun(patient.id, range(8), policy)).toMatchObject({ expired: 2, missed: 0 });
+  });
+
+  it('holds back a listing far below the median of the last five, then takes a lasting drop', async () => {
+    const site = await newSite(1);
+    await listRun(site.id, range(100));
+    await listRun(site.id, range(100));
+    // The third listing answers 5 % of the usual postings.
+    const short = await listRun(site.id, range(5));
+    expect(short).toMatchObject({
+      status: 'partial',
+      expired: 0,
+      missed: 0,
+      expiredCount: 0,
+      listingGuard: true,
+      errorsCount: 0,
+    });
+    expect(short.message).toMatch(
+      /^listing guard: the listing found 5 postings, under 70% of the median 100 of the site's last complete listings/,
+    );
+    const states = Object.values(await postingStates(site.id));
+    expect(states.filter((state) => state.startsWith('expired'))).toEqual([]);
+    expect(states.filter((state) => state.endsWith('/0'))).toHaveLength(100);
+    // A drop that lasts is the board's new size: once it is the median, it expires as usual.
+    expect(await listRun(site.id, range(5))).toMatchObject({ listingGuard: true });
+    expect(await listRun(site.id, range(5))).toMatchObject({
+      status: 'succeeded',
+      listingGuard: false,
+      expired: 95,
+    });
+  });
+
+  it('holds back an empty answer from a board that had postings, and not a first empty one', async () => {
+    const fresh = await newSite();
+    expect(await listRun(fresh.id, [])).toMatchObject({ status: 'succeeded', listingGuard: false });
+
+    const site = await newSite(1);
+    await listRun(site.id, range(20));
+    expect(await listRun(site.id, [])).toMatchObject({
+      status: 'partial',
+      listingGuard: true,
+      expired: 0,
+      requestedPages: 0,
+    });
+    expect(Object.values(await postingStates(site.id))).toEqual(range(20).map(() => 'skipped/0'));
+  });
+
+  it('is off with LISTING_DROP_GUARD=1', async () => {
+    const site = await newSite(1);
+    await listRun(site.id, range(20));
+    const policy = { ...DEFAULT_EXPIRY_POLICY, listingDropGuard: 1 };
+    expect(await listRun(site.id, range(1), policy)).toMatchObject({
+      status: 'succeeded',
+      listingGuard: false,
+      expired: 19,
+    });
+  });
+
+  it('reopens an expired posting its site lists again, with its versions', async () => {
+    const site = await newSite(1);
+    for (const title of ['Old title', 'New title']) {
+      const listed = await runWithPostingsOf(site.id, 10);
+      await settlePostings(
+        handle.db,
+        listed.map((p) => ({
+          postingId: p.id,
+          runId: p.runId,
+          status: 'ready' as const,
+          // Another body each time: a posting fetched with a new body keeps its last version.
+          ...storedPage,
+          sha256: `body-${title}`,
+          fields: { title },
+        })),
+      );
+      await finalizeRun(handle.db, listed[0]!.runId);
+    }
+    const { rows: ids } = await handle.pool.query<{ id: string }>(
+      "SELECT id FROM postings WHERE site_id = $1 AND external_id = 'job-9'",
+      [site.id],
+    );
+    const postingId = ids[0]!.id;
+    await listRun(site.id, range(9));
+    expect((await postingStates(site.id))['job-9']).toBe('expired/1');
+    const versionsBefore = await versionsOf(postingId);
+    expect(versionsBefore).toHaveLength(1);
+
+    const again = await listRun(site.id, range(10));
+    expect(again).toMatchObject({ status: 'succeeded', expired: 0 });
+    expect((await postingStates(site.id))['job-9']).toBe('skipped/0');
+    expect(await versionsOf(postingId)).toEqual(versionsBefore);
+    const { rows } = await handle.pool.query<{ title: string }>(
+      'SELECT title FROM postings WHERE id = $1',
+      [postingId],
+    );
+    expect(rows[0]?.title).toBe('New title');
+  });
+
+  /** A run of `count` postings left pending, listing done: for tests that settle them themselves. */
+  async function runWithPostingsOf(siteId: string, count: number) {
+    const run = await createRun(handle.db, { siteId, trigger: 'manual' });
+    await startRun(handle.db, run.id);
+    const listed = await upsertListedPostings(
+      handle.db,
+      siteId,
+      run.id,
+      range(count).map((i) => ({ externalId: `job-${i}`, url: `https://example.com/jobs/${i}` })),
+    );
+    await completeListing(handle.db, run.id, { requestedPages: count, listingComplete: true });
+    return listed.map((p) => ({ ...p, runId: run.id }));
+  }
+
+  async function versionsOf(postingId: string) {
+    const { rows } = await handle.pool.query(
+      'SELECT version, fields FROM posting_versions WHERE posting_id = $1 ORDER BY version',
+      [postingId],
+    );
+    return rows;
+  }
 });

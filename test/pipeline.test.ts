@@ -255,7 +255,7 @@ describe('API → scrape → crawl → extract → Postgres, as separate process
     expect((await pool.query('SELECT count(*)::int AS n FROM posting_versions')).rows[0].n).toBe(1);
   });
 
-  it('expires exactly the postings removed from the site', async () => {
+  it('expires exactly the postings removed from the site, once two listings missed them', async () => {
     const removed = site
       .postings()
       .filter((_, i) => i % 10 === 3)
@@ -263,6 +263,17 @@ describe('API → scrape → crawl → extract → Postgres, as separate process
     expect(removed).toHaveLength(20);
     const removedUrls = removed.map((id) => site.get(id)!.url).sort();
     site.remove(removed);
+    // EXPIRE_AFTER_MISSES is 2: the first listing without them only counts a miss.
+    const first = await scrapeToEnd('fixture-careers');
+    expect(first).toMatchObject({
+      status: 'succeeded',
+      requested_pages: POSTINGS - 20,
+      expired_count: 0,
+    });
+    const { rows: missed } = await pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM postings WHERE missed_listings = 1 AND status <> 'expired'",
+    );
+    expect(missed[0]?.n).toBe(20);
     const run = await scrapeToEnd('fixture-careers');
     expect(run).toMatchObject({
       status: 'succeeded',

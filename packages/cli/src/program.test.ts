@@ -47,6 +47,7 @@ describe('the command line', () => {
       ['runs', 'start'],
       ['keys', 'create', '--name', 'ops', '--scope', 'root'],
       ['sites', 'add', 'acme', '--pause', '9-2'],
+      ['sites', 'add', 'acme', '--expire-after-misses', '0'],
       ['dead-letters', 'list', '--limit', '0'],
       ['dead-letters', 'list', '--queue', 'dead-letter'],
       ['dead-letters', 'purge'],
@@ -96,6 +97,8 @@ describe('the command line', () => {
     const json = await gleaner(['--json', 'sites', 'add', 'acme', '--set', 'url=nope']);
     expect(json.code).toBe(exitCodes.apiError);
     expect(JSON.parse(json.stdout)).toMatchObject({ title: 'Validation Failed', status: 400 });
+    await gleaner(['sites', 'add', 'acme', '--set', 'url=nope', '--expire-after-misses', '1']);
+    expect(JSON.parse(api.requests[2]!.body)).toMatchObject({ expire_after_misses: 1 });
   });
 
   it('says when the API cannot be reached', async () => {

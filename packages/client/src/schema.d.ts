@@ -409,6 +409,11 @@ export interface paths {
                          */
                         llm_extraction?: boolean;
                         /**
+                         * @description Complete listings in a row that must miss a posting before it expires; null: the fleet default (EXPIRE_AFTER_MISSES, 2)
+                         * @default null
+                         */
+                        expire_after_misses?: number | null;
+                        /**
                          * @description The tenant that owns the site: its tenant keys see the site's runs
                          * @default null
                          */
@@ -720,6 +725,8 @@ export interface paths {
                         max_concurrency?: number;
                         /** @description Pages the rules cannot read (no posting, or a required field missing) go to the LLM stage while EXTRACTION_ENABLED is on */
                         llm_extraction?: boolean;
+                        /** @description Complete listings in a row that must miss a posting before it expires; null: the fleet default (EXPIRE_AFTER_MISSES, 2) */
+                        expire_after_misses?: number | null;
                         /** @description The tenant that owns the site: its tenant keys see the site's runs */
                         tenant_id?: string | null;
                     };
@@ -5039,6 +5046,8 @@ export interface components {
             rate_limit_rps: number | null;
             max_concurrency: number;
             llm_extraction: boolean;
+            /** @description Complete listings that must miss a posting before it expires; null: EXPIRE_AFTER_MISSES */
+            expire_after_misses: number | null;
             tenant_id: string | null;
             /** Format: date-time */
             created_at: string;

@@ -303,6 +303,23 @@ export const fetchFragment = {
   HTTP_ALLOWED_PEERS: peersFromEnv(),
 };
 
+/**
+ * When postings expire (decision 0019). Read where runs are finalized: the worker and the
+ * scheduler's reconciler.
+ */
+export const expiryFragment = {
+  /**
+   * Complete listings in a row that must miss a posting before it expires. A site's
+   * `expire_after_misses` overrides it (1 expires a posting at the first listing without it).
+   */
+  EXPIRE_AFTER_MISSES: integerFromEnv(2, { min: 1, max: 100 }),
+  /**
+   * A complete listing that finds fewer than (1 − this) of the median of the site's last 5
+   * complete listings counts no miss: its run ends `partial`, naming the guard. 1 turns it off.
+   */
+  LISTING_DROP_GUARD: numberFromEnv(0.3, { min: 0, max: 1 }),
+};
+
 export const schedulerFragment = {
   SCHEDULER_POLL_INTERVAL_MS: integerFromEnv(15_000, { min: 100, max: 3_600_000 }),
   /** Port of the scheduler's /health endpoint; 0 turns it off. */
@@ -501,5 +518,6 @@ export type ApiConfig = ConfigOf<typeof apiFragment>;
 export type WorkerConfig = ConfigOf<typeof workerFragment>;
 export type FetchConfig = ConfigOf<typeof fetchFragment>;
 export type SchedulerConfig = ConfigOf<typeof schedulerFragment>;
+export type ExpiryConfig = ConfigOf<typeof expiryFragment>;
 export type DocumentConfig = ConfigOf<typeof documentFragment>;
 export type ExtractionConfig = ConfigOf<typeof extractionFragment>;

@@ -55,9 +55,18 @@ export const siteSchedules = pgTable(
     llmExtraction: boolean('llm_extraction').notNull().default(false),
     /** The tenant that owns the site: its tenant keys see the site's runs. Null: operators only. */
     tenantId: text('tenant_id'),
+    /**
+     * Complete listings in a row that must miss a posting before it expires; null: the fleet's
+     * EXPIRE_AFTER_MISSES (decision 0019).
+     */
+    expireAfterMisses: integer('expire_after_misses'),
     ...timestamps,
   },
   (t) => [
+    check(
+      'site_schedules_expire_after_misses_range',
+      sql`${t.expireAfterMisses} IS NULL OR ${t.expireAfterMisses} BETWEEN 1 AND 100`,
+    ),
     check(
       'site_schedules_pause_order',
       sql`${t.minPauseSeconds} >= 0 AND ${t.maxPauseSeconds} >= ${t.minPauseSeconds}`,
@@ -184,6 +193,8 @@ export const postings = pgTable(
     error: text('error'),
     firstSeenAt: timestamp('first_seen_at', { withTimezone: true }).notNull().defaultNow(),
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
+    /** Complete listings of its site in a row that did not list it; listing it again sets 0. */
+    missedListings: integer('missed_listings').notNull().default(0),
     fetchedAt: timestamp('fetched_at', { withTimezone: true }),
     extractedAt: timestamp('extracted_at', { withTimezone: true }),
     /**

@@ -92,7 +92,23 @@ describe('/sites', () => {
       interval_minutes: 60,
       min_pause_seconds: 2,
       max_pause_seconds: 8,
+      expire_after_misses: null,
     });
+
+    // A site may expire its postings at the first listing without them, and no sooner.
+    const eager = await app.inject({
+      method: 'PATCH',
+      url: '/sites/acme',
+      payload: { expire_after_misses: 1 },
+    });
+    expect(eager.json().data.expire_after_misses).toBe(1);
+    const never = await app.inject({
+      method: 'PATCH',
+      url: '/sites/acme',
+      payload: { expire_after_misses: 0 },
+    });
+    expect(never.statusCode).toBe(400);
+    expect(never.json().errors[0].field).toBe('body.expire_after_misses');
 
     expect((await app.inject({ method: 'GET', url: `/sites/${id}` })).json().data.site_name).toBe(
       'acme',

@@ -1,5 +1,10 @@
 import { hostname } from 'node:os';
-import { documentFragment, extractionFragment, schedulerFragment } from '@gleaner/config';
+import {
+  documentFragment,
+  expiryFragment,
+  extractionFragment,
+  schedulerFragment,
+} from '@gleaner/config';
 import { startService } from '@gleaner/service';
 import { pingDb } from '@gleaner/db';
 import { waitForRedis, writeSchedulerReplica } from '@gleaner/queue';
@@ -16,7 +21,7 @@ import { createReconciler } from './reconciler.js';
 const started = await startService({
   name: 'scheduler',
   env: process.env,
-  settings: { ...schedulerFragment, ...documentFragment, ...extractionFragment },
+  settings: { ...schedulerFragment, ...documentFragment, ...extractionFragment, ...expiryFragment },
   // One pass at a time needs one connection, the body sweeper a second, the search indexer a
   // third, the LLM re-extraction a fourth; the fifth serves the health check.
   poolMax: () => 5,
@@ -45,6 +50,10 @@ const started = await startService({
         logger,
         runDeadlineMs: config.RUN_DEADLINE_MS,
         graceMs: config.RECONCILE_GRACE_MS,
+        expiry: {
+          expireAfterMisses: config.EXPIRE_AFTER_MISSES,
+          listingDropGuard: config.LISTING_DROP_GUARD,
+        },
         documents: {
           maxRetries: config.DOCUMENT_MAX_RETRIES,
           staleAfterMs: config.DOCUMENT_STALE_AFTER_MS,

@@ -1,10 +1,12 @@
 import {
   failRunPastDeadline,
   finalizeRun,
+  finalizedRunLog,
   listActiveRuns,
   settlePostings,
   type ActiveRun,
   type Database,
+  type ExpiryPolicy,
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import {
@@ -43,6 +45,8 @@ export interface ReconcilerOptions {
   documents?: ReconcileScope['documents'];
   /** LLM extractions' reconcile settings, while EXTRACTION_ENABLED is on; without them, not reconciled. */
   llm?: ReconcileScope['llm'];
+  /** When the runs it finalizes expire postings; the defaults of `@gleaner/db` when absent. */
+  expiry?: ExpiryPolicy;
 }
 
 /** Ids logged with a repair at most; the count says how many there were. */
@@ -193,13 +197,11 @@ export function createReconciler(options: ReconcilerOptions) {
   async function finalizeDone(runs: ActiveRun[], repairs: RepairCounts): Promise<void> {
     for (const run of runs) {
       if (run.status !== 'running' || !run.listingDone) continue;
-      const closed = await finalizeRun(db, run.id);
+      const closed = await finalizeRun(db, run.id, options.expiry);
       if (!closed) continue;
       repairs.runsFinalized += 1;
-      logger.info(
-        { runId: run.id, status: closed.status, expired: closed.expired },
-        'run finalized by the reconciler',
-      );
+      const { level, fields } = finalizedRunLog(closed);
+      logger[level](fields, 'run finalized by the reconciler');
     }
   }
 

@@ -1,5 +1,6 @@
 import {
   documentFragment,
+  expiryFragment,
   extractionFragment,
   fetchFragment,
   workerFragment,
@@ -20,7 +21,13 @@ const LEASE_TTL_MS = 15_000;
 const started = await startService({
   name: 'worker',
   env: process.env,
-  settings: { ...workerFragment, ...fetchFragment, ...documentFragment, ...extractionFragment },
+  settings: {
+    ...workerFragment,
+    ...fetchFragment,
+    ...documentFragment,
+    ...extractionFragment,
+    ...expiryFragment,
+  },
   // More connections than jobs at once would only sit idle.
   poolMax: (config) =>
     Math.min(
@@ -167,6 +174,10 @@ const started = await startService({
         policies,
         extractThreads: config.WORKER_EXTRACT_THREADS,
         pageBudgetMs: config.WORKER_EXTRACT_PAGE_BUDGET_MS,
+        expiry: {
+          expireAfterMisses: config.EXPIRE_AFTER_MISSES,
+          listingDropGuard: config.LISTING_DROP_GUARD,
+        },
         stalls: {
           lockDuration: config.WORKER_LOCK_DURATION_MS,
           stalledInterval: config.WORKER_STALLED_INTERVAL_MS,

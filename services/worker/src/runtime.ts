@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { getRun } from '@gleaner/db';
+import { getRun, type ExpiryPolicy } from '@gleaner/db';
 import { isClassifiedError } from '@gleaner/errors';
 import {
   createQueueTelemetry,
@@ -45,6 +45,8 @@ export interface RuntimeOptions {
   extractThreads?: number;
   /** How long one page's reading may take in a thread (`WORKER_EXTRACT_PAGE_BUDGET_MS`). */
   pageBudgetMs?: number;
+  /** When runs this worker finalizes expire postings (`EXPIRE_AFTER_MISSES`, `LISTING_DROP_GUARD`). */
+  expiry?: ExpiryPolicy;
   /**
    * How jobs whose worker died are found (BullMQ's lock and stall check); BullMQ's defaults
    * when absent. `maxStalledCount` replaces every queue's stall limit (`maxStalls`).
@@ -307,7 +309,9 @@ async function within(promise: Promise<'done'>, ms: number): Promise<'done' | 't
 }
 
 export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerRuntime {
-  const settlement = createSettlement(deps.db, deps.logger);
+  const settlement = createSettlement(deps.db, deps.logger, {
+    ...(options.expiry && { expiry: options.expiry }),
+  });
   // A replica that serves no queue reading pages (scrape, documents only) starts no thread.
   const readsPages = options.queues.some((queue) => PAGE_READING_QUEUES.includes(queue));
   const analyser = createPageAnalyser({

@@ -16,6 +16,7 @@ interface AddOptions {
   concurrency?: number;
   disabled?: boolean;
   llm?: boolean;
+  expireAfterMisses?: number;
 }
 
 /** The body of `POST /sites` for `gleaner sites add`. */
@@ -32,6 +33,9 @@ export function newSiteBody(name: string, options: AddOptions): NewSite {
     ...(options.concurrency === undefined ? {} : { max_concurrency: options.concurrency }),
     ...(options.disabled ? { enabled: false } : {}),
     ...(options.llm ? { llm_extraction: true } : {}),
+    ...(options.expireAfterMisses === undefined
+      ? {}
+      : { expire_after_misses: options.expireAfterMisses }),
   };
 }
 
@@ -66,6 +70,11 @@ export function sitesCommand(act: Act): Command {
     .option('--concurrency <n>', 'requests in flight to the site at most', integer(1, 256))
     .option('--disabled', 'register it disabled (the scheduler leaves it alone)')
     .option('--llm', 'send pages the rules cannot read to the LLM stage')
+    .option(
+      '--expire-after-misses <n>',
+      "complete listings that must miss a posting before it expires (default: the fleet's, 2)",
+      integer(1, 100),
+    )
     .action(
       act(async (context, name: string, options: AddOptions) => {
         const answer = unwrap(

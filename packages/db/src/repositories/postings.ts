@@ -29,6 +29,7 @@ const UPSERT_LISTED = `
     error = CASE WHEN postings.run_id = excluded.run_id THEN postings.error ELSE NULL END,
     run_id = excluded.run_id,
     last_seen_at = now(),
+    missed_listings = 0,
     updated_at = now()
   RETURNING id, external_id, status`;
 

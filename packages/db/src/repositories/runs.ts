@@ -174,44 +174,126 @@ export async function failRun(db: Database, id: string, message: string): Promis
   return rows.length > 0;
 }
 
+/**
+ * When a site's postings expire (decision 0019). A posting expires once `expireAfterMisses`
+ * complete listings in a row did not list it (a site's `expire_after_misses` overrides it), and a
+ * listing that finds fewer than `(1 − listingDropGuard)` of the median of the site's last
+ * LISTING_HISTORY complete listings counts no miss at all: a board that answers short once, or
+ * empty, is not a board whose postings all closed.
+ */
+export interface ExpiryPolicy {
+  expireAfterMisses: number;
+  listingDropGuard: number;
+}
+
+export const DEFAULT_EXPIRY_POLICY: ExpiryPolicy = { expireAfterMisses: 2, listingDropGuard: 0.3 };
+
+/** Complete listings of a site, before this run's, whose median the listing guard compares with. */
+export const LISTING_HISTORY = 5;
+
 const FINALIZE_RUN = `
-    WITH closed AS (
-      UPDATE scrape_runs r
-      SET (status, ready_count, skipped_count, errors_count, completed_pages, expired_count, finished_at, updated_at) = (
-        SELECT
-          CASE WHEN t.errors = 0 THEN 'succeeded'
-               WHEN t.errors::float8 / t.total <= ${PARTIAL_ERROR_RATIO} THEN 'partial'
-               ELSE 'failed' END,
-          t.ready, t.skipped, t.errors, t.ready + t.skipped,
-          CASE WHEN t.errors = 0 AND t.total > 0 AND r.listing_complete THEN (
-            SELECT count(*) FROM postings s
-            WHERE s.site_id = r.site_schedule_id AND s.run_id IS DISTINCT FROM r.id AND s.status <> 'expired'
-          ) ELSE 0 END,
-          now(), now()
-        FROM (
-          SELECT count(*) AS total,
-                 count(*) FILTER (WHERE p.status = 'ready') AS ready,
-                 count(*) FILTER (WHERE p.status = 'skipped') AS skipped,
-                 count(*) FILTER (WHERE p.status = 'error') AS errors
-          FROM postings p WHERE p.run_id = r.id
-        ) t
-      )
+    WITH counts AS (
+      SELECT count(*) AS total,
+             count(*) FILTER (WHERE p.status = 'ready') AS ready,
+             count(*) FILTER (WHERE p.status = 'skipped') AS skipped,
+             count(*) FILTER (WHERE p.status = 'error') AS errors
+      FROM postings p WHERE p.run_id = $1
+    ), run AS (
+      SELECT r.id, r.site_schedule_id, r.requested_pages AS listed,
+             coalesce(s.expire_after_misses, $2::int) AS misses_allowed,
+             (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY h.requested_pages)
+              FROM (SELECT h.requested_pages FROM scrape_runs h
+                    WHERE h.site_schedule_id = r.site_schedule_id AND h.id <> r.id
+                      AND h.listing_complete AND h.status IN ('succeeded', 'partial')
+                    ORDER BY h.created_at DESC LIMIT ${LISTING_HISTORY}) h) AS median_listed,
+             -- A listing that may count misses: whole, clean, and with at least one posting.
+             (t.errors = 0 AND t.total > 0 AND r.listing_complete) AS counts_misses,
+             r.listing_complete,
+             t.*
+      FROM scrape_runs r JOIN site_schedules s ON s.id = r.site_schedule_id, counts t
       WHERE r.id = $1
+    ), judged AS (
+      SELECT run.*,
+             -- The guard: a complete listing far below the site's usual size, empty included.
+             -- A site with no complete listing before has no median: nothing to hold against.
+             coalesce(run.listing_complete AND run.errors = 0 AND run.median_listed > 0
+              AND run.listed < (1 - $3::float8) * run.median_listed, false) AS held
+      FROM run
+    ), closed AS (
+      UPDATE scrape_runs r
+      SET (status, ready_count, skipped_count, errors_count, completed_pages, expired_count, message, finished_at, updated_at) = (
+        CASE WHEN j.errors = 0 THEN CASE WHEN j.held THEN 'partial' ELSE 'succeeded' END
+             WHEN j.errors::float8 / j.total <= ${PARTIAL_ERROR_RATIO} THEN 'partial'
+             ELSE 'failed' END,
+        j.ready, j.skipped, j.errors, j.ready + j.skipped,
+        CASE WHEN j.counts_misses AND NOT j.held THEN (
+          SELECT count(*) FROM postings s
+          WHERE s.site_id = j.site_schedule_id AND s.run_id IS DISTINCT FROM j.id
+            AND s.status <> 'expired' AND s.missed_listings + 1 >= j.misses_allowed
+        ) ELSE 0 END,
+        CASE WHEN j.held THEN format(
+          'listing guard: the listing found %s postings, under %s%% of the median %s of the site''s last complete listings; no posting was counted missed or expired',
+          j.listed, round((1 - $3::numeric) * 100), j.median_listed)
+        ELSE r.message END,
+        now(), now()
+      )
+      FROM judged j
+      WHERE r.id = j.id
         AND r.status = 'running'
         AND r.listing_done
         AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = $1 AND p.status = 'pending')
-      RETURNING r.*
-    ), expired AS (
-      UPDATE postings p SET status = 'expired', updated_at = now()
+      RETURNING r.id, j.site_schedule_id, j.counts_misses, j.held, j.misses_allowed
+    ), missed AS (
+      UPDATE postings p
+      SET missed_listings = p.missed_listings + 1,
+          status = CASE WHEN p.missed_listings + 1 >= c.misses_allowed THEN 'expired' ELSE p.status END,
+          updated_at = now()
       FROM closed c
-      WHERE c.expired_count > 0
+      WHERE c.counts_misses AND NOT c.held
         AND p.site_id = c.site_schedule_id
         AND p.run_id IS DISTINCT FROM c.id
         AND p.status <> 'expired'
-      RETURNING p.id
+      RETURNING p.status
     )
-    SELECT c.id, (SELECT count(*) FROM expired)::int AS expired FROM closed c
+    SELECT c.id, c.held,
+           (SELECT count(*) FROM missed WHERE status = 'expired')::int AS expired,
+           (SELECT count(*) FROM missed)::int AS missed
+    FROM closed c
   `;
+
+/** A run `finalizeRun` closed: its row, what its listing expired and missed, and the guard's say. */
+export type FinalizedRun = RunRow & {
+  expired: number;
+  /** Postings of the site this listing did not list and that stay open for now. */
+  missed: number;
+  /** The listing guard held this run's listing back from counting misses (decision 0019). */
+  listingGuard: boolean;
+};
+
+/**
+ * What a finalized run's log line carries, and its level: a run the listing guard held is a
+ * warning (the site's board answered short), the rest are news.
+ */
+export function finalizedRunLog(run: FinalizedRun): {
+  level: 'info' | 'warn';
+  fields: Record<string, unknown>;
+} {
+  return {
+    level: run.listingGuard ? 'warn' : 'info',
+    fields: {
+      runId: run.id,
+      run: run.runId,
+      siteId: run.siteScheduleId,
+      status: run.status,
+      ready: run.readyCount,
+      skipped: run.skippedCount,
+      errors: run.errorsCount,
+      expired: run.expired,
+      missed: run.missed,
+      ...(run.listingGuard && { listingGuard: run.message }),
+    },
+  };
+}
 
 /**
  * Closes a run exactly once: a single guarded statement that succeeds only while the run is
@@ -221,23 +303,33 @@ const FINALIZE_RUN = `
  * loser's UPDATE re-checks `status = 'running'` on the row the winner wrote and matches nothing.
  *
  * In the same statement, a run that ended `succeeded` after listing the whole site (and listed
- * at least one posting) expires the site's postings it did not list.
+ * at least one posting) counts a miss for each of the site's postings it did not list, and
+ * expires those missed by `policy.expireAfterMisses` listings in a row; unless the listing guard
+ * holds it, which ends the run `partial` with the guard's reason as its message.
  * Returns the closed run, or undefined when this call did not close it.
  */
 export async function finalizeRun(
   db: Database,
   id: string,
-): Promise<(RunRow & { expired: number }) | undefined> {
+  policy: ExpiryPolicy = DEFAULT_EXPIRY_POLICY,
+): Promise<FinalizedRun | undefined> {
   // Run after every settled batch: prepared once per connection rather than planned each time.
-  const result = await db.$client.query<{ id: string; expired: number }>({
+  const result = await db.$client.query<{
+    id: string;
+    held: boolean;
+    expired: number;
+    missed: number;
+  }>({
     name: 'gleaner-finalize-run',
     text: FINALIZE_RUN,
-    values: [id],
+    values: [id, policy.expireAfterMisses, policy.listingDropGuard],
   });
   const row = result.rows[0];
   if (!row) return undefined;
   const run = await getRun(db, id);
-  return run ? { ...run, expired: Number(row.expired) } : undefined;
+  if (!run) return undefined;
+  const expired = Number(row.expired);
+  return { ...run, expired, missed: Number(row.missed) - expired, listingGuard: row.held };
 }
 
 /**
@@ -249,7 +341,7 @@ export async function finalizeRun(
  *   turn `error`, which would make good data look broken.
  * - a posting never extracted becomes `error` with the reason, so it shows as not done, not as
  *   a failure of its page; the site's next run lists it again and crawls it.
- * Nothing is expired: only a run that finalizes `succeeded` expires postings (`finalizeRun`).
+ * Nothing is expired or missed: only a run that finalizes `succeeded` does that (`finalizeRun`).
  */
 const SETTLE_CANCELLED_POSTINGS = `
   UPDATE postings

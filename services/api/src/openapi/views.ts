@@ -39,6 +39,10 @@ export const siteView = z
     rate_limit_rps: z.number().nullable(),
     max_concurrency: z.int(),
     llm_extraction: z.boolean(),
+    expire_after_misses: z
+      .int()
+      .nullable()
+      .describe('Complete listings that must miss a posting before it expires; null: EXPIRE_AFTER_MISSES'),
     tenant_id: z.string().nullable(),
     created_at: isoDateTime,
     updated_at: isoDateTime,

@@ -53,6 +53,14 @@ const siteFields = {
     .describe(
       'Pages the rules cannot read (no posting, or a required field missing) go to the LLM stage while EXTRACTION_ENABLED is on',
     ),
+  expire_after_misses: z
+    .int()
+    .min(1)
+    .max(100)
+    .nullable()
+    .describe(
+      'Complete listings in a row that must miss a posting before it expires; null: the fleet default (EXPIRE_AFTER_MISSES, 2)',
+    ),
   tenant_id: z
     .string()
     .regex(TENANT_ID_PATTERN, { message: 'must be 1-200 letters, digits, . _ : or -' })
@@ -71,6 +79,7 @@ const createSiteBody = z
     rate_limit_rps: siteFields.rate_limit_rps.default(null),
     max_concurrency: siteFields.max_concurrency.default(4),
     llm_extraction: siteFields.llm_extraction.default(false),
+    expire_after_misses: siteFields.expire_after_misses.default(null),
     tenant_id: siteFields.tenant_id.default(null),
   })
   .strict()
@@ -145,6 +154,7 @@ function toRow(body: SiteBody): Partial<NewSiteRow> {
   if (body.rate_limit_rps !== undefined) row.rateLimitRps = body.rate_limit_rps;
   if (body.max_concurrency !== undefined) row.maxConcurrency = body.max_concurrency;
   if (body.llm_extraction !== undefined) row.llmExtraction = body.llm_extraction;
+  if (body.expire_after_misses !== undefined) row.expireAfterMisses = body.expire_after_misses;
   if (body.tenant_id !== undefined) row.tenantId = body.tenant_id;
   return row;
 }

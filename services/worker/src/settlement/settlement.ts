@@ -1,8 +1,10 @@
 import {
   finalizeRun,
+  finalizedRunLog,
   readPostingsForWork,
   settlePostings,
   type Database,
+  type ExpiryPolicy,
   type PostingForWork,
   type PostingSettle,
 } from '@gleaner/db';
@@ -39,6 +41,8 @@ export interface Settlement {
 export interface SettlementOptions {
   /** Most postings in one statement. */
   maxBatchSize?: number;
+  /** When the runs it finalizes expire postings; the defaults of `@gleaner/db` when absent. */
+  expiry?: ExpiryPolicy;
 }
 
 /** One batch in flight per loader; requests arriving meanwhile form the next batch. */
@@ -93,24 +97,13 @@ async function eachOrAlone<K, V>(
 export function createSettlement(
   db: Database,
   logger: Logger,
-  { maxBatchSize = 64 }: SettlementOptions = {},
+  { maxBatchSize = 64, expiry }: SettlementOptions = {},
 ): Settlement {
   async function closeRunIfDone(runId: string): Promise<void> {
-    const closed = await finalizeRun(db, runId);
-    if (closed) {
-      logger.info(
-        {
-          runId,
-          run: closed.runId,
-          status: closed.status,
-          ready: closed.readyCount,
-          skipped: closed.skippedCount,
-          errors: closed.errorsCount,
-          expired: closed.expired,
-        },
-        'run finalized',
-      );
-    }
+    const closed = await finalizeRun(db, runId, expiry);
+    if (!closed) return;
+    const { level, fields } = finalizedRunLog(closed);
+    logger[level](fields, 'run finalized');
   }
 
   const reads = groupCommit<string, PostingForWork | undefined>(async (ids) => {

@@ -53,6 +53,7 @@ export function presentSite(site: SiteRow) {
     rate_limit_rps: site.rateLimitRps,
     max_concurrency: site.maxConcurrency,
     llm_extraction: site.llmExtraction,
+    expire_after_misses: site.expireAfterMisses,
     tenant_id: site.tenantId,
     created_at: site.createdAt.toISOString(),
     updated_at: site.updatedAt.toISOString(),

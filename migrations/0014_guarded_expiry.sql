@@ -1,0 +1,3 @@
+ALTER TABLE "postings" ADD COLUMN "missed_listings" integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE "site_schedules" ADD COLUMN "expire_after_misses" integer;--> statement-breakpoint
+ALTER TABLE "site_schedules" ADD CONSTRAINT "site_schedules_expire_after_misses_range" CHECK ("site_schedules"."expire_after_misses" IS NULL OR "site_schedules"."expire_after_misses" BETWEEN 1 AND 100);
