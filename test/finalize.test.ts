@@ -6,6 +6,7 @@ import {
   finalizeRun,
   getRun,
   insertSite,
+  listSiteAlerts,
   settlePostings,
   startRun,
   upsertListedPostings,
@@ -273,13 +274,32 @@ describe('guarded expiry', () => {
     const states = Object.values(await postingStates(site.id));
     expect(states.filter((state) => state.startsWith('expired'))).toEqual([]);
     expect(states.filter((state) => state.endsWith('/0'))).toHaveLength(100);
+    // The site's alert is raised once, and counted again while the drop lasts.
+    const [raised] = await listSiteAlerts(handle.db, { siteId: site.id });
+    expect(raised).toMatchObject({
+      kind: 'listing_drop',
+      occurrences: 1,
+      runId: short.runId,
+      message: short.message,
+      details: { listed: 5, median_listed: 100, listing_drop_guard: 0.3 },
+      resolvedAt: null,
+    });
     // A drop that lasts is the board's new size: once it is the median, it expires as usual.
-    expect(await listRun(site.id, range(5))).toMatchObject({ listingGuard: true });
+    const again = await listRun(site.id, range(5));
+    expect(again).toMatchObject({ listingGuard: true });
+    expect(await listSiteAlerts(handle.db, { siteId: site.id })).toMatchObject([
+      { id: raised!.id, occurrences: 2, runId: again.runId },
+    ]);
     expect(await listRun(site.id, range(5))).toMatchObject({
       status: 'succeeded',
       listingGuard: false,
       expired: 95,
     });
+    // That normal listing resolved the alert.
+    expect(await listSiteAlerts(handle.db, { siteId: site.id })).toEqual([]);
+    const [resolved] = await listSiteAlerts(handle.db, { siteId: site.id, state: 'resolved' });
+    expect(resolved).toMatchObject({ id: raised!.id, occurrences: 2 });
+    expect(resolved!.resolvedAt).toBeInstanceOf(Date);
   });
 
   it('holds back an empty answer from a board that had postings, and not a first empty one', async () => {

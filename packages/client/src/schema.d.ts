@@ -526,7 +526,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description The site */
+                /** @description The site, with its open alerts */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -535,7 +535,7 @@ export interface paths {
                         "application/json": {
                             /** @enum {string} */
                             status: "success";
-                            data: components["schemas"]["Site"];
+                            data: components["schemas"]["SiteDetail"];
                         };
                     };
                 };
@@ -4063,6 +4063,106 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sites' alerts, the most recently seen first
+         * @description Kinds: `listing_drop`. A `listing_drop` alert is raised when a site's complete listing finds fewer than (1 − LISTING_DROP_GUARD) of the median of its last five (its postings are kept, its run ends `partial`), seen again by each such run, and resolved by the site's next normal listing.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    state?: "open" | "resolved" | "all";
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The alerts */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: components["schemas"]["SiteAlert"][];
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/keys": {
         parameters: {
             query?: never;
@@ -5053,6 +5153,62 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        /** @description A site's drift alert (decision 0019) */
+        SiteAlert: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            site_id: string;
+            site_name: string;
+            /** @enum {string} */
+            kind: "listing_drop";
+            message: string;
+            /** @description For `listing_drop`: `listed`, `median_listed`, `listing_drop_guard` */
+            details: {
+                [key: string]: unknown;
+            };
+            /** @description Runs that raised it, or saw it again, while it was open */
+            occurrences: number;
+            /** @description The run that raised it or saw it last */
+            run_id: string | null;
+            /** Format: date-time */
+            raised_at: string;
+            /** Format: date-time */
+            last_seen_at: string;
+            /** @description Null while open: the site's next normal run */
+            resolved_at: string | null;
+        };
+        /** @description A registered site, its schedule and its open alerts */
+        SiteDetail: {
+            /** Format: uuid */
+            id: string;
+            site_name: string;
+            /** @description The adapter: career-site, greenhouse, lever, … */
+            kind: string;
+            /** @description The adapter's config */
+            config: {
+                [key: string]: unknown;
+            };
+            enabled: boolean;
+            interval_minutes: number;
+            last_run_at: string | null;
+            next_run_at: string | null;
+            min_pause_seconds: number;
+            max_pause_seconds: number;
+            max_retries: number;
+            rate_limit_rps: number | null;
+            max_concurrency: number;
+            llm_extraction: boolean;
+            /** @description Complete listings that must miss a posting before it expires; null: EXPIRE_AFTER_MISSES */
+            expire_after_misses: number | null;
+            tenant_id: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The site's open alerts */
+            alerts: components["schemas"]["SiteAlert"][];
         };
         /** @description One scrape of one site; counters are live while it is queued or running */
         Run: {

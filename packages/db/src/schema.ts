@@ -144,6 +144,43 @@ export const scrapeRuns = pgTable(
   ],
 );
 
+export const siteAlertKinds = ['listing_drop'] as const;
+export type SiteAlertKind = (typeof siteAlertKinds)[number];
+
+/**
+ * A site's drift alerts (decision 0019), raised and resolved by the statement that closes a run:
+ * at most one open alert of a kind per site, seen again (`occurrences`) while the cause lasts.
+ */
+export const siteAlerts = pgTable(
+  'site_alerts',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    siteId: uuid('site_id')
+      .notNull()
+      .references(() => siteSchedules.id, { onDelete: 'cascade' }),
+    kind: text('kind', { enum: siteAlertKinds }).notNull(),
+    /** The run that raised it, or saw it last. */
+    runId: uuid('run_id').references(() => scrapeRuns.id, { onDelete: 'set null' }),
+    message: text('message').notNull(),
+    details: jsonb('details').$type<Record<string, unknown>>().notNull().default({}),
+    occurrences: integer('occurrences').notNull().default(1),
+    raisedAt: timestamp('raised_at', { withTimezone: true }).notNull().defaultNow(),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
+    resolvedAt: timestamp('resolved_at', { withTimezone: true }),
+    /** The run whose listing was normal again. */
+    resolvedByRunId: uuid('resolved_by_run_id').references(() => scrapeRuns.id, {
+      onDelete: 'set null',
+    }),
+  },
+  (t) => [
+    check('site_alerts_kind_valid', sql`${t.kind} IN ('listing_drop')`),
+    uniqueIndex('site_alerts_one_open')
+      .on(t.siteId, t.kind)
+      .where(sql`${t.resolvedAt} IS NULL`),
+    index('site_alerts_last_seen_idx').on(t.lastSeenAt),
+  ],
+);
+
 export const postingStatuses = ['pending', 'ready', 'skipped', 'error', 'expired'] as const;
 export type PostingStatus = (typeof postingStatuses)[number];
 

@@ -29,6 +29,7 @@ import { adminDocumentRoutes } from './routes/admin-documents.js';
 import { adminExtractionRoutes } from './routes/admin-extraction.js';
 import { adminKeyRoutes } from './routes/admin-keys.js';
 import { adminStorageRoutes } from './routes/admin-storage.js';
+import { adminAlertRoutes } from './routes/admin-alerts.js';
 import { documentRoutes } from './routes/documents.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -199,6 +200,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(adminExtractionRoutes, { deps });
   await app.register(adminBackfillRoutes, { deps });
   await app.register(adminStorageRoutes, { deps });
+  await app.register(adminAlertRoutes, { deps });
   await app.register(adminKeyRoutes, { deps, keys });
   await app.register(adminDeadLetterRoutes, { deps });
   await app.register(metricsRoutes, { deps });

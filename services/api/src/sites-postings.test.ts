@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import {
+  completeListing,
   createRun,
+  finalizeRun,
   indexPendingSearch,
   failRun,
   settlePostings,
@@ -203,6 +205,59 @@ describe('/sites', () => {
         request.url,
       ).toContain(field);
     }
+  });
+
+  it("shows a site's open alerts, and every site's on /admin/alerts", async () => {
+    const created = await app.inject({
+      method: 'POST',
+      url: '/sites',
+      payload: { site_name: 'shrinking', kind: 'career-site', config },
+    });
+    const siteId = created.json().data.id as string;
+    // Two listings of 20 postings, then one of 2: the listing guard holds it.
+    for (const count of [20, 20, 2]) {
+      const run = await createRun(handle.db, { siteId, trigger: 'manual' });
+      await startRun(handle.db, run.id);
+      const listed = await upsertListedPostings(
+        handle.db,
+        siteId,
+        run.id,
+        Array.from({ length: count }, (_, i) => ({
+          externalId: `job-${i}`,
+          url: `https://careers.acme.example/jobs/${i}`,
+        })),
+      );
+      await completeListing(handle.db, run.id, { requestedPages: count, listingComplete: true });
+      await settlePostings(
+        handle.db,
+        listed.map((p) => ({ postingId: p.id, runId: run.id, status: 'skipped' as const })),
+      );
+      await finalizeRun(handle.db, run.id);
+    }
+
+    const site = (await app.inject({ method: 'GET', url: '/sites/shrinking' })).json().data;
+    expect(site.alerts).toHaveLength(1);
+    expect(site.alerts[0]).toMatchObject({
+      site_id: siteId,
+      site_name: 'shrinking',
+      kind: 'listing_drop',
+      occurrences: 1,
+      details: { listed: 2, median_listed: 20 },
+      resolved_at: null,
+    });
+    expect(site.alerts[0].message).toContain('listing guard');
+    expect(site.alerts[0].run_id).toMatch(/^manual_/);
+
+    const open = await app.inject({ method: 'GET', url: '/admin/alerts' });
+    expect(open.statusCode).toBe(200);
+    expect(open.json().data.map((alert: { site_name: string }) => alert.site_name)).toContain(
+      'shrinking',
+    );
+    const resolved = await app.inject({ method: 'GET', url: '/admin/alerts?state=resolved' });
+    expect(resolved.json().data).toEqual([]);
+    const bad = await app.inject({ method: 'GET', url: '/admin/alerts?state=closed' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().errors[0].field).toBe('querystring.state');
   });
 
   it('cancels the active run of a site it deletes', async () => {

@@ -12,6 +12,8 @@ export interface StatusCounts {
   llmExtractions: Record<string, number>;
   /** Runs still queued or running (the partial index of active runs answers it). */
   activeRuns: Record<string, number>;
+  /** Sites' open alerts by kind (the partial index of open alerts answers it). */
+  openAlerts: Record<string, number>;
 }
 
 /**
@@ -32,9 +34,18 @@ export async function countByStatus(db: Database): Promise<StatusCounts> {
      SELECT 'llmExtractions', status, count(*)::int FROM llm_extractions GROUP BY status
      UNION ALL
      SELECT 'activeRuns', status, count(*)::int FROM scrape_runs
-       WHERE status IN ('queued', 'running') GROUP BY status`,
+       WHERE status IN ('queued', 'running') GROUP BY status
+     UNION ALL
+     SELECT 'openAlerts', kind, count(*)::int FROM site_alerts
+       WHERE resolved_at IS NULL GROUP BY kind`,
   );
-  const counts: StatusCounts = { postings: {}, documents: {}, llmExtractions: {}, activeRuns: {} };
+  const counts: StatusCounts = {
+    postings: {},
+    documents: {},
+    llmExtractions: {},
+    activeRuns: {},
+    openAlerts: {},
+  };
   for (const row of rows) counts[row.family][row.status] = row.n;
   return counts;
 }

@@ -242,7 +242,23 @@ const FINALIZE_RUN = `
         AND r.status = 'running'
         AND r.listing_done
         AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = $1 AND p.status = 'pending')
-      RETURNING r.id, j.site_schedule_id, j.counts_misses, j.held, j.misses_allowed
+      RETURNING r.id, r.message, j.site_schedule_id, j.counts_misses, j.held, j.misses_allowed,
+                j.listed, j.median_listed
+    ), raised AS (
+      -- The guard's alert: one open per site, seen again by each held run until a normal one.
+      INSERT INTO site_alerts (site_id, kind, run_id, message, details)
+      SELECT c.site_schedule_id, 'listing_drop', c.id, c.message,
+             jsonb_build_object('listed', c.listed, 'median_listed', c.median_listed,
+                                'listing_drop_guard', $3::float8)
+      FROM closed c WHERE c.held
+      ON CONFLICT (site_id, kind) WHERE resolved_at IS NULL DO UPDATE
+      SET run_id = excluded.run_id, message = excluded.message, details = excluded.details,
+          occurrences = site_alerts.occurrences + 1, last_seen_at = now()
+    ), resolved AS (
+      UPDATE site_alerts a SET resolved_at = now(), resolved_by_run_id = c.id
+      FROM closed c
+      WHERE c.counts_misses AND NOT c.held
+        AND a.site_id = c.site_schedule_id AND a.kind = 'listing_drop' AND a.resolved_at IS NULL
     ), missed AS (
       UPDATE postings p
       SET missed_listings = p.missed_listings + 1,
@@ -305,7 +321,8 @@ export function finalizedRunLog(run: FinalizedRun): {
  * In the same statement, a run that ended `succeeded` after listing the whole site (and listed
  * at least one posting) counts a miss for each of the site's postings it did not list, and
  * expires those missed by `policy.expireAfterMisses` listings in a row; unless the listing guard
- * holds it, which ends the run `partial` with the guard's reason as its message.
+ * holds it, which ends the run `partial` with the guard's reason as its message and raises the
+ * site's `listing_drop` alert (or counts it again), which the site's next normal listing resolves.
  * Returns the closed run, or undefined when this call did not close it.
  */
 export async function finalizeRun(

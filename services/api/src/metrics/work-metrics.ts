@@ -6,6 +6,7 @@ import {
   postingStatuses,
   runDurationHistogram,
   runStatuses,
+  siteAlertKinds,
 } from '@gleaner/db';
 import { Counter, Gauge } from 'prom-client';
 import type { CollectorFactory } from './collector.js';
@@ -64,7 +65,21 @@ export const workMetrics: CollectorFactory = (registry, { db }) => {
     buckets: RUN_DURATION_BUCKETS,
     registers,
   });
-  const families = [postings, documents, llmExtractions, activeRuns, finishedRuns, durations];
+  const openAlerts = new Gauge({
+    name: 'gleaner_site_alerts_open',
+    help: "Sites' open drift alerts, by kind (GET /admin/alerts).",
+    labelNames: ['kind'] as const,
+    registers,
+  });
+  const families = [
+    postings,
+    documents,
+    llmExtractions,
+    activeRuns,
+    finishedRuns,
+    durations,
+    openAlerts,
+  ];
 
   return {
     name: 'work',
@@ -83,6 +98,7 @@ export const workMetrics: CollectorFactory = (registry, { db }) => {
         llmExtractions.set({ status }, counts.llmExtractions[status] ?? 0);
       for (const status of activeRunStatuses)
         activeRuns.set({ status }, counts.activeRuns[status] ?? 0);
+      for (const kind of siteAlertKinds) openAlerts.set({ kind }, counts.openAlerts[kind] ?? 0);
       const byStatus = new Map(runs.map((run) => [run.status, run]));
       for (const status of finishedRunStatuses)
         finishedRuns.inc({ status }, byStatus.get(status)?.count ?? 0);

@@ -87,6 +87,8 @@ describe('the OpenAPI document', () => {
         'Problem',
         'Run',
         'Site',
+        'SiteAlert',
+        'SiteDetail',
       ].sort(),
     );
     expect(

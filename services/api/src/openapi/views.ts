@@ -4,6 +4,7 @@ import {
   postingStatuses,
   runStatuses,
   runTriggers,
+  siteAlertKinds,
   snakeCase,
   type PostingFieldKey,
 } from '@gleaner/db';
@@ -42,12 +43,36 @@ export const siteView = z
     expire_after_misses: z
       .int()
       .nullable()
-      .describe('Complete listings that must miss a posting before it expires; null: EXPIRE_AFTER_MISSES'),
+      .describe(
+        'Complete listings that must miss a posting before it expires; null: EXPIRE_AFTER_MISSES',
+      ),
     tenant_id: z.string().nullable(),
     created_at: isoDateTime,
     updated_at: isoDateTime,
   })
   .meta({ id: 'Site', description: 'A registered site and its schedule' });
+
+export const alertView = z
+  .strictObject({
+    id: z.uuid(),
+    site_id: z.uuid(),
+    site_name: z.string(),
+    kind: z.enum(siteAlertKinds),
+    message: z.string(),
+    details: z
+      .record(z.string(), z.unknown())
+      .describe('For `listing_drop`: `listed`, `median_listed`, `listing_drop_guard`'),
+    occurrences: z.int().describe('Runs that raised it, or saw it again, while it was open'),
+    run_id: z.string().nullable().describe('The run that raised it or saw it last'),
+    raised_at: isoDateTime,
+    last_seen_at: isoDateTime,
+    resolved_at: isoDateTime.nullable().describe("Null while open: the site's next normal run"),
+  })
+  .meta({ id: 'SiteAlert', description: "A site's drift alert (decision 0019)" });
+
+export const siteDetailView = siteView
+  .extend({ alerts: z.array(alertView).describe("The site's open alerts") })
+  .meta({ id: 'SiteDetail', description: 'A registered site, its schedule and its open alerts' });
 
 export const runView = z
   .strictObject({

@@ -88,6 +88,7 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'GET /admin/backfill': { access: 'admin' },
   'GET /admin/storage': { access: 'admin' },
   'GET /admin/dead-letters': { access: 'read' },
+  'GET /admin/alerts': { access: 'read' },
   'POST /admin/dead-letters/requeue': { access: 'admin', audit: 'dead_letters.requeue' },
   'DELETE /admin/dead-letters': { access: 'admin', audit: 'dead_letters.purge' },
   'GET /admin/keys': { access: 'admin' },

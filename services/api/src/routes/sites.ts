@@ -4,6 +4,7 @@ import {
   getSiteById,
   getSiteByName,
   insertSite,
+  listSiteAlerts,
   listSites,
   listSiteRuns,
   updateSite,
@@ -23,9 +24,10 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { problemResponses } from '../openapi/problem.js';
-import { page, runView, siteView, success } from '../openapi/views.js';
+import { page, runView, siteDetailView, siteView, success } from '../openapi/views.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableJsonObject, storableText } from '../storable.js';
+import { presentAlert } from './admin-alerts.js';
 import { presentRun, presentSite } from './jobs/presenters.js';
 import { cancelRunFor } from './jobs/scrape.js';
 
@@ -236,13 +238,20 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         tags: ['sites'],
         summary: 'One site, by id or name',
         params: siteParams,
-        response: { 200: success(siteView).describe('The site'), ...problemResponses(400, 404) },
+        response: {
+          200: success(siteDetailView).describe('The site, with its open alerts'),
+          ...problemResponses(400, 404),
+        },
       },
     },
-    async (request) => ({
-      status: 'success' as const,
-      data: presentSite(await findSite(request.params.site)),
-    }),
+    async (request) => {
+      const site = await findSite(request.params.site);
+      const alerts = await listSiteAlerts(db, { siteId: site.id });
+      return {
+        status: 'success' as const,
+        data: { ...presentSite(site), alerts: alerts.map(presentAlert) },
+      };
+    },
   );
 
   app.get(
