@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertSite } from '@gleaner/db';
+import { insertSite, listSiteAlerts } from '@gleaner/db';
 import { createFixtureLever, type FixtureLever } from '@gleaner/testing';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 
@@ -73,5 +73,39 @@ describe('an ATS board through the pipeline', () => {
   it('skips every posting when the board is unchanged', async () => {
     const run = await system.runToEnd(siteId);
     expect(run).toMatchObject({ status: 'succeeded', skippedCount: POSTINGS, readyCount: 0 });
+  });
+
+  it('keeps every posting open when the board answers 5 % of them, or an empty list', async () => {
+    const openPostings = async () => {
+      const { rows } = await system.handle.pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM postings WHERE site_id = $1 AND status <> 'expired'",
+        [siteId],
+      );
+      return rows[0]?.n;
+    };
+    for (const listed of [POSTINGS / 20, 0]) {
+      lever.setListed(listed);
+      const run = await system.runToEnd(siteId);
+      expect(run).toMatchObject({
+        status: 'partial',
+        requestedPages: listed,
+        errorsCount: 0,
+        expiredCount: 0,
+      });
+      expect(run.message).toContain('listing guard');
+      expect(await openPostings()).toBe(POSTINGS);
+    }
+    const [alert] = await listSiteAlerts(system.handle.db, { siteId });
+    expect(alert).toMatchObject({ kind: 'listing_drop', occurrences: 2, details: { listed: 0 } });
+
+    // The board answers in full again: nothing was lost, and the alert is resolved.
+    lever.setListed(null);
+    expect(await system.runToEnd(siteId)).toMatchObject({
+      status: 'succeeded',
+      requestedPages: POSTINGS,
+      expiredCount: 0,
+    });
+    expect(await openPostings()).toBe(POSTINGS);
+    expect(await listSiteAlerts(system.handle.db, { siteId })).toEqual([]);
   });
 });

@@ -38,6 +38,12 @@ export interface FixtureLever extends FixtureAtsServer {
   setMissing(missing: boolean): void;
   /** While set, `skip` is ignored: every request gets the first page (a broken paging API). */
   setIgnoreSkip(ignore: boolean): void;
+  /**
+   * While set, the board lists only its first `count` postings, as a board answering short for a
+   * while does (0: `200` with `[]`, what Lever answers for a site with no open postings); null
+   * lists them all again.
+   */
+  setListed(count: number | null): void;
 }
 
 const INTERVALS = {
@@ -133,6 +139,7 @@ export async function createFixtureLever(options: FixtureLeverOptions = {}): Pro
   let postings: FixtureAtsPosting[] = [];
   let missing = false;
   let ignoreSkip = false;
+  let listed: number | null = null;
 
   const server = await startAtsServer(options, (origin) => {
     postings = specs.map((spec) => buildPosting(spec, origin, site, seed));
@@ -151,9 +158,10 @@ export async function createFixtureLever(options: FixtureLeverOptions = {}): Pro
       if (!Number.isSafeInteger(skip) || skip < 0 || !Number.isSafeInteger(limit) || limit < 0) {
         return { status: 400, body: { ok: false, error: 'Invalid skip or limit' } };
       }
+      const board = listed === null ? postings : postings.slice(0, listed);
       return {
         status: 200,
-        body: postings.slice(skip, skip + limit).map((posting) => posting.payload),
+        body: board.slice(skip, skip + limit).map((posting) => posting.payload),
       };
     };
   });
@@ -167,6 +175,9 @@ export async function createFixtureLever(options: FixtureLeverOptions = {}): Pro
     },
     setIgnoreSkip: (value) => {
       ignoreSkip = value;
+    },
+    setListed: (value) => {
+      listed = value;
     },
   };
 }
