@@ -16,7 +16,7 @@ import {
   type ExpiryPolicy,
   type PostingSettle,
 } from '@gleaner/db';
-import { createTestDatabase, type TestDatabase } from '@gleaner/testing';
+import { createTestDatabase, runWholeListing, type TestDatabase } from '@gleaner/testing';
 import { seedRunWithPostings } from './support/seed.js';
 
 let testDb: TestDatabase;
@@ -171,33 +171,9 @@ describe('guarded expiry', () => {
     });
   }
 
-  /** One whole run of the site: lists `jobs` (indexes), settles each ready, returns the closer. */
-  async function listRun(
-    siteId: string,
-    jobs: readonly number[],
-    policy: ExpiryPolicy = DEFAULT_EXPIRY_POLICY,
-  ) {
-    const run = await createRun(handle.db, { siteId, trigger: 'manual' });
-    await startRun(handle.db, run.id);
-    const listed = await upsertListedPostings(
-      handle.db,
-      siteId,
-      run.id,
-      jobs.map((i) => ({ externalId: `job-${i}`, url: `https://example.com/jobs/${i}` })),
-    );
-    await completeListing(handle.db, run.id, {
-      requestedPages: listed.length,
-      listingComplete: true,
-    });
-    if (listed.length > 0)
-      await settlePostings(
-        handle.db,
-        listed.map((p) => ({ postingId: p.id, runId: run.id, status: 'skipped' as const })),
-      );
-    const closed = await finalizeRun(handle.db, run.id, policy);
-    if (!closed) throw new Error(`run ${run.runId} did not close`);
-    return closed;
-  }
+  /** One whole run of the site, listing `job-<i>` for each index; the closed run. */
+  const listRun = (siteId: string, jobs: readonly number[], policy?: ExpiryPolicy) =>
+    runWholeListing(handle.db, siteId, jobs, { ...(policy && { policy }) });
 
   async function postingStates(siteId: string) {
     const { rows } = await handle.pool.query<{

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import {
-  completeListing,
   createRun,
-  finalizeRun,
   indexPendingSearch,
   failRun,
   settlePostings,
@@ -11,6 +9,7 @@ import {
   upsertListedPostings,
   type DbHandle,
 } from '@gleaner/db';
+import { runWholeListing } from '@gleaner/testing';
 import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
 
 const cursorOf = (text: string) => Buffer.from(text).toString('base64url');
@@ -216,23 +215,10 @@ describe('/sites', () => {
     const siteId = created.json().data.id as string;
     // Two listings of 20 postings, then one of 2: the listing guard holds it.
     for (const count of [20, 20, 2]) {
-      const run = await createRun(handle.db, { siteId, trigger: 'manual' });
-      await startRun(handle.db, run.id);
-      const listed = await upsertListedPostings(
-        handle.db,
-        siteId,
-        run.id,
-        Array.from({ length: count }, (_, i) => ({
-          externalId: `job-${i}`,
-          url: `https://careers.acme.example/jobs/${i}`,
-        })),
-      );
-      await completeListing(handle.db, run.id, { requestedPages: count, listingComplete: true });
-      await settlePostings(
-        handle.db,
-        listed.map((p) => ({ postingId: p.id, runId: run.id, status: 'skipped' as const })),
-      );
-      await finalizeRun(handle.db, run.id);
+      const indexes = Array.from({ length: count }, (_, i) => i);
+      await runWholeListing(handle.db, siteId, indexes, {
+        urlBase: 'https://careers.acme.example/jobs',
+      });
     }
 
     const site = (await app.inject({ method: 'GET', url: '/sites/shrinking' })).json().data;
