@@ -40,8 +40,8 @@ export interface FixtureLever extends FixtureAtsServer {
   setIgnoreSkip(ignore: boolean): void;
   /**
    * While set, the board lists only its first `count` postings, as a board answering short for a
-   * while does (0: `200` with `[]`, what Lever answers for a site with no open postings); null
-   * lists them all again.
+   * while does (0: `200` with `[]`, the postings API's JSON array with nothing in it); null lists
+   * them all again.
    */
   setListed(count: number | null): void;
 }
