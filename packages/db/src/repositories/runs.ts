@@ -277,6 +277,12 @@ const FINALIZE_RUN = `
     FROM closed c
   `;
 
+/** Whether a run may close now: running, listed, and nothing of it pending. */
+const RUN_CLOSABLE = `
+    SELECT 1 FROM scrape_runs r
+    WHERE r.id = $1 AND r.status = 'running' AND r.listing_done
+      AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = $1 AND p.status = 'pending')`;
+
 /** A run `finalizeRun` closed: its row, what its listing expired and missed, and the guard's say. */
 export type FinalizedRun = RunRow & {
   expired: number;
@@ -330,7 +336,15 @@ export async function finalizeRun(
   id: string,
   policy: ExpiryPolicy = DEFAULT_EXPIRY_POLICY,
 ): Promise<FinalizedRun | undefined> {
-  // Run after every settled batch: prepared once per connection rather than planned each time.
+  // Run after every settled batch, and almost always with postings still pending: a small
+  // statement answers that, so that the closing one, whose plan costs about 0.3 ms each time
+  // Postgres makes it, runs only for a run that may close. That one checks everything again.
+  const closable = await db.$client.query({
+    name: 'gleaner-run-closable',
+    text: RUN_CLOSABLE,
+    values: [id],
+  });
+  if (closable.rowCount === 0) return undefined;
   const result = await db.$client.query<{
     id: string;
     held: boolean;
