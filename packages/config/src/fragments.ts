@@ -320,6 +320,17 @@ export const expiryFragment = {
   LISTING_DROP_GUARD: numberFromEnv(0.3, { min: 0, max: 1 }),
 };
 
+/** The expiry settings as the run finalization takes them (`@gleaner/db`'s `ExpiryPolicy`). */
+export function expiryPolicyOf(config: {
+  EXPIRE_AFTER_MISSES: number;
+  LISTING_DROP_GUARD: number;
+}) {
+  return {
+    expireAfterMisses: config.EXPIRE_AFTER_MISSES,
+    listingDropGuard: config.LISTING_DROP_GUARD,
+  };
+}
+
 export const schedulerFragment = {
   SCHEDULER_POLL_INTERVAL_MS: integerFromEnv(15_000, { min: 100, max: 3_600_000 }),
   /** Port of the scheduler's /health endpoint; 0 turns it off. */

@@ -19,6 +19,7 @@ export {
   databaseFragment,
   documentFragment,
   expiryFragment,
+  expiryPolicyOf,
   extractionFragment,
   fetchFragment,
   loggingFragment,

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import {
   documentFragment,
   expiryFragment,
+  expiryPolicyOf,
   extractionFragment,
   schedulerFragment,
 } from '@gleaner/config';
@@ -50,10 +51,7 @@ const started = await startService({
         logger,
         runDeadlineMs: config.RUN_DEADLINE_MS,
         graceMs: config.RECONCILE_GRACE_MS,
-        expiry: {
-          expireAfterMisses: config.EXPIRE_AFTER_MISSES,
-          listingDropGuard: config.LISTING_DROP_GUARD,
-        },
+        expiry: expiryPolicyOf(config),
         documents: {
           maxRetries: config.DOCUMENT_MAX_RETRIES,
           staleAfterMs: config.DOCUMENT_STALE_AFTER_MS,

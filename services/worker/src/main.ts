@@ -1,6 +1,7 @@
 import {
   documentFragment,
   expiryFragment,
+  expiryPolicyOf,
   extractionFragment,
   fetchFragment,
   workerFragment,
@@ -174,10 +175,7 @@ const started = await startService({
         policies,
         extractThreads: config.WORKER_EXTRACT_THREADS,
         pageBudgetMs: config.WORKER_EXTRACT_PAGE_BUDGET_MS,
-        expiry: {
-          expireAfterMisses: config.EXPIRE_AFTER_MISSES,
-          listingDropGuard: config.LISTING_DROP_GUARD,
-        },
+        expiry: expiryPolicyOf(config),
         stalls: {
           lockDuration: config.WORKER_LOCK_DURATION_MS,
           stalledInterval: config.WORKER_STALLED_INTERVAL_MS,

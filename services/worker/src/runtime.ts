@@ -309,9 +309,7 @@ async function within(promise: Promise<'done'>, ms: number): Promise<'done' | 't
 }
 
 export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerRuntime {
-  const settlement = createSettlement(deps.db, deps.logger, {
-    ...(options.expiry && { expiry: options.expiry }),
-  });
+  const settlement = createSettlement(deps.db, deps.logger, { expiry: options.expiry });
   // A replica that serves no queue reading pages (scrape, documents only) starts no thread.
   const readsPages = options.queues.some((queue) => PAGE_READING_QUEUES.includes(queue));
   const analyser = createPageAnalyser({

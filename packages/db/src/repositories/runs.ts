@@ -191,6 +191,13 @@ export const DEFAULT_EXPIRY_POLICY: ExpiryPolicy = { expireAfterMisses: 2, listi
 /** Complete listings of a site, before this run's, whose median the listing guard compares with. */
 export const LISTING_HISTORY = 5;
 
+/**
+ * When the run `r` (id $1) may close: running, listed, and nothing of it pending. Asked first on
+ * its own (`RUN_CLOSABLE`), then again by the closing statement on the row it updates.
+ */
+const RUN_MAY_CLOSE = `r.status = 'running' AND r.listing_done
+        AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = $1 AND p.status = 'pending')`;
+
 const FINALIZE_RUN = `
     WITH counts AS (
       SELECT count(*) AS total,
@@ -238,10 +245,7 @@ const FINALIZE_RUN = `
         now(), now()
       )
       FROM judged j
-      WHERE r.id = j.id
-        AND r.status = 'running'
-        AND r.listing_done
-        AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = $1 AND p.status = 'pending')
+      WHERE r.id = j.id AND ${RUN_MAY_CLOSE}
       RETURNING r.id, r.message, j.site_schedule_id, j.counts_misses, j.held, j.misses_allowed,
                 j.listed, j.median_listed
     ), raised AS (
@@ -277,11 +281,7 @@ const FINALIZE_RUN = `
     FROM closed c
   `;
 
-/** Whether a run may close now: running, listed, and nothing of it pending. */
-const RUN_CLOSABLE = `
-    SELECT 1 FROM scrape_runs r
-    WHERE r.id = $1 AND r.status = 'running' AND r.listing_done
-      AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = $1 AND p.status = 'pending')`;
+const RUN_CLOSABLE = `SELECT 1 FROM scrape_runs r WHERE r.id = $1 AND ${RUN_MAY_CLOSE}`;
 
 /** A run `finalizeRun` closed: its row, what its listing expired and missed, and the guard's say. */
 export type FinalizedRun = RunRow & {

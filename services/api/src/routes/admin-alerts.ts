@@ -1,26 +1,10 @@
-import { listSiteAlerts, siteAlertKinds, type SiteAlert } from '@gleaner/db';
+import { listSiteAlerts, siteAlertKinds } from '@gleaner/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { problemResponses } from '../openapi/problem.js';
 import { alertView, success } from '../openapi/views.js';
-
-/** What an alert looks like in the API. */
-export function presentAlert(alert: SiteAlert): z.output<typeof alertView> {
-  return {
-    id: alert.id,
-    site_id: alert.siteId,
-    site_name: alert.siteName,
-    kind: alert.kind,
-    message: alert.message,
-    details: alert.details,
-    occurrences: alert.occurrences,
-    run_id: alert.runId,
-    raised_at: alert.raisedAt.toISOString(),
-    last_seen_at: alert.lastSeenAt.toISOString(),
-    resolved_at: alert.resolvedAt?.toISOString() ?? null,
-  };
-}
+import { presentAlert } from './jobs/presenters.js';
 
 /**
  * Sites' drift alerts (decision 0019): raised and resolved by the statement that closes a run,

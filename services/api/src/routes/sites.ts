@@ -27,8 +27,7 @@ import { problemResponses } from '../openapi/problem.js';
 import { page, runView, siteDetailView, siteView, success } from '../openapi/views.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableJsonObject, storableText } from '../storable.js';
-import { presentAlert } from './admin-alerts.js';
-import { presentRun, presentSite } from './jobs/presenters.js';
+import { presentAlert, presentRun, presentSite } from './jobs/presenters.js';
 import { cancelRunFor } from './jobs/scrape.js';
 
 const siteFields = {

@@ -1,6 +1,6 @@
-import type { PostingRow, RunRow, SiteRow } from '@gleaner/db';
+import type { PostingRow, RunRow, SiteAlert, SiteRow } from '@gleaner/db';
 import type { z } from 'zod';
-import type { postingView } from '../../openapi/views.js';
+import type { alertView, postingView } from '../../openapi/views.js';
 import { postingApiFieldNames, presentPostingFields } from '../posting-fields.js';
 
 /** The API's snake_case views of rows (seed 003's field names). */
@@ -57,5 +57,22 @@ export function presentSite(site: SiteRow) {
     tenant_id: site.tenantId,
     created_at: site.createdAt.toISOString(),
     updated_at: site.updatedAt.toISOString(),
+  };
+}
+
+/** What an alert looks like in the API. */
+export function presentAlert(alert: SiteAlert): z.output<typeof alertView> {
+  return {
+    id: alert.id,
+    site_id: alert.siteId,
+    site_name: alert.siteName,
+    kind: alert.kind,
+    message: alert.message,
+    details: alert.details,
+    occurrences: alert.occurrences,
+    run_id: alert.runId,
+    raised_at: alert.raisedAt.toISOString(),
+    last_seen_at: alert.lastSeenAt.toISOString(),
+    resolved_at: alert.resolvedAt?.toISOString() ?? null,
   };
 }
