@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance, InjectOptions } from 'fastify';
+// app.swagger(), which @fastify/swagger adds to FastifyInstance's type.
+import type {} from '@fastify/swagger';
 import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
 
 /**
