@@ -192,6 +192,7 @@ describe('the body sweeper', () => {
     expect(data.tables.map((table: { table: string }) => table.table)).toEqual([
       'postings',
       'posting_versions',
+      'posting_changes',
       'page_bodies',
       'llm_extractions',
       'documents',
@@ -203,7 +204,7 @@ describe('the body sweeper', () => {
     const postings = data.tables.find((table: { table: string }) => table.table === 'postings');
     expect(postings.estimated_rows).toBe(2);
     const postingBytes = data.tables
-      .slice(0, 3)
+      .slice(0, 4)
       .reduce((sum: number, table: { total_bytes: number }) => sum + table.total_bytes, 0);
     expect(data.bytes_per_posting).toBe(Math.round(postingBytes / 2));
     expect(data.last_sweep).toMatchObject({

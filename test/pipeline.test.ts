@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeQueues, createQueues, createRedisConnection, type Queues } from '@gleaner/queue';
 import pg from 'pg';
+import { createDb } from '@gleaner/db';
 import {
   createFixtureCareerSite,
   createTestDatabase,
+  verifyChangeFeed,
   createTestRedisNamespace,
   adminHeaders,
   freePort,
@@ -285,5 +287,17 @@ describe('API → scrape → crawl → extract → Postgres, as separate process
       "SELECT url FROM postings WHERE status = 'expired' ORDER BY url",
     );
     expect(rows.map((r) => r.url)).toEqual(removedUrls);
+  });
+
+  it('tells it all on the change feed: each posting created and read, the new title, the 20 closed', async () => {
+    const handle = createDb({ url: database.url, poolMax: 1 });
+    try {
+      const feed = await verifyChangeFeed(handle.db);
+      expect(feed.failures).toEqual([]);
+      // Read once by the first run, once more for the changed page; unchanged runs tell nothing.
+      expect(feed.byType).toEqual({ created: POSTINGS, updated: POSTINGS + 1, closed: 20 });
+    } finally {
+      await handle.close();
+    }
   });
 });

@@ -10,11 +10,13 @@
  * run with no scheduler process, so no reconciler: the workers alone must end the run. The
  * others run with one scheduler beside the workers, as deployed. Each run is then checked by
  * `verifyRun` (verify.ts), a few seconds after it ended so that late duplicate work would show,
- * and must have `succeeded` with no posting in `error`: every page is good. CHAOS_REDIS=cluster
+ * and must have `succeeded` with no posting in `error`: every page is good. At the end the change
+ * feed is read from the start and checked against the postings (`verifyChangeFeed`): one
+ * `created` per posting, one `updated` per page read, no gap or repeat. CHAOS_REDIS=cluster
  * runs it all on a 3-master Redis Cluster of its own instead of one `redis-server`.
  *
  * Last stdout line: {"pass","rounds":[{runId,status,seconds,kills,postings,counters,…,failures}],
- * "timing",…}. Exit code 1 when any run missed a check.
+ * "changeFeed":{events,byType,postings},"timing",…}. Exit code 1 when any run missed a check.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BenchModule } from '../bench/bench.js';
@@ -29,6 +31,7 @@ import {
 } from '../bench/support.js';
 import { getRun } from '@gleaner/db';
 import { startScrapeRun } from '@gleaner/queue';
+import { verifyChangeFeed } from '@gleaner/testing';
 import {
   createChaosStack,
   redisKindFrom,
@@ -176,6 +179,17 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
 
   const failures = rounds.flatMap((round) => round.failures);
   failures.push(...(await verifyBodies(stack.handle)));
+  // The change feed read from the start, as a consumer would: one `created` per posting, no gap
+  // or repeat, and folded it gives the table. Each fixture page is read once, so each posting
+  // that ended `ready` was changed once by its extraction: one `updated` each, no more.
+  const changeFeed = await verifyChangeFeed(stack.handle.db);
+  failures.push(...changeFeed.failures.map((failure) => `change feed: ${failure}`));
+  const ready = rounds.reduce((sum, round) => sum + (round.postings?.ready ?? 0), 0);
+  if ((changeFeed.byType.updated ?? 0) !== ready) {
+    failures.push(
+      `change feed: ${changeFeed.byType.updated ?? 0} updated events for ${ready} postings read`,
+    );
+  }
   for (const exit of [...workers.unexpectedExits(), ...(schedulers?.unexpectedExits() ?? [])])
     failures.push(`unexpected exit: ${exit}`);
   if (failures.length === 0) stack.passed();
@@ -183,6 +197,11 @@ async function check(settings: Settings, teardown: Teardown): Promise<number> {
     check: 'kill',
     pass: failures.length === 0,
     rounds,
+    changeFeed: {
+      events: changeFeed.events,
+      byType: changeFeed.byType,
+      postings: changeFeed.postings,
+    },
     kills: workers.kills,
     settings,
     warnings: warningSummary([...workers.all, ...(schedulers?.all ?? [])]),

@@ -52,6 +52,8 @@ describe('the command line', () => {
       ['dead-letters', 'list', '--queue', 'dead-letter'],
       ['dead-letters', 'purge'],
       ['extraction', 'requeue', '--tenant', 't1'],
+      ['changes', '--type', 'deleted'],
+      ['changes', '--limit', '0'],
       ['nonsense'],
     ]) {
       const result = await gleaner(argv);
@@ -382,6 +384,55 @@ describe('audit', () => {
     expect(result.stdout.split('\n')[1]).toBe(
       '2026-01-01T00:00:00.000Z  abcd1234 (ops)  keys.revoke  no       1         {"prefix":"ef012345"}',
     );
+  });
+});
+
+describe('changes', () => {
+  const event = (position: number, type: string, changes: Record<string, unknown> = {}) => ({
+    position,
+    type,
+    posting_id: `p${position}`,
+    site_id: 's1',
+    changes,
+    occurred_at: '2026-01-01T00:00:00.000Z',
+  });
+
+  it('reads the feed a page at a time from --since, and says where to go on', async () => {
+    answer = (request) => {
+      const since = Number(request.query.since);
+      const data =
+        since === 4
+          ? [
+              event(5, 'created', { title: { previous: null, current: 'Chef' } }),
+              event(6, 'closed'),
+            ]
+          : [];
+      return {
+        status: 200,
+        body: { status: 'success', data, next_cursor: String(data.at(-1)?.position ?? since) },
+      };
+    };
+    const result = await gleaner(['changes', '--since', '4', '--site', 'acme', '--type', 'closed']);
+    expect(result.code).toBe(0);
+    expect(api.requests.map((request) => request.query)).toEqual([
+      { since: '4', site_name: 'acme', type: 'closed' },
+      { since: '6', site_name: 'acme', type: 'closed' },
+    ]);
+    expect(result.stdout.split('\n')).toEqual([
+      '5  2026-01-01T00:00:00.000Z  created   p5  title',
+      '6  2026-01-01T00:00:00.000Z  closed    p6  -',
+      '',
+    ]);
+    expect(result.stderr).toContain('next cursor: 6');
+
+    api.requests.length = 0;
+    const json = await gleaner(['--json', 'changes', '--since', '4']);
+    expect(
+      json.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).position),
+    ).toEqual([5, 6]);
   });
 });
 

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { auditCommand } from './commands/audit.js';
+import { changesCommand } from './commands/changes.js';
 import { deadLettersCommand } from './commands/dead-letters.js';
 import { documentsCommand } from './commands/documents.js';
 import { extractionCommand } from './commands/extraction.js';
@@ -46,7 +47,7 @@ export function createProgram(io: CliIo, state: { exitCode: number }): Command {
 
   const program = new Command('gleaner')
     .description(
-      "Gleaner's command line: sites, runs, dead letters, documents, extraction, keys, audit",
+      "Gleaner's command line: sites, runs, dead letters, documents, extraction, keys, audit, changes",
     )
     .option('--url <url>', `the API (GLEANER_URL; default ${DEFAULT_URL})`)
     .option('--key <key>', 'an API key (GLEANER_API_KEY, else .gleaner/admin-key)')
@@ -66,6 +67,7 @@ export function createProgram(io: CliIo, state: { exitCode: number }): Command {
     extractionCommand(act),
     keysCommand(act),
     auditCommand(act),
+    changesCommand(act),
   ]) {
     program.addCommand(command);
   }

@@ -1264,6 +1264,124 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What changed in postings, in commit order, cursor-paged
+         * @description Events: `created` (a posting first listed, with its non-null fields), `updated` (fields changed, each with its previous and current value), `closed` (expired: missed by enough complete listings) and `reopened` (listed again). Positions follow commit order and have no gaps: page on with `since=<next_cursor>` and poll the same way; an empty page means nothing new yet. A tenant key reads its own sites only.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description `next_cursor` of the previous page (a position); `0` (the default) for the whole feed, `latest` to start from now */
+                    since?: string;
+                    /** @description Only events of this type */
+                    type?: "created" | "updated" | "closed" | "reopened";
+                    site_id?: string;
+                    site_name?: string;
+                    /** @description Changes of the sites this tenant owns; a tenant key's own tenant by default */
+                    tenant_id?: string;
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description A page of the change feed */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: components["schemas"]["PostingChange"][];
+                            /** @description Pass as `since` for the next page, or to poll for what comes next: never null */
+                            next_cursor: string;
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/jobs/scrape": {
         parameters: {
             query?: never;
@@ -3971,7 +4089,7 @@ export interface paths {
                             data: {
                                 tables: {
                                     /** @enum {string} */
-                                    table: "postings" | "posting_versions" | "page_bodies" | "llm_extractions" | "documents";
+                                    table: "postings" | "posting_versions" | "posting_changes" | "page_bodies" | "llm_extractions" | "documents";
                                     /** @description The table's own pages, with its free space and visibility maps */
                                     heap_bytes: number;
                                     /** @description Its TOAST table and index: large bodies, descriptions and fields */
@@ -3983,7 +4101,7 @@ export interface paths {
                                     /** @description Postgres's estimate (no count is run); null until the table was first analysed */
                                     estimated_rows: number | null;
                                 }[];
-                                /** @description postings + posting_versions + page_bodies, every part, per estimated posting; null without postings */
+                                /** @description postings + posting_versions + posting_changes + page_bodies, every part, per estimated posting; null without postings */
                                 bytes_per_posting: number | null;
                                 /** @description Null before the first pass */
                                 last_sweep: {
@@ -5178,6 +5296,27 @@ export interface components {
             last_seen_at: string;
             /** @description Null while open: the site's next normal run */
             resolved_at: string | null;
+        };
+        PostingFieldChange: {
+            previous: unknown;
+            current: unknown;
+        };
+        /** @description One event of the change feed (decision 0020) */
+        PostingChange: {
+            /** @description Commit order across the whole feed; pass the last one as `since` to go on */
+            position: number;
+            /** @enum {string} */
+            type: "created" | "updated" | "closed" | "reopened";
+            /** Format: uuid */
+            posting_id: string;
+            /** Format: uuid */
+            site_id: string;
+            /** @description By posting field name: its previous and current value. `created`: the non-null fields (previous null); `updated`: the fields that changed; `closed` and `reopened`: any field changed by the same write */
+            changes: {
+                [key: string]: components["schemas"]["PostingFieldChange"];
+            };
+            /** Format: date-time */
+            occurred_at: string;
         };
         /** @description A registered site, its schedule and its open alerts */
         SiteDetail: {

@@ -12,6 +12,7 @@ export {
 export * from './repositories/sites.js';
 export * from './repositories/runs.js';
 export * from './repositories/alerts.js';
+export * from './repositories/changes.js';
 export * from './repositories/postings.js';
 export * from './repositories/posting-lists.js';
 export * from './repositories/postings-backfill.js';

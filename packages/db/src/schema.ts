@@ -297,6 +297,58 @@ export const postingVersions = pgTable(
   ],
 );
 
+export const postingChangeTypes = ['created', 'updated', 'closed', 'reopened'] as const;
+export type PostingChangeType = (typeof postingChangeTypes)[number];
+
+/** One field of a change: what it was before (null for a new posting) and what it is now. */
+export interface PostingFieldChange {
+  previous: unknown;
+  current: unknown;
+}
+
+/**
+ * The change feed's outbox (decision 0020), written only by triggers on `postings` in the
+ * transaction that makes the change: a posting inserted (`created`, with its non-null fields),
+ * closed (`expired`), reopened, or with fields changed (`updated`). `position` is given at
+ * commit, under the one-row `change_feed_clock`, so positions follow commit order and the
+ * committed ones always run 1, 2, 3 … with no gap: a reader paging by position misses nothing.
+ */
+export const postingChanges = pgTable(
+  'posting_changes',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    /** Commit order; null only until the writing transaction commits. */
+    position: bigint('position', { mode: 'number' }),
+    postingId: uuid('posting_id').notNull(),
+    siteId: uuid('site_id').notNull(),
+    type: text('type', { enum: postingChangeTypes }).notNull(),
+    /** By API field name (snake_case): the fields this change set, with their previous values. */
+    changes: jsonb('changes').$type<Record<string, PostingFieldChange>>().notNull().default({}),
+    occurredAt: timestamp('occurred_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    check(
+      'posting_changes_type_valid',
+      sql`${t.type} IN ('created', 'updated', 'closed', 'reopened')`,
+    ),
+    uniqueIndex('posting_changes_position').on(t.position),
+    index('posting_changes_site_position_idx').on(t.siteId, t.position),
+    index('posting_changes_unpositioned_idx')
+      .on(t.id)
+      .where(sql`${t.position} IS NULL`),
+  ],
+);
+
+/** The change feed's last position given: one row, locked by each committing writer in turn. */
+export const changeFeedClock = pgTable(
+  'change_feed_clock',
+  {
+    id: boolean('id').primaryKey().default(true),
+    position: bigint('position', { mode: 'number' }).notNull().default(0),
+  },
+  (t) => [check('change_feed_clock_one_row', sql`${t.id}`)],
+);
+
 export const backfillStatuses = ['running', 'completed', 'superseded'] as const;
 export type BackfillStatus = (typeof backfillStatuses)[number];
 

@@ -1,5 +1,6 @@
 export * from './career-site.js';
 export * from './database.js';
+export * from './change-feed.js';
 export * from './listings.js';
 export * from './processes.js';
 export * from './redis.js';

@@ -30,6 +30,7 @@ import { adminExtractionRoutes } from './routes/admin-extraction.js';
 import { adminKeyRoutes } from './routes/admin-keys.js';
 import { adminStorageRoutes } from './routes/admin-storage.js';
 import { adminAlertRoutes } from './routes/admin-alerts.js';
+import { changeRoutes } from './routes/changes.js';
 import { documentRoutes } from './routes/documents.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
@@ -191,6 +192,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(jobSiteRoutes, { deps });
   await app.register(siteRoutes, { deps });
   await app.register(postingRoutes, { deps });
+  await app.register(changeRoutes, { deps });
   await app.register(scrapeRoutes, { deps });
   await app.register(runRoutes, { deps });
   await app.register(queueRoutes, { deps });

@@ -103,6 +103,7 @@ export async function deleteUnreferencedBodies(
 export const storageTables = [
   'postings',
   'posting_versions',
+  'posting_changes',
   'page_bodies',
   'llm_extractions',
   'documents',
@@ -125,8 +126,9 @@ export interface TableStorage {
 export interface StorageReport {
   tables: TableStorage[];
   /**
-   * postings + posting_versions + page_bodies, all parts, per estimated posting: what one more
-   * posting costs on disk, history and page included. Null without postings.
+   * postings + posting_versions + posting_changes + page_bodies, all parts, per estimated
+   * posting: what one more posting costs on disk, history, change feed and page included. Null
+   * without postings.
    */
   bytesPerPosting: number | null;
 }
@@ -163,10 +165,9 @@ export async function readStorageReport(db: Database): Promise<StorageReport> {
   }));
   const byName = new Map(tables.map((row) => [row.table, row]));
   const postings = byName.get('postings')?.estimatedRows ?? 0;
-  const postingBytes = (['postings', 'posting_versions', 'page_bodies'] as const).reduce(
-    (sum, table) => sum + (byName.get(table)?.totalBytes ?? 0),
-    0,
-  );
+  const postingBytes = (
+    ['postings', 'posting_versions', 'posting_changes', 'page_bodies'] as const
+  ).reduce((sum, table) => sum + (byName.get(table)?.totalBytes ?? 0), 0);
   return {
     tables: storageTables.flatMap((table) => byName.get(table) ?? []),
     bytesPerPosting: postings > 0 ? Math.round(postingBytes / postings) : null,

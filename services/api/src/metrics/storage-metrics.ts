@@ -23,7 +23,7 @@ export const storageMetrics: CollectorFactory = (registry, { db }) => {
   });
   const perPosting = new Gauge({
     name: 'gleaner_storage_bytes_per_posting',
-    help: 'postings + posting_versions + page_bodies bytes per estimated posting (0 without postings).',
+    help: 'postings + posting_versions + posting_changes + page_bodies bytes per estimated posting (0 without postings).',
     registers,
   });
   const families = [bytes, rows, perPosting];

@@ -81,7 +81,9 @@ describe('the OpenAPI document', () => {
       [
         'ExtractionBackfill',
         'Posting',
+        'PostingChange',
         'PostingCounts',
+        'PostingFieldChange',
         'PostingListItem',
         'PostingVersion',
         'Problem',

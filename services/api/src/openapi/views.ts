@@ -1,5 +1,6 @@
 import {
   backfillStatuses,
+  postingChangeTypes,
   postingFields,
   postingStatuses,
   runStatuses,
@@ -69,6 +70,28 @@ export const alertView = z
     resolved_at: isoDateTime.nullable().describe("Null while open: the site's next normal run"),
   })
   .meta({ id: 'SiteAlert', description: "A site's drift alert (decision 0019)" });
+
+export const postingChangeView = z
+  .strictObject({
+    position: z
+      .int()
+      .describe('Commit order across the whole feed; pass the last one as `since` to go on'),
+    type: z.enum(postingChangeTypes),
+    posting_id: z.uuid(),
+    site_id: z.uuid(),
+    changes: z
+      .record(
+        z.string(),
+        z.strictObject({ previous: z.unknown(), current: z.unknown() }).meta({
+          id: 'PostingFieldChange',
+        }),
+      )
+      .describe(
+        'By posting field name: its previous and current value. `created`: the non-null fields (previous null); `updated`: the fields that changed; `closed` and `reopened`: any field changed by the same write',
+      ),
+    occurred_at: isoDateTime,
+  })
+  .meta({ id: 'PostingChange', description: 'One event of the change feed (decision 0020)' });
 
 export const siteDetailView = siteView
   .extend({ alerts: z.array(alertView).describe("The site's open alerts") })

@@ -69,6 +69,7 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'PATCH /sites/:site': { access: 'admin', audit: 'sites.update' },
   'DELETE /sites/:site': { access: 'admin', audit: 'sites.delete' },
   'GET /postings': { access: 'read' },
+  'GET /changes': { access: 'tenant-read' },
   'GET /postings/:id': { access: 'read' },
   'GET /postings/:id/versions': { access: 'read' },
   'GET /scheduler/status': { access: 'read' },

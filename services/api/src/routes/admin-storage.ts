@@ -54,7 +54,7 @@ const storageView = z.object({
     .min(0)
     .nullable()
     .describe(
-      'postings + posting_versions + page_bodies, every part, per estimated posting; null without postings',
+      'postings + posting_versions + posting_changes + page_bodies, every part, per estimated posting; null without postings',
     ),
   last_sweep: sweepView.nullable().describe('Null before the first pass'),
 });

@@ -2,9 +2,7 @@ import { keyPrefixOf } from '@gleaner/queue';
 import { createHash } from 'node:crypto';
 import {
   getPosting,
-  getSiteByName,
   listPostings,
-  listTenantSiteIds,
   listPostingVersions,
   postingFields,
   postingStatuses,
@@ -29,6 +27,7 @@ import {
 import { ProblemError } from '../plugins/problem.js';
 import { storableDateTime, storableText } from '../storable.js';
 import { createAnswerCache } from './answer-cache.js';
+import { scopedSiteIds } from './site-scope.js';
 import { presentPosting } from './jobs/presenters.js';
 import {
   columnsOf,
@@ -107,26 +106,7 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
     },
     async (request) => {
       const query = request.query;
-      let siteId = query.site_id;
-      if (query.site_name) {
-        const site = await getSiteByName(db, query.site_name);
-        if (!site) {
-          throw new ProblemError(
-            404,
-            'Unknown Site',
-            `no site is registered as ${JSON.stringify(query.site_name)}`,
-            {
-              errors: [{ field: 'querystring.site_name', message: 'no such site' }],
-            },
-          );
-        }
-        siteId = site.id;
-      }
-      let siteIds = siteId === undefined ? undefined : [siteId];
-      if (query.tenant_id !== undefined) {
-        const owned = await listTenantSiteIds(db, query.tenant_id);
-        siteIds = siteIds ? siteIds.filter((id) => owned.includes(id)) : owned;
-      }
+      const siteIds = await scopedSiteIds(db, query);
       const fields = listedFields(query);
       const list = {
         siteIds,

@@ -1,6 +1,6 @@
-import type { PostingRow, RunRow, SiteAlert, SiteRow } from '@gleaner/db';
+import type { PostingChange, PostingRow, RunRow, SiteAlert, SiteRow } from '@gleaner/db';
 import type { z } from 'zod';
-import type { alertView, postingView } from '../../openapi/views.js';
+import type { alertView, postingChangeView, postingView } from '../../openapi/views.js';
 import { postingApiFieldNames, presentPostingFields } from '../posting-fields.js';
 
 /** The API's snake_case views of rows (seed 003's field names). */
@@ -74,5 +74,16 @@ export function presentAlert(alert: SiteAlert): z.output<typeof alertView> {
     raised_at: alert.raisedAt.toISOString(),
     last_seen_at: alert.lastSeenAt.toISOString(),
     resolved_at: alert.resolvedAt?.toISOString() ?? null,
+  };
+}
+
+export function presentPostingChange(change: PostingChange): z.output<typeof postingChangeView> {
+  return {
+    position: change.position,
+    type: change.type,
+    posting_id: change.postingId,
+    site_id: change.siteId,
+    changes: change.changes,
+    occurred_at: change.occurredAt.toISOString(),
   };
 }

@@ -1,0 +1,293 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import {
+  createApiKey,
+  postingFields,
+  postingFieldKeys,
+  snakeCase,
+  type DbHandle,
+} from '@gleaner/db';
+import { runWholeListing } from '@gleaner/testing';
+import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
+
+interface Change {
+  position: number;
+  type: 'created' | 'updated' | 'closed' | 'reopened';
+  posting_id: string;
+  site_id: string;
+  changes: Record<string, { previous: unknown; current: unknown }>;
+  occurred_at: string;
+}
+
+let stack: ApiTestStack;
+let handle: DbHandle;
+let app: FastifyInstance;
+
+const config = {
+  url: 'https://careers.acme.example',
+  sitemapUrl: 'https://careers.acme.example/sitemap.xml',
+};
+const range = (count: number) => Array.from({ length: count }, (_, i) => i);
+
+beforeAll(async () => {
+  stack = await createApiTestStack('changes');
+  ({ handle, app } = stack);
+});
+
+afterAll(async () => {
+  await stack?.close();
+});
+
+async function createSite(siteName: string, tenantId?: string): Promise<string> {
+  const created = await app.inject({
+    method: 'POST',
+    url: '/sites',
+    payload: { site_name: siteName, kind: 'career-site', config, tenant_id: tenantId },
+  });
+  expect(created.statusCode, created.body).toBe(201);
+  return created.json().data.id as string;
+}
+
+/** Every event from `since` on, following `next_cursor` a page at a time until an empty page. */
+async function readFeed(
+  query: string,
+  { since = '0', authorization }: { since?: string; authorization?: string } = {},
+): Promise<{ events: Change[]; cursor: string }> {
+  const events: Change[] = [];
+  let cursor = since;
+  for (;;) {
+    const page = await app.inject({
+      method: 'GET',
+      url: `/changes?since=${cursor}&${query}`,
+      ...(authorization ? { headers: { authorization } } : {}),
+    });
+    expect(page.statusCode, page.body).toBe(200);
+    const body: { data: Change[]; next_cursor: string } = page.json();
+    events.push(...body.data);
+    if (body.data.length === 0) {
+      expect(body.next_cursor).toBe(cursor);
+      return { events, cursor };
+    }
+    expect(body.next_cursor).toBe(String(body.data.at(-1)!.position));
+    cursor = body.next_cursor;
+  }
+}
+
+async function postingIdOf(siteId: string, externalId: string): Promise<string> {
+  const { rows } = await handle.pool.query<{ id: string }>(
+    'SELECT id FROM postings WHERE site_id = $1 AND external_id = $2',
+    [siteId, externalId],
+  );
+  return rows[0]!.id;
+}
+
+describe('GET /changes', () => {
+  it('tells created, updated, closed and reopened postings in commit order, a page at a time', async () => {
+    const siteId = await createSite('feed-acme');
+    const urlBase = 'https://careers.acme.example/jobs';
+    await runWholeListing(handle.db, siteId, range(10), { urlBase });
+    const chef = await postingIdOf(siteId, 'job-3');
+    await handle.pool.query(
+      `UPDATE postings SET title = 'Chef', salary_min = 40000 WHERE id = $1`,
+      [chef],
+    );
+    // The same fields again, and a status the pipeline moves through: not changes.
+    await handle.pool.query(
+      `UPDATE postings SET title = 'Chef', status = 'ready', last_seen_at = now() WHERE id = $1`,
+      [chef],
+    );
+    // job-9 missed by two complete listings closes; listed again, it reopens.
+    await runWholeListing(handle.db, siteId, range(9), { urlBase });
+    await runWholeListing(handle.db, siteId, range(9), { urlBase });
+    await runWholeListing(handle.db, siteId, range(10), { urlBase });
+    const nine = await postingIdOf(siteId, 'job-9');
+
+    const { events, cursor } = await readFeed(`site_name=feed-acme&limit=4`);
+    expect(events.map((event) => event.type)).toEqual([
+      ...range(10).map(() => 'created'),
+      'updated',
+      'closed',
+      'reopened',
+    ]);
+    const positions = events.map((event) => event.position);
+    expect(positions).toEqual([...positions].sort((a, b) => a - b));
+    expect(new Set(positions).size).toBe(positions.length);
+    expect(events.every((event) => event.site_id === siteId)).toBe(true);
+    expect(events[10]).toMatchObject({
+      posting_id: chef,
+      changes: {
+        title: { previous: null, current: 'Chef' },
+        salary_min: { previous: null, current: 40000 },
+      },
+    });
+    expect(Object.keys(events[10]!.changes)).toHaveLength(2);
+    expect(events[11]).toMatchObject({ posting_id: nine, type: 'closed', changes: {} });
+    expect(events[12]).toMatchObject({ posting_id: nine, type: 'reopened' });
+    expect(Date.parse(events[12]!.occurred_at)).toBeGreaterThanOrEqual(
+      Date.parse(events[11]!.occurred_at),
+    );
+
+    // Read on from the last cursor: nothing new, then only what came after it.
+    expect((await readFeed('site_name=feed-acme', { since: cursor })).events).toEqual([]);
+    await handle.pool.query(`UPDATE postings SET status = 'expired' WHERE id = $1`, [chef]);
+    const after = await readFeed('site_name=feed-acme', { since: cursor });
+    expect(after.events).toMatchObject([{ posting_id: chef, type: 'closed' }]);
+
+    const closed = await readFeed(`site_id=${siteId}&type=closed`);
+    expect(closed.events.map((event) => event.posting_id)).toEqual([nine, chef]);
+  });
+
+  it('starts from now with since=latest', async () => {
+    const siteId = await createSite('feed-latest');
+    await runWholeListing(handle.db, siteId, range(3));
+    const latest = await app.inject({ method: 'GET', url: '/changes?since=latest' });
+    expect(latest.json().data).toEqual([]);
+    const from = latest.json().next_cursor as string;
+    expect(Number(from)).toBeGreaterThanOrEqual(3);
+    await runWholeListing(handle.db, siteId, range(4));
+    const { events } = await readFeed('site_name=feed-latest', { since: from });
+    expect(events).toMatchObject([
+      { type: 'created', posting_id: await postingIdOf(siteId, 'job-3') },
+    ]);
+  });
+
+  it('compares every posting field, named as the API names it', async () => {
+    const siteId = await createSite('feed-fields');
+    await runWholeListing(handle.db, siteId, range(1));
+    const id = await postingIdOf(siteId, 'job-0');
+    const columns = postingFieldKeys.map((key) => snakeCase(key));
+    const values = postingFieldKeys.map((key) =>
+      postingFields[key] === 'boolean' ? true : postingFields[key] === 'number' ? 1 : `new ${key}`,
+    );
+    await handle.pool.query(
+      `UPDATE postings SET ${columns.map((column, i) => `${column} = $${i + 2}`).join(', ')} WHERE id = $1`,
+      [id, ...values],
+    );
+    const { events } = await readFeed(`site_id=${siteId}&type=updated`);
+    expect(events).toHaveLength(1);
+    expect(Object.keys(events[0]!.changes).sort()).toEqual([...columns].sort());
+    expect(events[0]!.changes.title).toEqual({ previous: null, current: 'new title' });
+    expect(events[0]!.changes.is_remote).toEqual({ previous: null, current: true });
+  });
+
+  it("narrows a tenant key to its own sites' changes", async () => {
+    const own = await createSite('feed-tenant-own', 'feed-tenant');
+    const other = await createSite('feed-tenant-other', 'feed-someone-else');
+    await runWholeListing(handle.db, own, range(2));
+    await runWholeListing(handle.db, other, range(2));
+    const { key } = await createApiKey(handle.db, {
+      name: 'feed tenant',
+      scope: { role: 'tenant', tenantId: 'feed-tenant' },
+    });
+    const authorization = `Bearer ${key}`;
+    const { events } = await readFeed('limit=1000', { authorization });
+    expect(events.length).toBe(2);
+    expect(new Set(events.map((event) => event.site_id))).toEqual(new Set([own]));
+
+    const forbidden = await app.inject({
+      method: 'GET',
+      url: '/changes?tenant_id=feed-someone-else',
+      headers: { authorization },
+    });
+    expect(forbidden.statusCode).toBe(403);
+    expect(forbidden.json().errors[0].field).toBe('querystring.tenant_id');
+    // An admin key may ask for any tenant's.
+    const asAdmin = await readFeed('tenant_id=feed-someone-else&limit=1000');
+    expect(new Set(asAdmin.events.map((event) => event.site_id))).toEqual(new Set([other]));
+  });
+
+  it('refuses a bad cursor, type or site with a problem naming the field', async () => {
+    for (const [url, status, field] of [
+      ['/changes?since=abc', 400, 'querystring.since'],
+      ['/changes?since=-1', 400, 'querystring.since'],
+      ['/changes?type=deleted', 400, 'querystring.type'],
+      ['/changes?limit=0', 400, 'querystring.limit'],
+      ['/changes?site_name=no-such-site', 404, 'querystring.site_name'],
+    ] as const) {
+      const response = await app.inject({ method: 'GET', url });
+      expect(response.statusCode, url).toBe(status);
+      expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(response.json().errors[0].field, url).toBe(field);
+    }
+  });
+
+  it('misses nothing and orders each posting by commit while writers race a reader', async () => {
+    const siteId = await createSite('feed-race');
+    await runWholeListing(handle.db, siteId, range(8));
+    const ids = await Promise.all(range(8).map((i) => postingIdOf(siteId, `job-${i}`)));
+    const start = (await readFeed(`site_id=${siteId}`)).cursor;
+
+    // Eight writers, each 15 transactions: write its own posting, wait a little (so that
+    // transactions overlap and commit out of the order they began in), then write the shared
+    // posting 0, whose row lock orders those writes.
+    // Each writer on a connection of its own, so that the reader's queries never wait for one.
+    const writers = range(8).map(async (writer) => {
+      const client = new pg.Client(handle.pool.options);
+      await client.connect();
+      try {
+        for (let round = 0; round < 15; round += 1) {
+          await client.query('BEGIN');
+          await client.query('UPDATE postings SET company = $2 WHERE id = $1', [
+            ids[writer],
+            `writer ${writer} round ${round}`,
+          ]);
+          await client.query('SELECT pg_sleep(random() * 0.01)');
+          await client.query('UPDATE postings SET title = $2 WHERE id = $1', [
+            ids[0],
+            `writer ${writer} round ${round}`,
+          ]);
+          await client.query('COMMIT');
+        }
+      } finally {
+        await client.end();
+      }
+    });
+    // A reader paging on while they write: a position it passed can never appear later.
+    const seen: Change[] = [];
+    let cursor = start;
+    let writing = true;
+    const done = Promise.all(writers).finally(() => {
+      writing = false;
+    });
+    while (writing) {
+      const page = await app.inject({
+        method: 'GET',
+        url: `/changes?since=${cursor}&site_id=${siteId}&limit=7`,
+      });
+      const body: { data: Change[]; next_cursor: string } = page.json();
+      seen.push(...body.data);
+      cursor = body.next_cursor;
+    }
+    await done;
+    seen.push(...(await readFeed(`site_id=${siteId}`, { since: cursor })).events);
+
+    // 8 × 15 company changes and 8 × 15 title changes of posting 0 (each UPDATE is its own
+    // event), with positions that run on with no gap.
+    const positions = seen.map((event) => event.position);
+    expect(positions[0]).toBe(Number(start) + 1);
+    expect(positions).toEqual(positions.map((_, i) => Number(start) + 1 + i));
+    const changedFields = seen.flatMap((event) => Object.keys(event.changes));
+    expect(changedFields.filter((field) => field === 'company')).toHaveLength(8 * 15);
+    expect(changedFields.filter((field) => field === 'title')).toHaveLength(8 * 15);
+
+    // Each posting's events chain: each one's previous value is the current value before it,
+    // and the last current value is what the table holds.
+    const { rows } = await handle.pool.query<{ id: string; title: string | null; company: string }>(
+      'SELECT id, title, company FROM postings WHERE site_id = $1',
+      [siteId],
+    );
+    for (const field of ['title', 'company'] as const) {
+      const last = new Map<string, unknown>();
+      for (const event of seen) {
+        const change = event.changes[field];
+        if (!change) continue;
+        expect(change.previous, `${field} of ${event.posting_id} at ${event.position}`).toEqual(
+          last.get(event.posting_id) ?? null,
+        );
+        last.set(event.posting_id, change.current);
+      }
+      for (const row of rows) expect(last.get(row.id) ?? null).toEqual(row[field]);
+    }
+  });
+});
