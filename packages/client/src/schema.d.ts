@@ -941,7 +941,7 @@ export interface paths {
                 query?: {
                     site_id?: string;
                     site_name?: string;
-                    /** @description Postings of the sites this tenant owns (a site's tenant_id) */
+                    /** @description The sites this tenant owns (a site's tenant_id) */
                     tenant_id?: string;
                     status?: "pending" | "ready" | "skipped" | "error" | "expired";
                     /** @description Search: words to find in title, company, location or description (web search syntax: "a phrase", -excluded, or). Results are ranked, best first, among the newest 500 matches, each with its rank and a snippet */
@@ -1273,7 +1273,7 @@ export interface paths {
         };
         /**
          * What changed in postings, in commit order, cursor-paged
-         * @description Events: `created` (a posting first listed, with its non-null fields), `updated` (fields changed, each with its previous and current value), `closed` (expired: missed by enough complete listings) and `reopened` (listed again). Positions follow commit order and have no gaps: page on with `since=<next_cursor>` and poll the same way; an empty page means nothing new yet. A tenant key reads its own sites only.
+         * @description Events: `created` (a posting first listed, with its non-null fields), `updated` (fields changed, each with its previous and current value), `closed` (expired: missed by enough complete listings) and `reopened` (listed again). Positions follow commit order and have no gaps: page on with `since=<next_cursor>` and poll the same way; an empty page means nothing new yet. A tenant key reads its own sites only (its own tenant is `tenant_id` by default, and another is refused).
          */
         get: {
             parameters: {
@@ -1284,7 +1284,7 @@ export interface paths {
                     type?: "created" | "updated" | "closed" | "reopened";
                     site_id?: string;
                     site_name?: string;
-                    /** @description Changes of the sites this tenant owns; a tenant key's own tenant by default */
+                    /** @description The sites this tenant owns (a site's tenant_id) */
                     tenant_id?: string;
                     limit?: number;
                 };

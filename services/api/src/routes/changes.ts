@@ -5,9 +5,8 @@ import type { ApiDeps } from '../deps.js';
 import { problemResponses } from '../openapi/problem.js';
 import { postingChangeView } from '../openapi/views.js';
 import { assertTenant, tenantOf } from '../plugins/access.js';
-import { storableText } from '../storable.js';
 import { presentPostingChange } from './jobs/presenters.js';
-import { scopedSiteIds } from './site-scope.js';
+import { scopedSiteIds, siteScopeFields } from './site-scope.js';
 
 const changesQuery = z
   .object({
@@ -19,13 +18,7 @@ const changesQuery = z
         '`next_cursor` of the previous page (a position); `0` (the default) for the whole feed, `latest` to start from now',
       ),
     type: z.enum(postingChangeTypes).optional().describe('Only events of this type'),
-    site_id: z.uuid().optional(),
-    site_name: storableText().min(1).max(200).optional(),
-    tenant_id: storableText()
-      .min(1)
-      .max(200)
-      .optional()
-      .describe("Changes of the sites this tenant owns; a tenant key's own tenant by default"),
+    ...siteScopeFields,
     limit: z.coerce.number().int().min(1).max(1000).default(100),
   })
   .strict();
@@ -44,7 +37,7 @@ export const changeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         tags: ['postings'],
         summary: 'What changed in postings, in commit order, cursor-paged',
         description:
-          'Events: `created` (a posting first listed, with its non-null fields), `updated` (fields changed, each with its previous and current value), `closed` (expired: missed by enough complete listings) and `reopened` (listed again). Positions follow commit order and have no gaps: page on with `since=<next_cursor>` and poll the same way; an empty page means nothing new yet. A tenant key reads its own sites only.',
+          'Events: `created` (a posting first listed, with its non-null fields), `updated` (fields changed, each with its previous and current value), `closed` (expired: missed by enough complete listings) and `reopened` (listed again). Positions follow commit order and have no gaps: page on with `since=<next_cursor>` and poll the same way; an empty page means nothing new yet. A tenant key reads its own sites only (its own tenant is `tenant_id` by default, and another is refused).',
         querystring: changesQuery,
         response: {
           200: z

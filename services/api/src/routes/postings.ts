@@ -27,7 +27,7 @@ import {
 import { ProblemError } from '../plugins/problem.js';
 import { storableDateTime, storableText } from '../storable.js';
 import { createAnswerCache } from './answer-cache.js';
-import { scopedSiteIds } from './site-scope.js';
+import { scopedSiteIds, siteScopeFields } from './site-scope.js';
 import { presentPosting } from './jobs/presenters.js';
 import {
   columnsOf,
@@ -47,13 +47,7 @@ const hashOf = (key: string) => createHash('sha256').update(key).digest('base64u
 
 const postingsQuery = z
   .object({
-    site_id: z.uuid().optional(),
-    site_name: storableText().min(1).max(200).optional(),
-    tenant_id: storableText()
-      .min(1)
-      .max(200)
-      .optional()
-      .describe("Postings of the sites this tenant owns (a site's tenant_id)"),
+    ...siteScopeFields,
     status: z.enum(postingStatuses).optional(),
     q: storableText()
       .trim()

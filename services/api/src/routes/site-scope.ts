@@ -1,5 +1,18 @@
 import { getSiteByName, listTenantSiteIds, type Database } from '@gleaner/db';
+import { z } from 'zod';
 import { ProblemError } from '../plugins/problem.js';
+import { storableText } from '../storable.js';
+
+/** The query fields that narrow an answer to sites, for a route's query schema to spread. */
+export const siteScopeFields = {
+  site_id: z.uuid().optional(),
+  site_name: storableText().min(1).max(200).optional(),
+  tenant_id: storableText()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe("The sites this tenant owns (a site's tenant_id)"),
+};
 
 /** The site filters `GET /postings` and `GET /changes` share. */
 export interface SiteScopeQuery {
