@@ -85,6 +85,7 @@ function sweeper(overrides: Partial<BodySweeperOptions> = {}) {
     batchSize: 500,
     pauseMs: 200,
     historyVersions: 10,
+    changeRetentionMs: 30 * 24 * HOUR,
     sleep: async (ms, signal) => {
       pauses.push(ms);
       signal.throwIfAborted();
@@ -279,9 +280,10 @@ describe('the body sweeper', () => {
       bodies[11],
     ]);
     expect(report.bodiesDeleted).toBe(4);
-    // A statement per posting and per body, each walk ending on one that finds none left:
-    // (3 + 1) + (12 + 1) statements, a pause before each but the first.
-    expect(pauses).toHaveLength(4 + 13 - 1);
+    // A statement per posting and per body, each walk ending on one that finds none left, then
+    // one for the change feed (nothing past its retention): (3 + 1) + (12 + 1) + 1 statements, a
+    // pause before each but the first.
+    expect(pauses).toHaveLength(4 + 13 + 1 - 1);
   });
 
   it('pauses between batches: 7 bodies in batches of 2 take 4 body statements', async () => {
@@ -292,10 +294,30 @@ describe('the body sweeper', () => {
     const { sweeper: slow, pauses } = sweeper({ batchSize: 2, pauseMs: 250 });
     const report = await slow.pass();
     expect(report).toMatchObject({ bodiesScanned: 7, bodiesDeleted: 7, error: null });
-    // One history statement (no versions), then bodies 2 + 2 + 2 + 1: a pause before each of the
-    // four body batches.
-    expect(pauses).toEqual([250, 250, 250, 250]);
+    // One history statement (no versions), then bodies 2 + 2 + 2 + 1, then one change feed
+    // statement (nothing past its retention): a pause before each of the last five.
+    expect(pauses).toEqual([250, 250, 250, 250, 250]);
     expect(await kept(bodies)).toEqual(new Set());
+  });
+
+  it("deletes the change feed's events past CHANGE_FEED_RETENTION_DAYS, oldest first", async () => {
+    await seedRunWithPostings(handle.db, 5, 'feed');
+    const count = async () =>
+      (await handle.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM posting_changes'))
+        .rows[0]!.n;
+    const events = await count();
+    expect(events).toBeGreaterThanOrEqual(5);
+    const { sweeper: keeping } = sweeper();
+    expect(await keeping.pass()).toMatchObject({ changesTrimmed: 0, error: null });
+    expect(await count()).toBe(events);
+
+    // A retention of nothing: every event occurred before the pass, in batches of 2.
+    const { sweeper: trimming } = sweeper({ batchSize: 2 });
+    const report = await trimming.pass({ changeRetentionMs: 0 });
+    expect(report).toMatchObject({ changesTrimmed: events, error: null });
+    expect(await count()).toBe(0);
+    const [audit] = await listAudit(handle.db, { action: 'storage.sweep', limit: 1 });
+    expect(audit?.details).toMatchObject({ changesTrimmed: events });
   });
 
   it('stops between two batches when the scheduler stops', async () => {

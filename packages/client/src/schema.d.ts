@@ -1345,6 +1345,15 @@ export interface paths {
                         "application/problem+json": components["schemas"]["Problem"];
                     };
                 };
+                /** @description Gone: what was asked for is no longer kept */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
                 /** @description Too many requests: try again after `Retry-After` seconds */
                 429: {
                     headers: {
@@ -4115,6 +4124,8 @@ export interface paths {
                                     versions_trimmed: number;
                                     bodies_scanned: number;
                                     bodies_deleted: number;
+                                    /** @description Change feed events older than CHANGE_FEED_RETENTION_DAYS, deleted */
+                                    changes_trimmed: number;
                                     /** @description What the deleted bodies took as stored (after compression) */
                                     bytes_freed: number;
                                     /** @description The scheduler was stopping: the pass ended between batches */

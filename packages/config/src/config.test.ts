@@ -103,7 +103,11 @@ describe('parseConfig', () => {
       BODY_SWEEP_GRACE_MS: 3_600_000,
       BODY_SWEEP_BATCH_SIZE: 500,
       BODY_SWEEP_PAUSE_MS: 200,
+      CHANGE_FEED_RETENTION_DAYS: 30,
     });
+    expect(() => parseConfig(scheduler, { CHANGE_FEED_RETENTION_DAYS: '0' })).toThrow(
+      /CHANGE_FEED_RETENTION_DAYS must be a whole number from 1 to/,
+    );
     expect(
       parseConfig(scheduler, { POSTING_HISTORY_VERSIONS: '1', BODY_SWEEP_GRACE_MS: '300000' }),
     ).toMatchObject({ POSTING_HISTORY_VERSIONS: 1, BODY_SWEEP_GRACE_MS: 300_000 });

@@ -362,7 +362,12 @@ export const schedulerFragment = {
    * within which storing the same bytes again does not move `stored_at`.
    */
   BODY_SWEEP_GRACE_MS: integerFromEnv(3_600_000, { min: 5 * 60_000, max: 30 * 24 * 3_600_000 }),
-  /** Bodies (and postings' histories) looked at per statement. */
+  /**
+   * The change feed's events (`GET /changes`, decision 0020) are kept this many days, then the
+   * body sweeper deletes them oldest first; a reader whose cursor is older is told so (410).
+   */
+  CHANGE_FEED_RETENTION_DAYS: integerFromEnv(30, { min: 1, max: 3_650 }),
+  /** Bodies (and postings' histories, and change feed events) looked at per statement. */
   BODY_SWEEP_BATCH_SIZE: integerFromEnv(500, { min: 1, max: 10_000 }),
   /** Pause between two batches, so that a pass never competes with the pipeline for Postgres. */
   BODY_SWEEP_PAUSE_MS: integerFromEnv(200, { min: 0, max: 60_000 }),

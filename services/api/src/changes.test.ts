@@ -6,6 +6,7 @@ import {
   postingFields,
   postingFieldKeys,
   snakeCase,
+  trimPostingChanges,
   type DbHandle,
 } from '@gleaner/db';
 import { runWholeListing } from '@gleaner/testing';
@@ -289,5 +290,32 @@ describe('GET /changes', () => {
       }
       for (const row of rows) expect(last.get(row.id) ?? null).toEqual(row[field]);
     }
+  });
+
+  // Last in the file: it deletes the feed's older events.
+  it('refuses a cursor behind the retention, and reads from the oldest event kept from 0', async () => {
+    const siteId = await createSite('feed-retention');
+    await runWholeListing(handle.db, siteId, range(2));
+    const [first, second] = (await readFeed(`site_id=${siteId}`)).events;
+    // Every event up to `first` is past its retention; the later ones are not.
+    await handle.pool.query(
+      `UPDATE posting_changes SET occurred_at = now() + interval '1 hour' WHERE position > $1`,
+      [first!.position],
+    );
+    const trimmed = await trimPostingChanges(handle.db, {
+      before: new Date(Date.now() + 60_000),
+      limit: 1_000_000,
+    });
+    expect(trimmed).toBe(first!.position);
+
+    const gone = await app.inject({ method: 'GET', url: `/changes?since=${first!.position - 1}` });
+    expect(gone.statusCode).toBe(410);
+    expect(gone.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(gone.json().errors[0].field).toBe('querystring.since');
+    expect(gone.json().detail).toContain(`the oldest kept is ${second!.position}`);
+    const onward = await app.inject({ method: 'GET', url: `/changes?since=${first!.position}` });
+    expect(onward.json().data[0].position).toBe(second!.position);
+    const fromStart = await app.inject({ method: 'GET', url: '/changes?since=0' });
+    expect(fromStart.json().data[0].position).toBe(second!.position);
   });
 });

@@ -1,6 +1,7 @@
 import {
   deleteUnreferencedBodies,
   recordBodySweep,
+  trimPostingChanges,
   trimPostingHistory,
   type BodyBatch,
   type BodySweepReport,
@@ -31,6 +32,8 @@ export interface BodySweeperOptions {
   pauseMs: number;
   /** Versions kept per posting (`POSTING_HISTORY_VERSIONS`). */
   historyVersions: number;
+  /** How long change feed events are kept (`CHANGE_FEED_RETENTION_DAYS`, in ms). */
+  changeRetentionMs: number;
   /** Waits between batches and passes; rejects when `signal` aborts. Tests count the pauses. */
   sleep?: Sleep;
 }
@@ -42,9 +45,9 @@ export interface BodySweeper {
   stop(): Promise<void>;
   /**
    * One pass, lease or not: trims every posting's history, then deletes the bodies nothing points
-   * at. Never throws: a failure ends the pass and is its report's `error`; the next pass retries.
+   * at, then the change feed's events past their retention. Never throws: a failure ends the pass and is its report's `error`; the next pass retries.
    */
-  pass(overrides?: { graceMs?: number }): Promise<BodySweepReport>;
+  pass(overrides?: { graceMs?: number; changeRetentionMs?: number }): Promise<BodySweepReport>;
 }
 
 /** The lease's lock name: site ids are UUIDs, so it cannot be a site's. */
@@ -78,8 +81,11 @@ export function createBodySweeper(options: BodySweeperOptions): BodySweeper {
   );
   const { signal } = background;
 
-  async function pass(overrides: { graceMs?: number } = {}): Promise<BodySweepReport> {
+  async function pass(
+    overrides: { graceMs?: number; changeRetentionMs?: number } = {},
+  ): Promise<BodySweepReport> {
     const graceMs = overrides.graceMs ?? options.graceMs;
+    const changeRetentionMs = overrides.changeRetentionMs ?? options.changeRetentionMs;
     const started = Date.now();
     const report: BodySweepReport = {
       replica,
@@ -89,6 +95,7 @@ export function createBodySweeper(options: BodySweeperOptions): BodySweeper {
       versionsTrimmed: 0,
       bodiesScanned: 0,
       bodiesDeleted: 0,
+      changesTrimmed: 0,
       bytesFreed: 0,
       stopped: false,
       error: null,
@@ -131,6 +138,12 @@ export function createBodySweeper(options: BodySweeperOptions): BodySweeper {
         report.bytesFreed += batch.bytesFreed;
         body = batch.last;
         if (batch.scanned < batchSize) break;
+      }
+      const before = new Date(started - changeRetentionMs);
+      while (!report.stopped && (await mayContinue())) {
+        const trimmed = await trimPostingChanges(db, { before, limit: batchSize });
+        report.changesTrimmed += trimmed;
+        if (trimmed < batchSize) break;
       }
     } catch (error) {
       report.error = message(error);

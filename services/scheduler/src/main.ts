@@ -92,6 +92,7 @@ const started = await startService({
       batchSize: config.BODY_SWEEP_BATCH_SIZE,
       pauseMs: config.BODY_SWEEP_PAUSE_MS,
       historyVersions: config.POSTING_HISTORY_VERSIONS,
+      changeRetentionMs: config.CHANGE_FEED_RETENTION_DAYS * 24 * 3_600_000,
     });
     sweeper.start();
     onShutdown('body sweeper', () => sweeper.stop());

@@ -69,3 +69,44 @@ export async function lastPostingChangePosition(db: Database): Promise<number> {
     .where(eq(changeFeedClock.id, true));
   return clock?.position ?? 0;
 }
+
+/**
+ * Deletes the oldest events of the feed, up to `limit`, that occurred before `before`: in
+ * position order, stopping at the first newer one, so that what is kept is always every position
+ * from some point on (a reader's cursor is either still in the feed or wholly behind it). Returns
+ * how many it deleted; fewer than `limit` means none older is left.
+ */
+export async function trimPostingChanges(
+  db: Database,
+  { before, limit }: { before: Date; limit: number },
+): Promise<number> {
+  const { rows } = await db.$client.query<{ trimmed: number }>({
+    name: 'gleaner-trim-posting-changes',
+    text: `
+      WITH head AS (
+        SELECT id, position, occurred_at FROM posting_changes
+        WHERE position IS NOT NULL ORDER BY position LIMIT $2
+      ), kept AS (
+        SELECT min(position) AS position FROM head WHERE occurred_at >= $1
+      ), trimmed AS (
+        DELETE FROM posting_changes c USING head h
+        WHERE c.id = h.id
+          AND h.position < coalesce((SELECT position FROM kept), 9223372036854775807)
+        RETURNING 1
+      )
+      SELECT count(*)::int AS trimmed FROM trimmed`,
+    values: [before.toISOString(), limit],
+  });
+  return rows[0]?.trimmed ?? 0;
+}
+
+/** The oldest position still in the feed; null when it holds no event. */
+export async function firstPostingChangePosition(db: Database): Promise<number | null> {
+  const [first] = await db
+    .select({ position: postingChanges.position })
+    .from(postingChanges)
+    .where(isNotNull(postingChanges.position))
+    .orderBy(asc(postingChanges.position))
+    .limit(1);
+  return first?.position ?? null;
+}

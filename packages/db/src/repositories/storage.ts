@@ -184,6 +184,8 @@ export interface BodySweepReport {
   versionsTrimmed: number;
   bodiesScanned: number;
   bodiesDeleted: number;
+  /** Change feed events past CHANGE_FEED_RETENTION_DAYS that the pass deleted. */
+  changesTrimmed: number;
   /** As stored (after compression); Postgres reuses the space once autovacuum has passed. */
   bytesFreed: number;
   /** The scheduler was stopping: the pass ended between two batches. */
@@ -203,7 +205,7 @@ export async function recordBodySweep(db: Database, report: BodySweepReport): Pr
     apiKeyId: null,
     actor: `scheduler (${report.replica})`,
     action: SWEEP_ACTION,
-    affected: report.bodiesDeleted + report.versionsTrimmed,
+    affected: report.bodiesDeleted + report.versionsTrimmed + report.changesTrimmed,
     details: { ...report },
   });
 }

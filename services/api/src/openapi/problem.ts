@@ -32,6 +32,7 @@ const descriptions = {
   403: "The key's scope does not allow this",
   404: 'Not found',
   409: 'Conflicts with the current state',
+  410: 'Gone: what was asked for is no longer kept',
   413: 'Payload too large',
   429: 'Too many requests: try again after `Retry-After` seconds',
   500: 'An unexpected error; it has been logged',

@@ -40,6 +40,11 @@ const sweepView = z
       .describe('Versions beyond each posting’s newest POSTING_HISTORY_VERSIONS, deleted'),
     bodies_scanned: z.number().int().min(0),
     bodies_deleted: z.number().int().min(0),
+    changes_trimmed: z
+      .number()
+      .int()
+      .min(0)
+      .describe('Change feed events older than CHANGE_FEED_RETENTION_DAYS, deleted'),
     bytes_freed: bytes('What the deleted bodies took as stored (after compression)'),
     stopped: z.boolean().describe('The scheduler was stopping: the pass ended between batches'),
     error: z.string().nullable().describe('Why the pass ended early; the next pass retries'),
@@ -118,6 +123,8 @@ function presentSweep(sweep: BodySweepReport) {
     versions_trimmed: sweep.versionsTrimmed,
     bodies_scanned: sweep.bodiesScanned,
     bodies_deleted: sweep.bodiesDeleted,
+    // A pass recorded before the change feed existed has no such count.
+    changes_trimmed: (sweep.changesTrimmed as number | undefined) ?? 0,
     bytes_freed: sweep.bytesFreed,
     stopped: sweep.stopped,
     error: sweep.error,

@@ -1,10 +1,16 @@
-import { lastPostingChangePosition, postingChangeTypes, readPostingChanges } from '@gleaner/db';
+import {
+  firstPostingChangePosition,
+  lastPostingChangePosition,
+  postingChangeTypes,
+  readPostingChanges,
+} from '@gleaner/db';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { problemResponses } from '../openapi/problem.js';
 import { postingChangeView } from '../openapi/views.js';
 import { assertTenant, tenantOf } from '../plugins/access.js';
+import { ProblemError } from '../plugins/problem.js';
 import { presentPostingChange } from './jobs/presenters.js';
 import { scopedSiteIds, siteScopeFields } from './site-scope.js';
 
@@ -51,7 +57,7 @@ export const changeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
                 ),
             })
             .describe('A page of the change feed'),
-          ...problemResponses(400, 403, 404),
+          ...problemResponses(400, 403, 404, 410),
         },
       },
     },
@@ -64,6 +70,22 @@ export const changeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       const siteIds = await scopedSiteIds(db, { ...query, tenant_id: tenantId });
       const after =
         query.since === 'latest' ? await lastPostingChangePosition(db) : Number(query.since);
+      // Events are kept CHANGE_FEED_RETENTION_DAYS, oldest first: a cursor behind the oldest kept
+      // would skip what was deleted, so it is refused. `0` reads from the oldest kept.
+      if (after > 0) {
+        const first = await firstPostingChangePosition(db);
+        const next = first ?? (await lastPostingChangePosition(db)) + 1;
+        if (after + 1 < next) {
+          throw new ProblemError(
+            410,
+            'Cursor Expired',
+            `the events after position ${after} are past the feed's retention (CHANGE_FEED_RETENTION_DAYS); the oldest kept is ${next}: read the postings again and go on from since=latest`,
+            {
+              errors: [{ field: 'querystring.since', message: 'older than the oldest event kept' }],
+            },
+          );
+        }
+      }
       const changes = await readPostingChanges(db, {
         after,
         limit: query.limit,
