@@ -5,7 +5,11 @@ import { createHash } from 'node:crypto';
 import { createApiKey, createRun, ensureApiKey, listAudit, revokeApiKey } from '@gleaner/db';
 import { multipartForm } from '@gleaner/testing';
 import type { Access } from './plugins/access.js';
-import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
+import {
+  careerSiteConfig,
+  createApiTestStack,
+  type ApiTestStack,
+} from './test-stack.test-support.js';
 
 let stack: ApiTestStack;
 let app: FastifyInstance;
@@ -23,10 +27,7 @@ const admitted: Record<Access, readonly Caller[]> = {
   admin: ['admin'],
 };
 
-const SITE_CONFIG = {
-  url: 'https://careers.acme.example',
-  sitemapUrl: 'https://careers.acme.example/sitemap.xml',
-};
+const SITE_CONFIG = careerSiteConfig;
 const TENANT = 'acme-people';
 
 function authorization(caller: Caller): Record<string, string> {

@@ -10,7 +10,11 @@ import {
   type DbHandle,
 } from '@gleaner/db';
 import { runWholeListing } from '@gleaner/testing';
-import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
+import {
+  careerSiteConfig,
+  createApiTestStack,
+  type ApiTestStack,
+} from './test-stack.test-support.js';
 
 interface Change {
   position: number;
@@ -25,10 +29,7 @@ let stack: ApiTestStack;
 let handle: DbHandle;
 let app: FastifyInstance;
 
-const config = {
-  url: 'https://careers.acme.example',
-  sitemapUrl: 'https://careers.acme.example/sitemap.xml',
-};
+const config = careerSiteConfig;
 const range = (count: number) => Array.from({ length: count }, (_, i) => i);
 
 beforeAll(async () => {

@@ -10,7 +10,11 @@ import {
   type DbHandle,
 } from '@gleaner/db';
 import { runWholeListing } from '@gleaner/testing';
-import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
+import {
+  careerSiteConfig,
+  createApiTestStack,
+  type ApiTestStack,
+} from './test-stack.test-support.js';
 
 const cursorOf = (text: string) => Buffer.from(text).toString('base64url');
 
@@ -18,10 +22,7 @@ let stack: ApiTestStack;
 let handle: DbHandle;
 let app: FastifyInstance;
 
-const config = {
-  url: 'https://careers.acme.example',
-  sitemapUrl: 'https://careers.acme.example/sitemap.xml',
-};
+const config = careerSiteConfig;
 
 beforeAll(async () => {
   stack = await createApiTestStack('sites', {

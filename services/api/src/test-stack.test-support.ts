@@ -70,3 +70,9 @@ export async function createApiTestStack(
     },
   };
 }
+
+/** A career site's config that passes the kind's validation, for tests that register sites. */
+export const careerSiteConfig = {
+  url: 'https://careers.acme.example',
+  sitemapUrl: 'https://careers.acme.example/sitemap.xml',
+};
