@@ -182,24 +182,24 @@ CREATE TRIGGER "posting_changes_update" AFTER UPDATE OF "status", "title", "comp
 -- Positions are given at commit (a deferred trigger, once per transaction), under the clock
 -- row's lock, which the transaction then holds only until its commit is done: the next writer
 -- waits for it, so positions follow commit order and a reader never sees a position before all
--- smaller ones. Only this transaction's own changes can be unnumbered and visible here; they are
--- numbered in the order they were written.
+-- smaller ones. The lock is taken first: whoever holds it is the only one numbering, so the
+-- unnumbered events it sees (this transaction's own, in the order written) are all numbered,
+-- and the clock moves by exactly as many.
 CREATE FUNCTION posting_changes_number() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-  unnumbered bigint;
   last_given bigint;
+  numbered bigint;
 BEGIN
   DELETE FROM change_feed_pending WHERE txid = NEW.txid;
-  SELECT count(*) INTO unnumbered FROM posting_changes WHERE position IS NULL;
-  IF unnumbered = 0 THEN
-    RETURN NULL;
-  END IF;
-  UPDATE change_feed_clock SET position = position + unnumbered
-   RETURNING position - unnumbered INTO last_given;
+  SELECT position INTO last_given FROM change_feed_clock FOR UPDATE;
   UPDATE posting_changes c SET position = last_given + o.ordinal
     FROM (SELECT id, row_number() OVER (ORDER BY id) AS ordinal
             FROM posting_changes WHERE position IS NULL) o
    WHERE c.id = o.id;
+  GET DIAGNOSTICS numbered = ROW_COUNT;
+  IF numbered > 0 THEN
+    UPDATE change_feed_clock SET position = last_given + numbered;
+  END IF;
   RETURN NULL;
 END
 $$;--> statement-breakpoint
