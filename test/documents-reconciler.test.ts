@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { claimDocument, getDocument } from '@gleaner/db';
 import { createLogger } from '@gleaner/logger';
-import { createRedisConnection, documentJob } from '@gleaner/queue';
+import { createRedisConnection, documentJob, queueKeyPrefix } from '@gleaner/queue';
 import { createReconciler, type Reconciler } from '@gleaner/scheduler';
 import { UnrecoverableError, Worker } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -142,8 +142,11 @@ describe('the reconciler and documents', () => {
     ]);
     // Failed for good by something other than its handler (as BullMQ's stall check does to a job
     // whose worker died too often): nothing settled the document.
-    const connection = createRedisConnection(system.namespace.url, 'worker');
-    const manual = new Worker('documents', null, { connection, prefix: system.namespace.prefix });
+    const connection = createRedisConnection(system.namespace.target, 'worker');
+    const manual = new Worker('documents', null, {
+      connection,
+      prefix: queueKeyPrefix(connection, system.namespace.prefix, 'documents'),
+    });
     const token = 'reconciler-test';
     const doomed = await manual.getNextJob(token);
     expect(doomed.id).toBe(jobIdOf(id!));

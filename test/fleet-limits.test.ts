@@ -1,5 +1,5 @@
 import { createQueues, closeQueues, createRedisConnection, type Queues } from '@gleaner/queue';
-import { waitForLog, type ServiceProcess } from '@gleaner/testing';
+import { createTestRedisNamespace, waitForLog, type ServiceProcess } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useServiceProcesses } from './support/service-processes.js';
@@ -12,6 +12,8 @@ import { useServiceProcesses } from './support/service-processes.js';
  * DATABASE_MAX_CONNECTIONS does not start (packages/service's connection-budget test has the rest).
  */
 const fleet = useServiceProcesses('fleet-limits');
+/** A fleet of its own for the budget test: the other tests' workers hold claims under theirs. */
+const budgetNamespace = createTestRedisNamespace('fleet-limits-budget');
 let redis: Redis;
 let queues: Queues;
 
@@ -23,6 +25,7 @@ beforeAll(() => {
 afterAll(async () => {
   if (queues) await closeQueues(queues);
   redis?.disconnect();
+  await budgetNamespace.cleanup();
 });
 
 function worker(env: Record<string, string>): ServiceProcess {
@@ -48,9 +51,8 @@ describe('a worker process', () => {
   });
 
   it('does not start when its pool would take the fleet past its Postgres budget', async () => {
-    // A fleet of its own: the other tests' workers hold claims under the namespace's prefix.
     const budget = {
-      QUEUE_PREFIX: `${fleet.namespace.prefix}-budget`,
+      QUEUE_PREFIX: budgetNamespace.prefix,
       DATABASE_POOL_MAX: '2',
       DATABASE_MAX_CONNECTIONS: '3',
     };
@@ -71,6 +73,8 @@ describe('a worker process', () => {
     expect(await first.stop()).toBe(0);
     const third = worker(budget);
     await waitForLog(third, 'worker started');
+    // Stopped here, so that nothing writes under the budget's prefix once it is cleaned up.
+    expect(await third.stop()).toBe(0);
   });
 
   it('refuses a negative cap, naming the setting', async () => {

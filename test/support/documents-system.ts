@@ -19,6 +19,7 @@ import {
   createRedisConnection,
   enqueueDocuments,
   type Queues,
+  type RedisClient,
 } from '@gleaner/queue';
 import {
   createTestDatabase,
@@ -28,7 +29,6 @@ import {
   type TestRedisNamespace,
 } from '@gleaner/testing';
 import { startWorkers, type WorkerRuntime } from '@gleaner/worker';
-import type { Redis } from 'ioredis';
 import { testWorkerDeps } from './in-process-system.js';
 
 export const MAX_RETRIES = 3;
@@ -47,7 +47,7 @@ export interface DocumentsSystem {
   handle: DbHandle;
   /** The producer side: what the API would use. */
   queues: Queues;
-  redis: Redis;
+  redis: RedisClient;
   startReplica(options?: {
     concurrency?: number;
     /** The job's deadline and the parser's timeout (DOCUMENT_EXTRACTION_TIMEOUT_MS). */
@@ -72,7 +72,7 @@ export async function startDocumentsSystem(label: string): Promise<DocumentsSyst
   const database = await createTestDatabase(label);
   const namespace = createTestRedisNamespace(label);
   const handle = createDb({ url: database.url, poolMax: 12 });
-  const redis = createRedisConnection(namespace.url, 'producer');
+  const redis = createRedisConnection(namespace.target, 'producer');
   const queues = createQueues(redis, namespace.prefix);
   const fetcher: Fetcher = createFetcher({
     userAgent: 'GleanerTest',
@@ -90,8 +90,8 @@ export async function startDocumentsSystem(label: string): Promise<DocumentsSyst
     queues,
     redis,
     startReplica({ concurrency = 1, timeoutMs = 30_000, heartbeatIntervalMs = 200 } = {}) {
-      const producer = createRedisConnection(namespace.url, 'producer');
-      const worker = createRedisConnection(namespace.url, 'worker');
+      const producer = createRedisConnection(namespace.target, 'producer');
+      const worker = createRedisConnection(namespace.target, 'worker');
       const replicaQueues = createQueues(producer, namespace.prefix);
       const parser = createDocumentParserPool({ processes: 1, timeoutMs });
       const runtime = startWorkers(
