@@ -70,9 +70,16 @@ export const changeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       const siteIds = await scopedSiteIds(db, { ...query, tenant_id: tenantId });
       const after =
         query.since === 'latest' ? await lastPostingChangePosition(db) : Number(query.since);
+      const changes = await readPostingChanges(db, {
+        after,
+        limit: query.limit,
+        siteIds,
+        types: query.type ? [query.type] : undefined,
+      });
       // Events are kept CHANGE_FEED_RETENTION_DAYS, oldest first: a cursor behind the oldest kept
-      // would skip what was deleted, so it is refused. `0` reads from the oldest kept.
-      if (after > 0) {
+      // would skip what was deleted, so it is refused. `0` reads from the oldest kept, and a page
+      // that begins right after the cursor shows nothing behind it was deleted.
+      if (after > 0 && query.since !== 'latest' && changes[0]?.position !== after + 1) {
         const first = await firstPostingChangePosition(db);
         const next = first ?? (await lastPostingChangePosition(db)) + 1;
         if (after + 1 < next) {
@@ -86,12 +93,6 @@ export const changeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
           );
         }
       }
-      const changes = await readPostingChanges(db, {
-        after,
-        limit: query.limit,
-        siteIds,
-        types: query.type ? [query.type] : undefined,
-      });
       return {
         status: 'success' as const,
         data: changes.map(presentPostingChange),
