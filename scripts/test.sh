@@ -23,7 +23,8 @@ fi
 # Each package's build checks its sources; its typecheck checks only its tests, against the
 # declarations the build wrote (tsconfig.test.json references tsconfig.build.json), so no source
 # is checked twice. The benchmarks and chaos checks are the root task //#typecheck:scripts.
-# All three are cached by turbo on their inputs.
+# All three are cached by turbo on their inputs, and run TypeScript 7's native compiler
+# (pnpm-workspace.yaml says why there are two TypeScripts).
 echo "test: build, typecheck"
 pnpm exec turbo run build typecheck typecheck:scripts --output-logs=errors-only
 
