@@ -10,6 +10,7 @@ import {
   settlePostings,
   startRun,
   upsertListedPostings,
+  watchOverdueSites,
   ActiveRunExistsError,
   DEFAULT_EXPIRY_POLICY,
   type DbHandle,
@@ -364,4 +365,167 @@ describe('guarded expiry', () => {
     );
     return rows;
   }
+});
+
+describe('drift alerts', () => {
+  let siteCounter = 0;
+  async function newSite() {
+    siteCounter += 1;
+    return insertSite(handle.db, {
+      siteName: `drift-${siteCounter}`,
+      kind: 'greenhouse',
+      config: { board: `drift-${siteCounter}` },
+    });
+  }
+  const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+  const openAlerts = (siteId: string) => listSiteAlerts(handle.db, { siteId });
+  /** A whole listing of ten postings, the first `failing` of which end in `error`. */
+  const runFailing = (siteId: string, failing: number, policy?: ExpiryPolicy) =>
+    runWholeListing(handle.db, siteId, range(10), {
+      outcome: (i) => (i < failing ? 'error' : 'skipped'),
+      ...(policy && { policy }),
+    });
+  /** A whole listing of ten postings read anew, none with a company, the first `missing` without a location. */
+  const runMissing = (siteId: string, missing: number) =>
+    runWholeListing(handle.db, siteId, range(10), {
+      outcome: (i) => ({
+        title: `Job ${i}`,
+        company: null,
+        location: i < missing ? null : 'Berlin',
+      }),
+    });
+
+  it("raises error_rate when a run's error share jumps above the site's recent runs, and resolves it", async () => {
+    const site = await newSite();
+    await runFailing(site.id, 0);
+    await runFailing(site.id, 0);
+    const failing = await runFailing(site.id, 3);
+    expect(failing).toMatchObject({ status: 'partial', errorsCount: 3 });
+    const [raised] = await openAlerts(site.id);
+    expect(raised).toMatchObject({
+      kind: 'error_rate',
+      occurrences: 1,
+      runId: failing.runId,
+      details: { errors: 3, postings: 10, median_share: 0, rise: 0.2 },
+    });
+    expect(raised!.message).toBe(
+      "error rate: 3 of the run's 10 postings ended in error (30%), against a median of 0% over the site's last runs",
+    );
+    // Still far above the median of the last runs (0, 0, 0.3): seen again.
+    const worse = await runFailing(site.id, 6);
+    expect(await openAlerts(site.id)).toMatchObject([
+      { id: raised!.id, kind: 'error_rate', occurrences: 2, runId: worse.runId },
+    ]);
+    // A run with too few postings to judge leaves it open; a clean run resolves it.
+    await runWholeListing(handle.db, site.id, range(3), { outcome: () => 'error' });
+    expect(await openAlerts(site.id)).toHaveLength(1);
+    const clean = await runFailing(site.id, 0);
+    expect(await openAlerts(site.id)).toEqual([]);
+    const [resolved] = await listSiteAlerts(handle.db, { siteId: site.id, state: 'resolved' });
+    expect(resolved).toMatchObject({ id: raised!.id, kind: 'error_rate', occurrences: 2 });
+    expect(resolved!.resolvedAt).toBeInstanceOf(Date);
+    const { rows } = await handle.pool.query<{ resolved_by: string }>(
+      `SELECT r.run_id AS resolved_by FROM site_alerts a JOIN scrape_runs r ON r.id = a.resolved_by_run_id
+       WHERE a.id = $1`,
+      [raised!.id],
+    );
+    expect(rows[0]?.resolved_by).toBe(clean.runId);
+  });
+
+  it('judges nothing without history, raises no error_rate for errors the site always has, nor with ERROR_RATE_ALERT_RISE=1', async () => {
+    const fresh = await newSite();
+    // A first run has no median to rise above: it is not judged, however it went.
+    expect(await runFailing(fresh.id, 9)).toMatchObject({ status: 'failed' });
+    for (let i = 0; i < 3; i += 1) await runFailing(fresh.id, 2);
+    // 20 % is far below the first run's 90 %, and then the site's usual share.
+    expect(await listSiteAlerts(handle.db, { siteId: fresh.id, state: 'all' })).toEqual([]);
+
+    const quiet = await newSite();
+    const off = { ...DEFAULT_EXPIRY_POLICY, errorRateRise: 1 };
+    await runFailing(quiet.id, 0, off);
+    await runFailing(quiet.id, 9, off);
+    expect(await listSiteAlerts(handle.db, { siteId: quiet.id, state: 'all' })).toEqual([]);
+  });
+
+  it('raises fields_missing for the field whose share of postings read without it jumps', async () => {
+    const site = await newSite();
+    // The board never names the company: that is the site's usual, not news.
+    await runMissing(site.id, 0);
+    await runMissing(site.id, 1);
+    const broken = await runMissing(site.id, 4);
+    expect(broken).toMatchObject({
+      status: 'succeeded',
+      readyCount: 10,
+      missingTitleCount: 0,
+      missingCompanyCount: 10,
+      missingLocationCount: 4,
+    });
+    const [raised] = await openAlerts(site.id);
+    expect(raised).toMatchObject({
+      kind: 'fields_missing',
+      runId: broken.runId,
+      details: {
+        read: 10,
+        fields: ['location'],
+        missing: { title: 0, company: 10, location: 4 },
+        median_share: { title: 0, company: 1, location: 0.05 },
+        rise: 0.2,
+      },
+    });
+    expect(raised!.message).toBe(
+      "fields missing: of the 10 postings the run read, 4 have no location (40%, against a median of 5% over the site's last runs)",
+    );
+    await runMissing(site.id, 0);
+    expect(await openAlerts(site.id)).toEqual([]);
+  });
+
+  it('raises overdue for an enabled site no run finished for three intervals, and resolves it when one does', async () => {
+    const site = await newSite();
+    const alertsOf = async () =>
+      (await listSiteAlerts(handle.db, { siteId: site.id, state: 'all' })).filter(
+        (alert) => alert.kind === 'overdue',
+      );
+    await watchOverdueSites(handle.db, 3);
+    expect(await alertsOf()).toEqual([]);
+
+    // Registered four hours ago with an hourly interval, never run.
+    await handle.pool.query(
+      `UPDATE site_schedules SET created_at = now() - interval '4 hours' WHERE id = $1`,
+      [site.id],
+    );
+    expect(await watchOverdueSites(handle.db, 3)).toMatchObject({ raised: 1 });
+    const [raised] = await alertsOf();
+    expect(raised).toMatchObject({
+      kind: 'overdue',
+      runId: null,
+      details: { last_finished_at: null, interval_minutes: 60, overdue_intervals: 3 },
+      resolvedAt: null,
+    });
+    expect(raised!.message).toMatch(
+      /^overdue: no run of the site has finished since it was registered 24\d minutes ago, 4\.0 of its 60-minute intervals$/,
+    );
+    // Looked at again (by this replica or another): the same open alert.
+    expect(await watchOverdueSites(handle.db, 3)).toMatchObject({ raised: 0 });
+    expect(await alertsOf()).toMatchObject([{ id: raised!.id, resolvedAt: null }]);
+
+    // A run that finishes resolves it at once.
+    const run = await runFailing(site.id, 0);
+    const [resolved] = await alertsOf();
+    expect(resolved).toMatchObject({ id: raised!.id });
+    expect(resolved!.resolvedAt).toBeInstanceOf(Date);
+    expect(await watchOverdueSites(handle.db, 3)).toMatchObject({ raised: 0 });
+
+    // Its last run finished five hours ago: overdue again, and a disabled site is not.
+    await handle.pool.query(
+      `UPDATE scrape_runs SET finished_at = now() - interval '5 hours' WHERE run_id = $1`,
+      [run.runId],
+    );
+    await watchOverdueSites(handle.db, 3);
+    const open = (await alertsOf()).filter((alert) => alert.resolvedAt === null);
+    expect(open).toHaveLength(1);
+    expect(open[0]!.message).toMatch(/^overdue: the site's last run finished 30\d minutes ago/);
+    await handle.pool.query('UPDATE site_schedules SET enabled = false WHERE id = $1', [site.id]);
+    expect(await watchOverdueSites(handle.db, 3)).toMatchObject({ resolved: 1 });
+    expect((await alertsOf()).filter((alert) => alert.resolvedAt === null)).toEqual([]);
+  });
 });

@@ -137,6 +137,7 @@ describe('npm start', () => {
     ]);
     expect(steps.scheduler).toEqual([
       'forced passes',
+      'site watch',
       'search indexer',
       'body sweeper',
       'scheduler loop',

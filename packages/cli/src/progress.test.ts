@@ -27,6 +27,7 @@ function run(overrides: Partial<Run> = {}): Run {
     ready_count: 0,
     skipped_count: 0,
     expired_count: 0,
+    missing_fields: null,
     pending_count: 0,
     results_wanted: null,
     listing_complete: false,

@@ -1454,6 +1454,12 @@ export interface paths {
                                 ready_count: number;
                                 skipped_count: number;
                                 expired_count: number;
+                                /** @description Of the postings the run read, how many have no title, no company, no location; counted when the run is finalized (null before, and for a cancelled run) */
+                                missing_fields: {
+                                    title: number;
+                                    company: number;
+                                    location: number;
+                                } | null;
                                 /** @description Postings still pending */
                                 pending_count?: number;
                                 results_wanted: number | null;
@@ -1512,6 +1518,12 @@ export interface paths {
                                 ready_count: number;
                                 skipped_count: number;
                                 expired_count: number;
+                                /** @description Of the postings the run read, how many have no title, no company, no location; counted when the run is finalized (null before, and for a cancelled run) */
+                                missing_fields: {
+                                    title: number;
+                                    company: number;
+                                    location: number;
+                                } | null;
                                 /** @description Postings still pending */
                                 pending_count?: number;
                                 results_wanted: number | null;
@@ -1673,6 +1685,12 @@ export interface paths {
                                 ready_count: number;
                                 skipped_count: number;
                                 expired_count: number;
+                                /** @description Of the postings the run read, how many have no title, no company, no location; counted when the run is finalized (null before, and for a cancelled run) */
+                                missing_fields: {
+                                    title: number;
+                                    company: number;
+                                    location: number;
+                                } | null;
                                 /** @description Postings still pending */
                                 pending_count?: number;
                                 results_wanted: number | null;
@@ -4201,7 +4219,7 @@ export interface paths {
         };
         /**
          * Sites' alerts, the most recently seen first
-         * @description Kinds: `listing_drop`. A `listing_drop` alert is raised when a site's complete listing finds fewer than (1 − LISTING_DROP_GUARD) of the median of its last five (its postings are kept, its run ends `partial`), seen again by each such run, and resolved by the site's next normal listing.
+         * @description Kinds: `listing_drop`, `error_rate`, `fields_missing`, `overdue`; one open per site and kind. `listing_drop`: a site's complete listing found fewer than (1 − LISTING_DROP_GUARD) of the median of its last five (its postings are kept, its run ends `partial`); resolved by the site's next normal listing. `error_rate`: the share of a run's postings that ended in `error` is ERROR_RATE_ALERT_RISE (0.2) or more above its median over the site's last five closed runs; `fields_missing`: the same, field by field, for the shares of the postings a run read without a title, a company or a location (FIELDS_MISSING_ALERT_RISE), naming the fields that rose. Judged on runs of at least 5 postings of sites with earlier closed runs, and resolved by the next such run that is not. `overdue`: no run of an enabled site has finished for SITE_OVERDUE_INTERVALS (3) of its intervals; resolved when one finishes. Each is seen again (`occurrences`, `last_seen_at`) while its cause lasts.
          */
         get: {
             parameters: {
@@ -5291,7 +5309,7 @@ export interface components {
             site_id: string;
             site_name: string;
             /** @enum {string} */
-            kind: "listing_drop";
+            kind: "listing_drop" | "error_rate" | "fields_missing" | "overdue";
             message: string;
             /** @description For `listing_drop`: `listed`, `median_listed`, `listing_drop_guard` */
             details: {
@@ -5380,6 +5398,12 @@ export interface components {
             ready_count: number;
             skipped_count: number;
             expired_count: number;
+            /** @description Of the postings the run read, how many have no title, no company, no location; counted when the run is finalized (null before, and for a cancelled run) */
+            missing_fields: {
+                title: number;
+                company: number;
+                location: number;
+            } | null;
             /** @description Postings still pending */
             pending_count?: number;
             results_wanted: number | null;

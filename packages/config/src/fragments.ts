@@ -318,16 +318,34 @@ export const expiryFragment = {
    * complete listings counts no miss: its run ends `partial`, naming the guard. 1 turns it off.
    */
   LISTING_DROP_GUARD: numberFromEnv(0.3, { min: 0, max: 1 }),
+  /**
+   * A run whose share of postings ending in `error` is at least this much above the median share
+   * of the site's last 5 closed runs raises the site's `error_rate` alert (decision 0021), when it
+   * has at least 5 postings and the site has closed runs to compare with. 1 turns it off.
+   */
+  ERROR_RATE_ALERT_RISE: numberFromEnv(0.2, { min: 0.01, max: 1 }),
+  /**
+   * The same for the share of the postings a run read without a title, without a company,
+   * without a location (each field on its own): the site's `fields_missing` alert. 1 turns it off.
+   */
+  FIELDS_MISSING_ALERT_RISE: numberFromEnv(0.2, { min: 0.01, max: 1 }),
 };
 
-/** The expiry settings as the run finalization takes them (`@gleaner/db`'s `ExpiryPolicy`). */
+/**
+ * The expiry and drift alert settings as the run finalization takes them (`@gleaner/db`'s
+ * `ExpiryPolicy`).
+ */
 export function expiryPolicyOf(config: {
   EXPIRE_AFTER_MISSES: number;
   LISTING_DROP_GUARD: number;
+  ERROR_RATE_ALERT_RISE: number;
+  FIELDS_MISSING_ALERT_RISE: number;
 }) {
   return {
     expireAfterMisses: config.EXPIRE_AFTER_MISSES,
     listingDropGuard: config.LISTING_DROP_GUARD,
+    errorRateRise: config.ERROR_RATE_ALERT_RISE,
+    fieldsMissingRise: config.FIELDS_MISSING_ALERT_RISE,
   };
 }
 
@@ -379,6 +397,14 @@ export const schedulerFragment = {
   SEARCH_INDEX_INTERVAL_MS: integerFromEnv(2_000, { min: 100, max: 3_600_000 }),
   SEARCH_INDEX_BATCH_SIZE: integerFromEnv(200, { min: 1, max: 10_000 }),
   SEARCH_INDEX_PAUSE_MS: integerFromEnv(20, { min: 0, max: 60_000 }),
+  /**
+   * The site watch (decision 0021): an enabled site of which no run has finished for this many
+   * of its intervals (counted from its registration when none ever did) has an open `overdue`
+   * alert, resolved when one of its runs finishes. 0 turns the watch off.
+   */
+  SITE_OVERDUE_INTERVALS: integerFromEnv(3, { min: 0, max: 1_000 }),
+  /** How often the site watch looks, on every scheduler replica (its statement is idempotent). */
+  SITE_WATCH_INTERVAL_MS: integerFromEnv(60_000, { min: 1_000, max: 3_600_000 }),
 };
 
 /**

@@ -114,6 +114,14 @@ export const scrapeRuns = pgTable(
     readyCount: integer('ready_count').notNull().default(0),
     skippedCount: integer('skipped_count').notNull().default(0),
     expiredCount: integer('expired_count').notNull().default(0),
+    /**
+     * Postings this run read (`ready`) without a title, without a company, without a location:
+     * what the `fields_missing` drift alert compares with the site's recent runs (decision 0021).
+     * Set when the run is finalized; null for runs that ended otherwise or before they existed.
+     */
+    missingTitleCount: integer('missing_title_count'),
+    missingCompanyCount: integer('missing_company_count'),
+    missingLocationCount: integer('missing_location_count'),
     /** Upper bound on postings this run handles (`results_wanted`); null means all. */
     resultsWanted: integer('results_wanted'),
     /** The scrape job finished listing: the run may finalize once nothing is pending. */
@@ -144,12 +152,18 @@ export const scrapeRuns = pgTable(
   ],
 );
 
-export const siteAlertKinds = ['listing_drop'] as const;
+/**
+ * A site's drift alerts (decisions 0019 and 0021): a listing far below its recent size, a run's
+ * error share or its share of postings read without title, company or location jumping above
+ * the site's recent runs', and a site no run has finished for several of its intervals.
+ */
+export const siteAlertKinds = ['listing_drop', 'error_rate', 'fields_missing', 'overdue'] as const;
 export type SiteAlertKind = (typeof siteAlertKinds)[number];
 
 /**
- * A site's drift alerts (decision 0019), raised and resolved by the statement that closes a run:
- * at most one open alert of a kind per site, seen again (`occurrences`) while the cause lasts.
+ * A site's drift alerts: raised and resolved by the statement that closes a run (`overdue` by
+ * the scheduler's site watch), at most one open alert of a kind per site, seen again
+ * (`occurrences`) while the cause lasts.
  */
 export const siteAlerts = pgTable(
   'site_alerts',
@@ -167,13 +181,16 @@ export const siteAlerts = pgTable(
     raisedAt: timestamp('raised_at', { withTimezone: true }).notNull().defaultNow(),
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
     resolvedAt: timestamp('resolved_at', { withTimezone: true }),
-    /** The run whose listing was normal again. */
+    /** The run that was normal again (for `overdue`: the run that finished). */
     resolvedByRunId: uuid('resolved_by_run_id').references(() => scrapeRuns.id, {
       onDelete: 'set null',
     }),
   },
   (t) => [
-    check('site_alerts_kind_valid', sql`${t.kind} IN ('listing_drop')`),
+    check(
+      'site_alerts_kind_valid',
+      sql`${t.kind} IN (${sql.raw(siteAlertKinds.map((kind) => `'${kind}'`).join(', '))})`,
+    ),
     uniqueIndex('site_alerts_one_open')
       .on(t.siteId, t.kind)
       .where(sql`${t.resolvedAt} IS NULL`),

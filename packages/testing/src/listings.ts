@@ -9,12 +9,18 @@ import {
   type Database,
   type ExpiryPolicy,
   type FinalizedRun,
+  type ExtractedFields,
+  type PostingSettle,
 } from '@gleaner/db';
+
+/** How a posting of a whole listing settles: unchanged, failed, or read with these fields. */
+export type ListedOutcome = 'skipped' | 'error' | ExtractedFields;
 
 /**
  * One whole run of a site, as the workers would do it, without them: lists the postings
- * `job-<i>` for each index (at `<urlBase>/<i>`), completely, settles each `skipped` (unchanged)
- * and closes the run. Returns the closed run; throws when it did not close.
+ * `job-<i>` for each index (at `<urlBase>/<i>`), completely, settles each as `outcome` says
+ * (`skipped`, unchanged, by default) and closes the run. Returns the closed run; throws when it
+ * did not close.
  */
 export async function runWholeListing(
   db: Database,
@@ -23,7 +29,12 @@ export async function runWholeListing(
   {
     policy = DEFAULT_EXPIRY_POLICY,
     urlBase = 'https://example.com/jobs',
-  }: { policy?: ExpiryPolicy; urlBase?: string } = {},
+    outcome = () => 'skipped',
+  }: {
+    policy?: ExpiryPolicy;
+    urlBase?: string;
+    outcome?: (index: number) => ListedOutcome;
+  } = {},
 ): Promise<FinalizedRun> {
   const run = await createRun(db, { siteId, trigger: 'manual' });
   await startRun(db, run.id);
@@ -37,7 +48,21 @@ export async function runWholeListing(
   if (listed.length > 0)
     await settlePostings(
       db,
-      listed.map((posting) => ({ postingId: posting.id, runId: run.id, status: 'skipped' })),
+      listed.map((posting): PostingSettle => {
+        const target = { postingId: posting.id, runId: run.id };
+        const index = Number(posting.externalId.slice('job-'.length));
+        const settled = outcome(index);
+        if (settled === 'skipped') return { ...target, status: 'skipped' };
+        if (settled === 'error') return { ...target, status: 'error', error: 'page failed' };
+        return {
+          ...target,
+          status: 'ready',
+          contentType: 'text/html',
+          sha256: `body-${index}`,
+          textSha256: null,
+          fields: settled,
+        };
+      }),
     );
   const closed = await finalizeRun(db, run.id, policy);
   if (!closed) throw new Error(`run ${run.runId} did not close`);

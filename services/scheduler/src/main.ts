@@ -14,6 +14,7 @@ import { createBackfillResumer } from './backfill.js';
 import { createBodySweeper } from './body-sweeper.js';
 import { createLlmReextractor } from './llm-reextraction.js';
 import { createSearchIndexer } from './search-indexer.js';
+import { createSiteWatch } from './site-watch.js';
 import { createSiteLocks } from './locks.js';
 import { createSchedulerLoop } from './loop.js';
 import { createSchedulePass } from './pass.js';
@@ -105,6 +106,16 @@ const started = await startService({
     });
     indexer.start();
     onShutdown('search indexer', () => indexer.stop());
+    if (config.SITE_OVERDUE_INTERVALS > 0) {
+      const watch = createSiteWatch({
+        db,
+        logger,
+        overdueIntervals: config.SITE_OVERDUE_INTERVALS,
+        intervalMs: config.SITE_WATCH_INTERVAL_MS,
+      });
+      watch.start();
+      onShutdown('site watch', () => watch.stop());
+    }
     // A bumped EXTRACTION_VERSION re-extracts what older versions produced, at its own pace.
     if (config.EXTRACTION_ENABLED && config.EXTRACTION_REEXTRACT_PER_MINUTE > 0) {
       const reextractor = createLlmReextractor({

@@ -67,3 +67,61 @@ export async function listSiteAlerts(
     resolvedAt: alert.resolvedAt,
   }));
 }
+
+/**
+ * Raises an `overdue` alert for every enabled site of which no run has finished (`succeeded`,
+ * `partial` or `failed`) for `intervals` of its intervals, counted from its registration when
+ * none ever did; refreshes those open already, and resolves the open ones of sites that are no
+ * longer overdue (a run of theirs finished, they were disabled, or their interval grew). One
+ * statement: replicas that run it at once agree. A run that closes resolves its site's too.
+ */
+const WATCH_OVERDUE_SITES = `
+  WITH overdue AS (
+    SELECT s.id, s.interval_minutes, last.finished_at,
+           floor(extract(epoch FROM now() - coalesce(last.finished_at, s.created_at)) / 60)::int
+             AS quiet_minutes
+    FROM site_schedules s
+    LEFT JOIN LATERAL (
+      SELECT r.finished_at FROM scrape_runs r
+      WHERE r.site_schedule_id = s.id AND r.status IN ('succeeded', 'partial', 'failed')
+      ORDER BY r.created_at DESC LIMIT 1
+    ) last ON true
+    WHERE s.enabled
+      AND coalesce(last.finished_at, s.created_at)
+          < now() - make_interval(mins => s.interval_minutes * $1::int)
+  ), raised AS (
+    INSERT INTO site_alerts (site_id, kind, message, details)
+    SELECT o.id, 'overdue',
+           CASE WHEN o.finished_at IS NULL
+             THEN format('overdue: no run of the site has finished since it was registered %s minutes ago, %s of its %s-minute intervals',
+                         o.quiet_minutes, round(o.quiet_minutes::numeric / o.interval_minutes, 1), o.interval_minutes)
+             ELSE format('overdue: the site''s last run finished %s minutes ago, %s of its %s-minute intervals',
+                         o.quiet_minutes, round(o.quiet_minutes::numeric / o.interval_minutes, 1), o.interval_minutes)
+           END,
+           jsonb_build_object('last_finished_at', o.finished_at, 'quiet_minutes', o.quiet_minutes,
+                              'interval_minutes', o.interval_minutes, 'overdue_intervals', $1::int)
+    FROM overdue o
+    ON CONFLICT (site_id, kind) WHERE resolved_at IS NULL DO UPDATE
+    SET message = excluded.message, details = excluded.details, last_seen_at = now()
+    RETURNING (xmax = 0) AS inserted
+  ), resolved AS (
+    UPDATE site_alerts a SET resolved_at = now()
+    WHERE a.kind = 'overdue' AND a.resolved_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM overdue o WHERE o.id = a.site_id)
+    RETURNING a.id
+  )
+  SELECT (SELECT count(*) FROM raised WHERE inserted)::int AS raised,
+         (SELECT count(*) FROM raised)::int AS open,
+         (SELECT count(*) FROM resolved)::int AS resolved`;
+
+/** What one look of the site watch did: alerts it raised, the overdue sites, alerts it resolved. */
+export interface OverdueWatch {
+  raised: number;
+  open: number;
+  resolved: number;
+}
+
+export async function watchOverdueSites(db: Database, intervals: number): Promise<OverdueWatch> {
+  const { rows } = await db.$client.query<OverdueWatch>(WATCH_OVERDUE_SITES, [intervals]);
+  return rows[0] ?? { raised: 0, open: 0, resolved: 0 };
+}

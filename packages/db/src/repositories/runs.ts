@@ -184,9 +184,22 @@ export async function failRun(db: Database, id: string, message: string): Promis
 export interface ExpiryPolicy {
   expireAfterMisses: number;
   listingDropGuard: number;
+  /**
+   * The drift alerts the same statement raises (decision 0021): a run whose share of postings
+   * in `error` is at least this much above the median share of the site's last closed runs
+   * raises `error_rate`; 1 turns it off.
+   */
+  errorRateRise: number;
+  /** The same for the share of the postings a run read without title, company or location. */
+  fieldsMissingRise: number;
 }
 
-export const DEFAULT_EXPIRY_POLICY: ExpiryPolicy = { expireAfterMisses: 2, listingDropGuard: 0.3 };
+export const DEFAULT_EXPIRY_POLICY: ExpiryPolicy = {
+  expireAfterMisses: 2,
+  listingDropGuard: 0.3,
+  errorRateRise: 0.2,
+  fieldsMissingRise: 0.2,
+};
 
 /** Complete listings of a site, before this run's, whose median the listing guard compares with. */
 export const LISTING_HISTORY = 5;
@@ -198,12 +211,35 @@ export const LISTING_HISTORY = 5;
 const RUN_MAY_CLOSE = `r.status = 'running' AND r.listing_done
         AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = $1 AND p.status = 'pending')`;
 
+/** A run's postings (errors) or postings read (fields missing) below which its shares raise nothing. */
+export const DRIFT_ALERT_MIN_POSTINGS = 5;
+
+/**
+ * The median over the site's last LISTING_HISTORY closed runs (other than run `r`) of a share of
+ * theirs, `numerator / denominator`, both expressions over `scrape_runs h`; runs whose
+ * denominator is 0 or whose numerator was never counted have no share and do not count. Null
+ * when no run has one.
+ */
+const historyMedian = (numerator: string, denominator: string) => `
+             (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY h.share)
+              FROM (SELECT ${numerator}::float8 / ${denominator} AS share FROM scrape_runs h
+                    WHERE h.site_schedule_id = r.site_schedule_id AND h.id <> r.id
+                      AND h.status IN ('succeeded', 'partial', 'failed') AND ${denominator} > 0
+                      AND ${numerator} IS NOT NULL
+                    ORDER BY h.created_at DESC LIMIT ${LISTING_HISTORY}) h)`;
+
 const FINALIZE_RUN = `
     WITH counts AS (
       SELECT count(*) AS total,
              count(*) FILTER (WHERE p.status = 'ready') AS ready,
              count(*) FILTER (WHERE p.status = 'skipped') AS skipped,
-             count(*) FILTER (WHERE p.status = 'error') AS errors
+             count(*) FILTER (WHERE p.status = 'error') AS errors,
+             count(*) FILTER (WHERE p.status = 'ready' AND nullif(btrim(p.title), '') IS NULL)
+               AS missing_title,
+             count(*) FILTER (WHERE p.status = 'ready' AND nullif(btrim(p.company), '') IS NULL)
+               AS missing_company,
+             count(*) FILTER (WHERE p.status = 'ready' AND nullif(btrim(p.location), '') IS NULL)
+               AS missing_location
       FROM postings p WHERE p.run_id = $1
     ), run AS (
       SELECT r.id, r.site_schedule_id, r.requested_pages AS listed,
@@ -213,6 +249,10 @@ const FINALIZE_RUN = `
                     WHERE h.site_schedule_id = r.site_schedule_id AND h.id <> r.id
                       AND h.listing_complete AND h.status IN ('succeeded', 'partial')
                     ORDER BY h.created_at DESC LIMIT ${LISTING_HISTORY}) h) AS median_listed,
+             ${historyMedian('h.errors_count', '(h.ready_count + h.skipped_count + h.errors_count)')} AS median_error_share,
+             ${historyMedian('h.missing_title_count', 'h.ready_count')} AS median_missing_title,
+             ${historyMedian('h.missing_company_count', 'h.ready_count')} AS median_missing_company,
+             ${historyMedian('h.missing_location_count', 'h.ready_count')} AS median_missing_location,
              -- A listing that may count misses: whole, clean, and with at least one posting.
              (t.errors = 0 AND t.total > 0 AND r.listing_complete) AS counts_misses,
              r.listing_complete,
@@ -224,15 +264,36 @@ const FINALIZE_RUN = `
              -- The guard: a complete listing far below the site's usual size, empty included.
              -- A site with no complete listing before has no median: nothing to hold against.
              coalesce(run.listing_complete AND run.errors = 0 AND run.median_listed > 0
-              AND run.listed < (1 - $3::float8) * run.median_listed, false) AS held
+              AND run.listed < (1 - $3::float8) * run.median_listed, false) AS held,
+             -- Drift (decision 0021): a share at least the rise above its median over the
+             -- site's last runs, over enough postings to say so. A site with no such run has no
+             -- median and is not judged; a rise of 1 is off.
+             run.total >= ${DRIFT_ALERT_MIN_POSTINGS} AND run.median_error_share IS NOT NULL
+              AS judges_errors,
+             coalesce(run.total >= ${DRIFT_ALERT_MIN_POSTINGS} AND $4::float8 < 1
+              AND run.errors::float8 / nullif(run.total, 0) >= run.median_error_share + $4::float8,
+              false) AS error_drift,
+             run.ready >= ${DRIFT_ALERT_MIN_POSTINGS} AND run.median_missing_title IS NOT NULL
+              AS judges_fields,
+             -- The fields whose share of postings read without them rose.
+             CASE WHEN run.ready >= ${DRIFT_ALERT_MIN_POSTINGS} AND $5::float8 < 1 THEN
+               array_remove(ARRAY[
+                 CASE WHEN run.missing_title::float8 / nullif(run.ready, 0) >= run.median_missing_title + $5::float8 THEN 'title' END,
+                 CASE WHEN run.missing_company::float8 / nullif(run.ready, 0) >= run.median_missing_company + $5::float8 THEN 'company' END,
+                 CASE WHEN run.missing_location::float8 / nullif(run.ready, 0) >= run.median_missing_location + $5::float8 THEN 'location' END
+               ], NULL)
+             ELSE '{}'::text[] END AS drifted_fields
       FROM run
     ), closed AS (
       UPDATE scrape_runs r
-      SET (status, ready_count, skipped_count, errors_count, completed_pages, expired_count, message, finished_at, updated_at) = (
+      SET (status, ready_count, skipped_count, errors_count, missing_title_count,
+           missing_company_count, missing_location_count, completed_pages, expired_count,
+           message, finished_at, updated_at) = (
         CASE WHEN j.errors = 0 THEN CASE WHEN j.held THEN 'partial' ELSE 'succeeded' END
              WHEN j.errors::float8 / j.total <= ${PARTIAL_ERROR_RATIO} THEN 'partial'
              ELSE 'failed' END,
-        j.ready, j.skipped, j.errors, j.ready + j.skipped,
+        j.ready, j.skipped, j.errors, j.missing_title, j.missing_company, j.missing_location,
+        j.ready + j.skipped,
         CASE WHEN j.counts_misses AND NOT j.held THEN (
           SELECT count(*) FROM postings s
           WHERE s.site_id = j.site_schedule_id AND s.run_id IS DISTINCT FROM j.id
@@ -246,23 +307,58 @@ const FINALIZE_RUN = `
       )
       FROM judged j
       WHERE r.id = j.id AND ${RUN_MAY_CLOSE}
-      RETURNING r.id, r.message, j.site_schedule_id, j.counts_misses, j.held, j.misses_allowed,
-                j.listed, j.median_listed
+      RETURNING r.message, j.*
     ), raised AS (
-      -- The guard's alert: one open per site, seen again by each held run until a normal one.
+      -- One open alert per site and kind, seen again by each run that finds the cause again.
       INSERT INTO site_alerts (site_id, kind, run_id, message, details)
-      SELECT c.site_schedule_id, 'listing_drop', c.id, c.message,
-             jsonb_build_object('listed', c.listed, 'median_listed', c.median_listed,
-                                'listing_drop_guard', $3::float8)
-      FROM closed c WHERE c.held
+      SELECT c.site_schedule_id, a.kind, c.id, a.message, a.details
+      FROM closed c CROSS JOIN LATERAL (VALUES
+        ('listing_drop', c.held, c.message,
+         jsonb_build_object('listed', c.listed, 'median_listed', c.median_listed,
+                            'listing_drop_guard', $3::float8)),
+        ('error_rate', c.error_drift,
+         format('error rate: %s of the run''s %s postings ended in error (%s%%), against a median of %s%% over the site''s last runs',
+                c.errors, c.total, round(100.0 * c.errors / nullif(c.total, 0)),
+                round(100 * c.median_error_share::numeric)),
+         jsonb_build_object('errors', c.errors, 'postings', c.total,
+                            'median_share', c.median_error_share, 'rise', $4::float8)),
+        ('fields_missing', cardinality(c.drifted_fields) > 0,
+         format('fields missing: of the %s postings the run read, %s',
+                c.ready,
+                array_to_string(ARRAY(
+                  SELECT format('%s have no %s (%s%%, against a median of %s%% over the site''s last runs)',
+                                f.missing, f.field, round(100.0 * f.missing / nullif(c.ready, 0)),
+                                round(100 * f.median::numeric))
+                  FROM (VALUES ('title', c.missing_title, c.median_missing_title),
+                               ('company', c.missing_company, c.median_missing_company),
+                               ('location', c.missing_location, c.median_missing_location))
+                       AS f(field, missing, median)
+                  WHERE f.field = ANY (c.drifted_fields)), '; ')),
+         jsonb_build_object('read', c.ready, 'fields', to_jsonb(c.drifted_fields),
+                            'missing', jsonb_build_object('title', c.missing_title,
+                              'company', c.missing_company, 'location', c.missing_location),
+                            'median_share', jsonb_build_object('title', c.median_missing_title,
+                              'company', c.median_missing_company,
+                              'location', c.median_missing_location),
+                            'rise', $5::float8))
+      ) AS a(kind, raise, message, details)
+      WHERE a.raise
       ON CONFLICT (site_id, kind) WHERE resolved_at IS NULL DO UPDATE
       SET run_id = excluded.run_id, message = excluded.message, details = excluded.details,
           occurrences = site_alerts.occurrences + 1, last_seen_at = now()
     ), resolved AS (
+      -- A run that judged a cause and did not find it resolves its alert; any closed run
+      -- resolves the site's overdue one.
       UPDATE site_alerts a SET resolved_at = now(), resolved_by_run_id = c.id
       FROM closed c
-      WHERE c.counts_misses AND NOT c.held
-        AND a.site_id = c.site_schedule_id AND a.kind = 'listing_drop' AND a.resolved_at IS NULL
+      WHERE a.site_id = c.site_schedule_id AND a.resolved_at IS NULL
+        AND CASE a.kind
+              WHEN 'listing_drop' THEN c.counts_misses AND NOT c.held
+              WHEN 'error_rate' THEN c.judges_errors AND NOT c.error_drift
+              WHEN 'fields_missing' THEN c.judges_fields AND cardinality(c.drifted_fields) = 0
+              WHEN 'overdue' THEN true
+              ELSE false
+            END
     ), missed AS (
       UPDATE postings p
       SET missed_listings = p.missed_listings + 1,
@@ -353,7 +449,13 @@ export async function finalizeRun(
   }>({
     name: 'gleaner-finalize-run',
     text: FINALIZE_RUN,
-    values: [id, policy.expireAfterMisses, policy.listingDropGuard],
+    values: [
+      id,
+      policy.expireAfterMisses,
+      policy.listingDropGuard,
+      policy.errorRateRise,
+      policy.fieldsMissingRise,
+    ],
   });
   const row = result.rows[0];
   if (!row) return undefined;

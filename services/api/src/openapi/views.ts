@@ -112,6 +112,12 @@ export const runView = z
     ready_count: z.int(),
     skipped_count: z.int(),
     expired_count: z.int(),
+    missing_fields: z
+      .object({ title: z.int(), company: z.int(), location: z.int() })
+      .nullable()
+      .describe(
+        'Of the postings the run read, how many have no title, no company, no location; counted when the run is finalized (null before, and for a cancelled run)',
+      ),
     pending_count: z.int().optional().describe('Postings still pending'),
     results_wanted: z.int().nullable(),
     listing_complete: z.boolean().describe('The listing covered the whole site'),

@@ -7,8 +7,9 @@ import { alertView, success } from '../openapi/views.js';
 import { presentAlert } from './jobs/presenters.js';
 
 /**
- * Sites' drift alerts (decision 0019): raised and resolved by the statement that closes a run,
- * listed here for operators and, a site's open ones, on `GET /sites/:site`.
+ * Sites' drift alerts (decisions 0019 and 0021): raised and resolved by the statement that
+ * closes a run, and by the scheduler's site watch for `overdue`; listed here for operators and,
+ * a site's open ones, on `GET /sites/:site`.
  */
 export const adminAlertRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
   app.get(
@@ -17,7 +18,13 @@ export const adminAlertRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async 
       schema: {
         tags: ['sites'],
         summary: "Sites' alerts, the most recently seen first",
-        description: `Kinds: ${siteAlertKinds.map((kind) => `\`${kind}\``).join(', ')}. A \`listing_drop\` alert is raised when a site's complete listing finds fewer than (1 − LISTING_DROP_GUARD) of the median of its last five (its postings are kept, its run ends \`partial\`), seen again by each such run, and resolved by the site's next normal listing.`,
+        description: [
+          `Kinds: ${siteAlertKinds.map((kind) => `\`${kind}\``).join(', ')}; one open per site and kind.`,
+          "`listing_drop`: a site's complete listing found fewer than (1 − LISTING_DROP_GUARD) of the median of its last five (its postings are kept, its run ends `partial`); resolved by the site's next normal listing.",
+          "`error_rate`: the share of a run's postings that ended in `error` is ERROR_RATE_ALERT_RISE (0.2) or more above its median over the site's last five closed runs; `fields_missing`: the same, field by field, for the shares of the postings a run read without a title, a company or a location (FIELDS_MISSING_ALERT_RISE), naming the fields that rose. Judged on runs of at least 5 postings of sites with earlier closed runs, and resolved by the next such run that is not.",
+          '`overdue`: no run of an enabled site has finished for SITE_OVERDUE_INTERVALS (3) of its intervals; resolved when one finishes.',
+          'Each is seen again (`occurrences`, `last_seen_at`) while its cause lasts.',
+        ].join(' '),
         querystring: z
           .object({
             state: z.enum(['open', 'resolved', 'all']).default('open'),

@@ -23,6 +23,16 @@ export function presentRun(
     ready_count: run.readyCount,
     skipped_count: run.skippedCount,
     expired_count: run.expiredCount,
+    missing_fields:
+      run.missingTitleCount === null ||
+      run.missingCompanyCount === null ||
+      run.missingLocationCount === null
+        ? null
+        : {
+            title: run.missingTitleCount,
+            company: run.missingCompanyCount,
+            location: run.missingLocationCount,
+          },
     ...(run.pendingCount === undefined ? {} : { pending_count: run.pendingCount }),
     results_wanted: run.resultsWanted,
     listing_complete: run.listingComplete,
