@@ -5301,7 +5301,7 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
-        /** @description A site's drift alert (decision 0019) */
+        /** @description A site's drift alert (decisions 0019 and 0021) */
         SiteAlert: {
             /** Format: uuid */
             id: string;
@@ -5311,7 +5311,7 @@ export interface components {
             /** @enum {string} */
             kind: "listing_drop" | "error_rate" | "fields_missing" | "overdue";
             message: string;
-            /** @description For `listing_drop`: `listed`, `median_listed`, `listing_drop_guard` */
+            /** @description For `listing_drop`: `listed`, `median_listed`, `listing_drop_guard`; `error_rate`: `errors`, `postings`, `median_share`, `rise`; `fields_missing`: `read`, `fields` (those that rose), `missing` and `median_share` by field, `rise`; `overdue`: `last_finished_at`, `quiet_minutes`, `interval_minutes`, `overdue_intervals` */
             details: {
                 [key: string]: unknown;
             };
@@ -5323,7 +5323,7 @@ export interface components {
             raised_at: string;
             /** Format: date-time */
             last_seen_at: string;
-            /** @description Null while open: the site's next normal run */
+            /** @description Null while open: the site's next normal run resolves it (`overdue`: any finished run) */
             resolved_at: string | null;
         };
         PostingFieldChange: {

@@ -62,14 +62,20 @@ export const alertView = z
     message: z.string(),
     details: z
       .record(z.string(), z.unknown())
-      .describe('For `listing_drop`: `listed`, `median_listed`, `listing_drop_guard`'),
+      .describe(
+        'For `listing_drop`: `listed`, `median_listed`, `listing_drop_guard`; `error_rate`: `errors`, `postings`, `median_share`, `rise`; `fields_missing`: `read`, `fields` (those that rose), `missing` and `median_share` by field, `rise`; `overdue`: `last_finished_at`, `quiet_minutes`, `interval_minutes`, `overdue_intervals`',
+      ),
     occurrences: z.int().describe('Runs that raised it, or saw it again, while it was open'),
     run_id: z.string().nullable().describe('The run that raised it or saw it last'),
     raised_at: isoDateTime,
     last_seen_at: isoDateTime,
-    resolved_at: isoDateTime.nullable().describe("Null while open: the site's next normal run"),
+    resolved_at: isoDateTime
+      .nullable()
+      .describe(
+        "Null while open: the site's next normal run resolves it (`overdue`: any finished run)",
+      ),
   })
-  .meta({ id: 'SiteAlert', description: "A site's drift alert (decision 0019)" });
+  .meta({ id: 'SiteAlert', description: "A site's drift alert (decisions 0019 and 0021)" });
 
 export const postingChangeView = z
   .strictObject({
