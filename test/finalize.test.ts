@@ -4,6 +4,7 @@ import {
   createDb,
   createRun,
   finalizeRun,
+  findScheduledSite,
   getRun,
   insertSite,
   listSiteAlerts,
@@ -527,5 +528,91 @@ describe('drift alerts', () => {
     await handle.pool.query('UPDATE site_schedules SET enabled = false WHERE id = $1', [site.id]);
     expect(await watchOverdueSites(handle.db, 3)).toMatchObject({ resolved: 1 });
     expect((await alertsOf()).filter((alert) => alert.resolvedAt === null)).toEqual([]);
+  });
+});
+
+describe('adaptive cadence', () => {
+  const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+  async function siteState(siteId: string) {
+    const { rows } = await handle.pool.query<{
+      change_rate_per_hour: number | null;
+      adaptive_interval_minutes: number | null;
+      next_in_minutes: number | null;
+    }>(
+      `SELECT s.change_rate_per_hour, s.adaptive_interval_minutes,
+              round(extract(epoch FROM s.next_run_at - r.started_at) / 60)::int AS next_in_minutes
+       FROM site_schedules s
+       JOIN LATERAL (SELECT started_at FROM scrape_runs WHERE site_schedule_id = s.id
+                     ORDER BY created_at DESC LIMIT 1) r ON true
+       WHERE s.id = $1`,
+      [siteId],
+    );
+    return rows[0]!;
+  }
+  /** Moves every run of the site `hours` back in time, as if the next one came that much later. */
+  const age = (siteId: string, hours: number) =>
+    handle.pool.query(
+      `UPDATE scrape_runs SET started_at = started_at - make_interval(hours => $2),
+              created_at = created_at - make_interval(hours => $2)
+       WHERE site_schedule_id = $1`,
+      [siteId, hours],
+    );
+  /** A whole listing of ten postings, the first `changed` of them read anew. */
+  const runChanging = (siteId: string, changed: number) =>
+    runWholeListing(handle.db, siteId, range(10), {
+      outcome: (i) => (i < changed ? { title: `Job ${i} (${Math.random()})` } : 'skipped'),
+    });
+
+  it("moves an adaptive site's interval with the changes its runs find, and leaves others alone", async () => {
+    const site = await insertSite(handle.db, {
+      siteName: 'cadence-adaptive',
+      kind: 'greenhouse',
+      config: { board: 'cadence-adaptive' },
+      adaptive: true,
+    });
+    const fixed = await insertSite(handle.db, {
+      siteName: 'cadence-fixed',
+      kind: 'greenhouse',
+      config: { board: 'cadence-fixed' },
+    });
+    // A first run finds every posting new: it measures nothing.
+    await runChanging(site.id, 10);
+    expect(await siteState(site.id)).toMatchObject({
+      change_rate_per_hour: null,
+      adaptive_interval_minutes: null,
+    });
+    // Two hours later, 8 changes: 4 an hour, four per base interval, so twice as often.
+    await age(site.id, 2);
+    await runChanging(site.id, 8);
+    const busy = await siteState(site.id);
+    expect(busy.change_rate_per_hour).toBeCloseTo(4, 1);
+    expect(busy).toMatchObject({ adaptive_interval_minutes: 30, next_in_minutes: 30 });
+    const [scheduled] = await Promise.all([findScheduledSite(handle.db, site.id)]);
+    expect(scheduled).toMatchObject({ intervalMinutes: 30 });
+    expect(scheduled!.cadence!.reason).toMatch(/^about 4\.0 changes an hour.*every 30 minutes/);
+
+    // Two quiet hours: the smoothed rate falls to 2.8 an hour, the interval grows to 36 minutes.
+    await age(site.id, 2);
+    await runChanging(site.id, 0);
+    const quiet = await siteState(site.id);
+    expect(quiet.change_rate_per_hour).toBeCloseTo(2.8, 1);
+    expect(quiet).toMatchObject({ adaptive_interval_minutes: 36, next_in_minutes: 36 });
+
+    // A run that does not succeed says nothing about how often the site changes.
+    await age(site.id, 2);
+    await runWholeListing(handle.db, site.id, range(10), { outcome: () => 'error' });
+    expect((await siteState(site.id)).adaptive_interval_minutes).toBe(36);
+
+    await runChanging(fixed.id, 10);
+    await age(fixed.id, 2);
+    await runChanging(fixed.id, 8);
+    expect(await siteState(fixed.id)).toMatchObject({
+      change_rate_per_hour: null,
+      adaptive_interval_minutes: null,
+    });
+    expect(await findScheduledSite(handle.db, fixed.id)).toMatchObject({
+      intervalMinutes: 60,
+      cadence: null,
+    });
   });
 });

@@ -99,6 +99,12 @@ const benches: Record<string, BenchEntry> = {
     ],
     load: () => import('./llm.js'),
   },
+  cadence: {
+    summary:
+      'a simulated fleet of 1,000 sites over 30 days, fixed interval against adaptive cadence at the same number of runs (goal: mean delay per change ≤ 0.9)',
+    needs: ['packages/db/dist/index.js'],
+    load: () => import('./cadence.js'),
+  },
   scheduler: {
     summary: 'one scheduling pass over 100,000 sites with 1,000 due (goal: under 200 ms)',
     needs: [

@@ -101,6 +101,12 @@ describe('the command line', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ title: 'Validation Failed', status: 400 });
     await gleaner(['sites', 'add', 'acme', '--set', 'url=nope', '--expire-after-misses', '1']);
     expect(JSON.parse(api.requests[2]!.body)).toMatchObject({ expire_after_misses: 1 });
+    await gleaner(['sites', 'add', 'acme', '--adaptive', '--min-interval', '10']);
+    expect(JSON.parse(api.requests[3]!.body)).toMatchObject({
+      adaptive: true,
+      min_interval_minutes: 10,
+    });
+    expect(JSON.parse(api.requests[3]!.body)).not.toHaveProperty('max_interval_minutes');
   });
 
   it('says when the API cannot be reached', async () => {

@@ -414,6 +414,21 @@ export interface paths {
                          */
                         expire_after_misses?: number | null;
                         /**
+                         * @description The interval follows the change rate its runs show, between min_interval_minutes and max_interval_minutes (decision 0022)
+                         * @default false
+                         */
+                        adaptive?: boolean;
+                        /**
+                         * @description The adaptive interval's floor; null: a quarter of interval_minutes
+                         * @default null
+                         */
+                        min_interval_minutes?: number | null;
+                        /**
+                         * @description The adaptive interval's ceiling; null: four times interval_minutes (at most 7 days)
+                         * @default null
+                         */
+                        max_interval_minutes?: number | null;
+                        /**
                          * @description The tenant that owns the site: its tenant keys see the site's runs
                          * @default null
                          */
@@ -727,6 +742,12 @@ export interface paths {
                         llm_extraction?: boolean;
                         /** @description Complete listings in a row that must miss a posting before it expires; null: the fleet default (EXPIRE_AFTER_MISSES, 2) */
                         expire_after_misses?: number | null;
+                        /** @description The interval follows the change rate its runs show, between min_interval_minutes and max_interval_minutes (decision 0022) */
+                        adaptive?: boolean;
+                        /** @description The adaptive interval's floor; null: a quarter of interval_minutes */
+                        min_interval_minutes?: number | null;
+                        /** @description The adaptive interval's ceiling; null: four times interval_minutes (at most 7 days) */
+                        max_interval_minutes?: number | null;
                         /** @description The tenant that owns the site: its tenant keys see the site's runs */
                         tenant_id?: string | null;
                     };
@@ -2331,7 +2352,18 @@ export interface paths {
                                 /** Format: uuid */
                                 site_id: string;
                                 site_name: string;
+                                /** @description The interval the site's next run is scheduled by */
                                 interval_minutes: number;
+                                /** @description For an adaptive site (decision 0022): how its change rate chose its interval */
+                                cadence: {
+                                    /** @description Postings new, changed or closed per hour, smoothed over its runs */
+                                    change_rate_per_hour: number | null;
+                                    base_interval_minutes: number;
+                                    min_interval_minutes: number;
+                                    max_interval_minutes: number;
+                                    /** @description Why this interval */
+                                    reason: string;
+                                } | null;
                                 /** Format: date-time */
                                 next_run_at: string;
                                 /** @description The replica holding the lock (due sites) */
@@ -2341,7 +2373,18 @@ export interface paths {
                                 /** Format: uuid */
                                 site_id: string;
                                 site_name: string;
+                                /** @description The interval the site's next run is scheduled by */
                                 interval_minutes: number;
+                                /** @description For an adaptive site (decision 0022): how its change rate chose its interval */
+                                cadence: {
+                                    /** @description Postings new, changed or closed per hour, smoothed over its runs */
+                                    change_rate_per_hour: number | null;
+                                    base_interval_minutes: number;
+                                    min_interval_minutes: number;
+                                    max_interval_minutes: number;
+                                    /** @description Why this interval */
+                                    reason: string;
+                                } | null;
                                 /** Format: date-time */
                                 next_run_at: string;
                                 /** @description The replica holding the lock (due sites) */
@@ -5295,6 +5338,16 @@ export interface components {
             llm_extraction: boolean;
             /** @description Complete listings that must miss a posting before it expires; null: EXPIRE_AFTER_MISSES */
             expire_after_misses: number | null;
+            /** @description Its interval follows its change rate between min_ and max_interval_minutes (decision 0022) */
+            adaptive: boolean;
+            /** @description null: a quarter of interval_minutes */
+            min_interval_minutes: number | null;
+            /** @description null: four times interval_minutes */
+            max_interval_minutes: number | null;
+            /** @description Postings new, changed or closed per hour, smoothed over its runs */
+            change_rate_per_hour: number | null;
+            /** @description The interval its change rate chose, used while adaptive */
+            adaptive_interval_minutes: number | null;
             tenant_id: string | null;
             /** Format: date-time */
             created_at: string;
@@ -5370,6 +5423,16 @@ export interface components {
             llm_extraction: boolean;
             /** @description Complete listings that must miss a posting before it expires; null: EXPIRE_AFTER_MISSES */
             expire_after_misses: number | null;
+            /** @description Its interval follows its change rate between min_ and max_interval_minutes (decision 0022) */
+            adaptive: boolean;
+            /** @description null: a quarter of interval_minutes */
+            min_interval_minutes: number | null;
+            /** @description null: four times interval_minutes */
+            max_interval_minutes: number | null;
+            /** @description Postings new, changed or closed per hour, smoothed over its runs */
+            change_rate_per_hour: number | null;
+            /** @description The interval its change rate chose, used while adaptive */
+            adaptive_interval_minutes: number | null;
             tenant_id: string | null;
             /** Format: date-time */
             created_at: string;

@@ -12,6 +12,7 @@ export {
 export * from './repositories/sites.js';
 export * from './repositories/runs.js';
 export * from './repositories/alerts.js';
+export * from './repositories/cadence.js';
 export * from './repositories/changes.js';
 export * from './repositories/postings.js';
 export * from './repositories/posting-lists.js';
@@ -22,6 +23,7 @@ export * from './repositories/posting-work.js';
 export * from './repositories/schedules.js';
 export * from './repositories/reconcile.js';
 export * from './posting-fields.js';
+export * from './cadence.js';
 export * from './repositories/documents.js';
 export * from './repositories/document-workers.js';
 export * from './repositories/llm-extractions.js';

@@ -60,9 +60,24 @@ export const siteSchedules = pgTable(
      * EXPIRE_AFTER_MISSES (decision 0019).
      */
     expireAfterMisses: integer('expire_after_misses'),
+    /**
+     * Cadence that follows change (decision 0022): the interval moves between the floor and the
+     * ceiling (null: a quarter and four times `interval_minutes`) with the site's change rate.
+     */
+    adaptive: boolean('adaptive').notNull().default(false),
+    minIntervalMinutes: integer('min_interval_minutes'),
+    maxIntervalMinutes: integer('max_interval_minutes'),
+    /** Postings new, changed or closed per hour, smoothed over the site's runs; null until measured. */
+    changeRatePerHour: real('change_rate_per_hour'),
+    /** The interval the site's change rate chose, used while `adaptive`; null until measured. */
+    adaptiveIntervalMinutes: integer('adaptive_interval_minutes'),
     ...timestamps,
   },
   (t) => [
+    check(
+      'site_schedules_adaptive_bounds',
+      sql`${t.minIntervalMinutes} IS NULL OR ${t.maxIntervalMinutes} IS NULL OR ${t.minIntervalMinutes} <= ${t.maxIntervalMinutes}`,
+    ),
     check(
       'site_schedules_expire_after_misses_range',
       sql`${t.expireAfterMisses} IS NULL OR ${t.expireAfterMisses} BETWEEN 1 AND 100`,

@@ -112,6 +112,41 @@ describe('/sites', () => {
     expect(never.statusCode).toBe(400);
     expect(never.json().errors[0].field).toBe('body.expire_after_misses');
 
+    // Adaptive cadence: bounds that cross are refused, naming the ceiling.
+    expect(created.json().data).toMatchObject({
+      adaptive: false,
+      min_interval_minutes: null,
+      max_interval_minutes: null,
+      change_rate_per_hour: null,
+      adaptive_interval_minutes: null,
+    });
+    const adaptive = await app.inject({
+      method: 'PATCH',
+      url: '/sites/acme',
+      payload: { adaptive: true, min_interval_minutes: 20 },
+    });
+    expect(adaptive.json().data).toMatchObject({ adaptive: true, min_interval_minutes: 20 });
+    const crossed = await app.inject({
+      method: 'PATCH',
+      url: '/sites/acme',
+      payload: { max_interval_minutes: 10 },
+    });
+    expect(crossed.statusCode).toBe(400);
+    expect(crossed.json().errors[0].field).toBe('body.max_interval_minutes');
+    const crossedAtBirth = await app.inject({
+      method: 'POST',
+      url: '/sites',
+      payload: {
+        site_name: 'crossed',
+        kind: 'career-site',
+        config,
+        min_interval_minutes: 30,
+        max_interval_minutes: 20,
+      },
+    });
+    expect(crossedAtBirth.statusCode).toBe(400);
+    expect(crossedAtBirth.json().errors[0].field).toBe('body.max_interval_minutes');
+
     expect((await app.inject({ method: 'GET', url: `/sites/${id}` })).json().data.site_name).toBe(
       'acme',
     );

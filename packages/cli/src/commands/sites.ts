@@ -17,6 +17,9 @@ interface AddOptions {
   disabled?: boolean;
   llm?: boolean;
   expireAfterMisses?: number;
+  adaptive?: boolean;
+  minInterval?: number;
+  maxInterval?: number;
 }
 
 /** The body of `POST /sites` for `gleaner sites add`. */
@@ -36,6 +39,9 @@ export function newSiteBody(name: string, options: AddOptions): NewSite {
     ...(options.expireAfterMisses === undefined
       ? {}
       : { expire_after_misses: options.expireAfterMisses }),
+    ...(options.adaptive ? { adaptive: true } : {}),
+    ...(options.minInterval === undefined ? {} : { min_interval_minutes: options.minInterval }),
+    ...(options.maxInterval === undefined ? {} : { max_interval_minutes: options.maxInterval }),
   };
 }
 
@@ -75,6 +81,20 @@ export function sitesCommand(act: Act): Command {
       "complete listings that must miss a posting before it expires (default: the fleet's, 2)",
       integer(1, 100),
     )
+    .option(
+      '--adaptive',
+      'run it more often when its postings change often, less when they rarely do (decision 0022)',
+    )
+    .option(
+      '--min-interval <minutes>',
+      "the adaptive interval's floor (default: a quarter of --interval)",
+      integer(1, 10_080),
+    )
+    .option(
+      '--max-interval <minutes>',
+      "the adaptive interval's ceiling (default: four times --interval)",
+      integer(1, 10_080),
+    )
     .action(
       act(async (context, name: string, options: AddOptions) => {
         const answer = unwrap(
@@ -100,7 +120,9 @@ export function sitesCommand(act: Act): Command {
               name: site.site_name,
               kind: site.kind,
               enabled: site.enabled ? 'yes' : 'no',
-              every: `${site.interval_minutes} min`,
+              every: site.adaptive
+                ? `${site.adaptive_interval_minutes ?? site.interval_minutes} min (adaptive)`
+                : `${site.interval_minutes} min`,
               'last run': site.last_run_at,
               'next run': site.enabled ? site.next_run_at : null,
             })),

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type pg from 'pg';
 import type { Database } from '../client.js';
+import { adaptSiteCadence } from './cadence.js';
 import { ActiveRunExistsError, isUniqueViolation } from '../errors.js';
 import { withoutNul } from '../pg-text.js';
 import { afterCursor, microsOf, pageOf } from './cursor.js';
@@ -242,7 +243,7 @@ const FINALIZE_RUN = `
                AS missing_location
       FROM postings p WHERE p.run_id = $1
     ), run AS (
-      SELECT r.id, r.site_schedule_id, r.requested_pages AS listed,
+      SELECT r.id, r.site_schedule_id, r.requested_pages AS listed, s.adaptive,
              coalesce(s.expire_after_misses, $2::int) AS misses_allowed,
              (SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY h.requested_pages)
               FROM (SELECT h.requested_pages FROM scrape_runs h
@@ -307,7 +308,7 @@ const FINALIZE_RUN = `
       )
       FROM judged j
       WHERE r.id = j.id AND ${RUN_MAY_CLOSE}
-      RETURNING r.message, j.*
+      RETURNING r.message, r.status AS closed_status, j.*
     ), raised AS (
       -- One open alert per site and kind, seen again by each run that finds the cause again.
       INSERT INTO site_alerts (site_id, kind, run_id, message, details)
@@ -371,7 +372,7 @@ const FINALIZE_RUN = `
         AND p.status <> 'expired'
       RETURNING p.status
     )
-    SELECT c.id, c.held,
+    SELECT c.id, c.held, c.adaptive AND c.closed_status = 'succeeded' AS adapts,
            (SELECT count(*) FROM missed WHERE status = 'expired')::int AS expired,
            (SELECT count(*) FROM missed)::int AS missed
     FROM closed c
@@ -425,6 +426,8 @@ export function finalizedRunLog(run: FinalizedRun): {
  * expires those missed by `policy.expireAfterMisses` listings in a row; unless the listing guard
  * holds it, which ends the run `partial` with the guard's reason as its message and raises the
  * site's `listing_drop` alert (or counts it again), which the site's next normal listing resolves.
+ * The same statement raises and resolves the site's `error_rate` and `fields_missing` alerts
+ * (decision 0021). Then an adaptive site's interval follows the run's changes (decision 0022).
  * Returns the closed run, or undefined when this call did not close it.
  */
 export async function finalizeRun(
@@ -444,6 +447,7 @@ export async function finalizeRun(
   const result = await db.$client.query<{
     id: string;
     held: boolean;
+    adapts: boolean;
     expired: number;
     missed: number;
   }>({
@@ -459,6 +463,7 @@ export async function finalizeRun(
   });
   const row = result.rows[0];
   if (!row) return undefined;
+  if (row.adapts) await adaptSiteCadence(db, id);
   const run = await getRun(db, id);
   if (!run) return undefined;
   const expired = Number(row.expired);

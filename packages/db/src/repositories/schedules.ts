@@ -1,3 +1,9 @@
+import {
+  adaptiveInterval,
+  cadenceBounds,
+  type CadenceBounds,
+  type CadenceChoice,
+} from '../cadence.js';
 import type { Database } from '../client.js';
 
 /**
@@ -11,31 +17,56 @@ export interface DueSite {
   siteName: string;
   /** The slot: the `next_run_at` that made the site due. */
   nextRunAt: Date;
+  /** The interval its next run is scheduled by: the adaptive one, for an adaptive site. */
   intervalMinutes: number;
+  /** An adaptive site's cadence (decision 0022): what chose `intervalMinutes`, and why. */
+  cadence: (CadenceChoice & { changeRatePerHour: number | null; bounds: CadenceBounds }) | null;
 }
+
+/**
+ * The interval a site's next run is scheduled by, over `site_schedules s`: its adaptive interval
+ * while it is adaptive and one was measured, otherwise its own.
+ */
+export const EFFECTIVE_INTERVAL = `CASE WHEN s.adaptive THEN coalesce(s.adaptive_interval_minutes, s.interval_minutes) ELSE s.interval_minutes END`;
+
+const SITE_COLUMNS = `s.id, s.site_name, s.next_run_at, s.interval_minutes, s.adaptive,
+  s.min_interval_minutes, s.max_interval_minutes, s.change_rate_per_hour`;
 
 interface DueSiteRow {
   id: string;
   site_name: string;
   next_run_at: Date;
   interval_minutes: number;
+  adaptive: boolean;
+  min_interval_minutes: number | null;
+  max_interval_minutes: number | null;
+  change_rate_per_hour: number | null;
 }
 
-const toDueSite = (row: DueSiteRow): DueSite => ({
-  id: row.id,
-  siteName: row.site_name,
-  nextRunAt: row.next_run_at,
-  intervalMinutes: row.interval_minutes,
-});
+function toDueSite(row: DueSiteRow): DueSite {
+  const site = { id: row.id, siteName: row.site_name, nextRunAt: row.next_run_at };
+  if (!row.adaptive) return { ...site, intervalMinutes: row.interval_minutes, cadence: null };
+  const bounds = cadenceBounds({
+    intervalMinutes: row.interval_minutes,
+    minIntervalMinutes: row.min_interval_minutes,
+    maxIntervalMinutes: row.max_interval_minutes,
+  });
+  const choice = adaptiveInterval(row.change_rate_per_hour, bounds);
+  return {
+    ...site,
+    intervalMinutes: choice.minutes,
+    cadence: { ...choice, changeRatePerHour: row.change_rate_per_hour, bounds },
+  };
+}
 
 /** Enabled sites due now, longest overdue first. */
 export async function listDueSites(db: Database, limit: number): Promise<DueSite[]> {
   const { rows } = await db.$client.query<DueSiteRow>({
     name: 'gleaner-due-sites',
     text: `
-      SELECT id, site_name, next_run_at, interval_minutes FROM site_schedules
-      WHERE enabled AND next_run_at <= now()
-      ORDER BY next_run_at LIMIT $1`,
+      SELECT ${SITE_COLUMNS} FROM site_schedules s
+      WHERE s.enabled AND s.next_run_at <= now()
+      ORDER BY s.next_run_at LIMIT $1`,
     values: [limit],
   });
   return rows.map(toDueSite);
@@ -45,9 +76,9 @@ export async function listDueSites(db: Database, limit: number): Promise<DueSite
 export async function listUpcomingSites(db: Database, limit: number): Promise<DueSite[]> {
   const { rows } = await db.$client.query<DueSiteRow>({
     text: `
-      SELECT id, site_name, next_run_at, interval_minutes FROM site_schedules
-      WHERE enabled AND next_run_at > now()
-      ORDER BY next_run_at LIMIT $1`,
+      SELECT ${SITE_COLUMNS} FROM site_schedules s
+      WHERE s.enabled AND s.next_run_at > now()
+      ORDER BY s.next_run_at LIMIT $1`,
     values: [limit],
   });
   return rows.map(toDueSite);
@@ -70,9 +101,9 @@ export async function findScheduledSite(
 ): Promise<(DueSite & { enabled: boolean }) | undefined> {
   const { rows } = await db.$client.query<DueSiteRow & { enabled: boolean }>({
     text: `
-      SELECT id, site_name, coalesce(next_run_at, now()) AS next_run_at, interval_minutes, enabled
-      FROM site_schedules
-      WHERE site_name = $1 OR id = $2::uuid`,
+      SELECT ${SITE_COLUMNS}, coalesce(s.next_run_at, now()) AS next_run_at, s.enabled
+      FROM site_schedules s
+      WHERE s.site_name = $1 OR s.id = $2::uuid`,
     values: [site, UUID.test(site) ? site : null],
   });
   const row = rows[0];
@@ -126,8 +157,8 @@ export async function startScheduledSlots(
                              $6::float8[], $7::text[])
           AS i(site_id, slot, id, run_id, task_id, factor, correlation_id)
       ), claimed AS (
-        SELECT s.id, s.interval_minutes, i.slot, i.id AS run_uuid, i.run_id, i.task_id, i.factor,
-               i.correlation_id
+        SELECT s.id, ${EFFECTIVE_INTERVAL} AS interval_minutes, i.slot, i.id AS run_uuid,
+               i.run_id, i.task_id, i.factor, i.correlation_id
         FROM site_schedules s JOIN input i ON i.site_id = s.id
         -- The slot came back from JavaScript at millisecond precision.
         WHERE s.enabled AND date_trunc('milliseconds', s.next_run_at) = i.slot

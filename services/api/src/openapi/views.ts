@@ -47,6 +47,21 @@ export const siteView = z
       .describe(
         'Complete listings that must miss a posting before it expires; null: EXPIRE_AFTER_MISSES',
       ),
+    adaptive: z
+      .boolean()
+      .describe(
+        'Its interval follows its change rate between min_ and max_interval_minutes (decision 0022)',
+      ),
+    min_interval_minutes: z.int().nullable().describe('null: a quarter of interval_minutes'),
+    max_interval_minutes: z.int().nullable().describe('null: four times interval_minutes'),
+    change_rate_per_hour: z
+      .number()
+      .nullable()
+      .describe('Postings new, changed or closed per hour, smoothed over its runs'),
+    adaptive_interval_minutes: z
+      .int()
+      .nullable()
+      .describe('The interval its change rate chose, used while adaptive'),
     tenant_id: z.string().nullable(),
     created_at: isoDateTime,
     updated_at: isoDateTime,
@@ -323,7 +338,20 @@ const passReport = z.object({
 const scheduledSite = z.object({
   site_id: z.uuid(),
   site_name: z.string(),
-  interval_minutes: z.int(),
+  interval_minutes: z.int().describe("The interval the site's next run is scheduled by"),
+  cadence: z
+    .object({
+      change_rate_per_hour: z
+        .number()
+        .nullable()
+        .describe('Postings new, changed or closed per hour, smoothed over its runs'),
+      base_interval_minutes: z.int(),
+      min_interval_minutes: z.int(),
+      max_interval_minutes: z.int(),
+      reason: z.string().describe('Why this interval'),
+    })
+    .nullable()
+    .describe('For an adaptive site (decision 0022): how its change rate chose its interval'),
   next_run_at: isoDateTime,
   lock_holder: z
     .string()

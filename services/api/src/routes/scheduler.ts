@@ -75,6 +75,13 @@ const presentSite = (site: DueSite, lockHolder?: string | null) => ({
   site_id: site.id,
   site_name: site.siteName,
   interval_minutes: site.intervalMinutes,
+  cadence: site.cadence && {
+    change_rate_per_hour: site.cadence.changeRatePerHour,
+    base_interval_minutes: site.cadence.bounds.baseMinutes,
+    min_interval_minutes: site.cadence.bounds.minMinutes,
+    max_interval_minutes: site.cadence.bounds.maxMinutes,
+    reason: site.cadence.reason,
+  },
   next_run_at: site.nextRunAt.toISOString(),
   ...(lockHolder === undefined ? {} : { lock_holder: lockHolder }),
 });

@@ -1,5 +1,7 @@
 import {
   deleteSite,
+  adaptiveInterval,
+  cadenceBounds,
   getActiveRunForSite,
   getSiteById,
   getSiteByName,
@@ -62,6 +64,25 @@ const siteFields = {
     .describe(
       'Complete listings in a row that must miss a posting before it expires; null: the fleet default (EXPIRE_AFTER_MISSES, 2)',
     ),
+  adaptive: z
+    .boolean()
+    .describe(
+      'The interval follows the change rate its runs show, between min_interval_minutes and max_interval_minutes (decision 0022)',
+    ),
+  min_interval_minutes: z
+    .int()
+    .min(1)
+    .max(7 * 24 * 60)
+    .nullable()
+    .describe("The adaptive interval's floor; null: a quarter of interval_minutes"),
+  max_interval_minutes: z
+    .int()
+    .min(1)
+    .max(7 * 24 * 60)
+    .nullable()
+    .describe(
+      "The adaptive interval's ceiling; null: four times interval_minutes (at most 7 days)",
+    ),
   tenant_id: z
     .string()
     .regex(TENANT_ID_PATTERN, { message: 'must be 1-200 letters, digits, . _ : or -' })
@@ -81,13 +102,23 @@ const createSiteBody = z
     max_concurrency: siteFields.max_concurrency.default(4),
     llm_extraction: siteFields.llm_extraction.default(false),
     expire_after_misses: siteFields.expire_after_misses.default(null),
+    adaptive: siteFields.adaptive.default(false),
+    min_interval_minutes: siteFields.min_interval_minutes.default(null),
+    max_interval_minutes: siteFields.max_interval_minutes.default(null),
     tenant_id: siteFields.tenant_id.default(null),
   })
   .strict()
   .refine((body) => body.max_pause_seconds >= body.min_pause_seconds, {
     message: 'must be at least min_pause_seconds',
     path: ['max_pause_seconds'],
-  });
+  })
+  .refine(
+    (body) =>
+      body.min_interval_minutes === null ||
+      body.max_interval_minutes === null ||
+      body.max_interval_minutes >= body.min_interval_minutes,
+    { message: 'must be at least min_interval_minutes', path: ['max_interval_minutes'] },
+  );
 
 const updateSiteBody = z
   .object(siteFields)
@@ -156,6 +187,9 @@ function toRow(body: SiteBody): Partial<NewSiteRow> {
   if (body.max_concurrency !== undefined) row.maxConcurrency = body.max_concurrency;
   if (body.llm_extraction !== undefined) row.llmExtraction = body.llm_extraction;
   if (body.expire_after_misses !== undefined) row.expireAfterMisses = body.expire_after_misses;
+  if (body.adaptive !== undefined) row.adaptive = body.adaptive;
+  if (body.min_interval_minutes !== undefined) row.minIntervalMinutes = body.min_interval_minutes;
+  if (body.max_interval_minutes !== undefined) row.maxIntervalMinutes = body.max_interval_minutes;
   if (body.tenant_id !== undefined) row.tenantId = body.tenant_id;
   return row;
 }
@@ -323,6 +357,39 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
           },
         );
       }
+      const minInterval =
+        body.min_interval_minutes === undefined
+          ? site.minIntervalMinutes
+          : body.min_interval_minutes;
+      const maxInterval =
+        body.max_interval_minutes === undefined
+          ? site.maxIntervalMinutes
+          : body.max_interval_minutes;
+      if (minInterval !== null && maxInterval !== null && maxInterval < minInterval) {
+        throw new ProblemError(
+          400,
+          'Validation Failed',
+          'max_interval_minutes must be at least min_interval_minutes',
+          {
+            errors: [
+              {
+                field: 'body.max_interval_minutes',
+                message: 'must be at least min_interval_minutes',
+              },
+            ],
+          },
+        );
+      }
+      // New bounds or base: the measured rate chooses again within them (decision 0022).
+      if (site.changeRatePerHour !== null)
+        changes.adaptiveIntervalMinutes = adaptiveInterval(
+          site.changeRatePerHour,
+          cadenceBounds({
+            intervalMinutes: body.interval_minutes ?? site.intervalMinutes,
+            minIntervalMinutes: minInterval,
+            maxIntervalMinutes: maxInterval,
+          }),
+        ).minutes;
       const updated = await updateSite(db, site.id, changes);
       return { status: 'success' as const, data: presentSite(updated ?? site) };
     },
