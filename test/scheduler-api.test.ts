@@ -158,4 +158,36 @@ describe('the scheduler through the API', () => {
     });
     expect(invalid.statusCode).toBe(400);
   });
+
+  it("shows an adaptive site's interval and why", async () => {
+    const site = await insertSite(system.handle.db, {
+      siteName: 'adaptive-site',
+      kind: 'career-site',
+      intervalMinutes: 30,
+      adaptive: true,
+      changeRatePerHour: 8,
+      adaptiveIntervalMinutes: 15,
+      nextRunAt: new Date(Date.now() + 24 * 3_600_000),
+      config: { url: fixture.url, sitemapUrl: fixture.sitemapUrl },
+    });
+    const status = await app.inject({ method: 'GET', url: '/scheduler/status' });
+    const listed = (
+      status.json().upcoming_sites as { site_name: string; cadence: unknown }[]
+    ).filter((entry) => entry.site_name === site.siteName || entry.site_name === 'later-site');
+    expect(listed).toEqual([
+      expect.objectContaining({ site_name: 'later-site', interval_minutes: 30, cadence: null }),
+      expect.objectContaining({
+        site_name: 'adaptive-site',
+        interval_minutes: 15,
+        cadence: {
+          change_rate_per_hour: 8,
+          base_interval_minutes: 30,
+          min_interval_minutes: 8,
+          max_interval_minutes: 120,
+          reason:
+            'about 8.0 changes an hour, 4.0 per 30-minute base interval: every 15 minutes, between 8 and 120 minutes',
+        },
+      }),
+    ]);
+  });
 });
