@@ -17,6 +17,7 @@
  * not below BENCH_TARGET_RATIO (0.9) of the fixed one's.
  */
 import { adaptiveInterval, cadenceBounds, nextChangeRate } from '@gleaner/db';
+import { seededRandom } from '@gleaner/testing';
 import { BenchUsageError, type BenchModule } from './bench.js';
 import { benchRun, integerFrom, progressFor, report, wantsHelp } from './support.js';
 
@@ -60,18 +61,6 @@ function readSettings(args: string[]): Settings | 'help' {
   if (settings.maxRate < settings.minRate)
     throw new BenchUsageError('BENCH_MAX_RATE must be at least BENCH_MIN_RATE', USAGE);
   return settings;
-}
-
-/** mulberry32: a small seeded generator, so that every run simulates the same fleet. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 interface SimulatedSite {

@@ -102,7 +102,7 @@ const benches: Record<string, BenchEntry> = {
   cadence: {
     summary:
       'a simulated fleet of 1,000 sites over 30 days, fixed interval against adaptive cadence at the same number of runs (goal: mean delay per change ≤ 0.9)',
-    needs: ['packages/db/dist/index.js'],
+    needs: ['packages/db/dist/index.js', 'packages/testing/dist/index.js'],
     load: () => import('./cadence.js'),
   },
   scheduler: {
