@@ -525,6 +525,14 @@ describe('drift alerts', () => {
     const open = (await alertsOf()).filter((alert) => alert.resolvedAt === null);
     expect(open).toHaveLength(1);
     expect(open[0]!.message).toMatch(/^overdue: the site's last run finished 30\d minutes ago/);
+    // An adaptive site is overdue by the interval its change rate chose (here four hours).
+    await handle.pool.query(
+      'UPDATE site_schedules SET adaptive = true, adaptive_interval_minutes = 240 WHERE id = $1',
+      [site.id],
+    );
+    expect(await watchOverdueSites(handle.db, 3)).toMatchObject({ resolved: 1 });
+    await handle.pool.query('UPDATE site_schedules SET adaptive = false WHERE id = $1', [site.id]);
+    expect(await watchOverdueSites(handle.db, 3)).toMatchObject({ raised: 1 });
     await handle.pool.query('UPDATE site_schedules SET enabled = false WHERE id = $1', [site.id]);
     expect(await watchOverdueSites(handle.db, 3)).toMatchObject({ resolved: 1 });
     expect((await alertsOf()).filter((alert) => alert.resolvedAt === null)).toEqual([]);

@@ -1,5 +1,6 @@
 import { and, desc, eq, isNotNull, isNull } from 'drizzle-orm';
 import type { Database } from '../client.js';
+import { EFFECTIVE_INTERVAL } from './schedules.js';
 import { scrapeRuns, siteAlerts, siteSchedules, type SiteAlertKind } from '../schema.js';
 
 export type SiteAlertState = 'open' | 'resolved' | 'all';
@@ -70,14 +71,15 @@ export async function listSiteAlerts(
 
 /**
  * Raises an `overdue` alert for every enabled site of which no run has finished (`succeeded`,
- * `partial` or `failed`) for `intervals` of its intervals, counted from its registration when
+ * `partial` or `failed`) for `intervals` of its intervals (an adaptive site's: the one its change
+ * rate chose), counted from its registration when
  * none ever did; refreshes those open already, and resolves the open ones of sites that are no
  * longer overdue (a run of theirs finished, they were disabled, or their interval grew). One
  * statement: replicas that run it at once agree. A run that closes resolves its site's too.
  */
 const WATCH_OVERDUE_SITES = `
   WITH overdue AS (
-    SELECT s.id, s.interval_minutes, last.finished_at,
+    SELECT s.id, ${EFFECTIVE_INTERVAL} AS interval_minutes, last.finished_at,
            floor(extract(epoch FROM now() - coalesce(last.finished_at, s.created_at)) / 60)::int
              AS quiet_minutes
     FROM site_schedules s
@@ -88,7 +90,7 @@ const WATCH_OVERDUE_SITES = `
     ) last ON true
     WHERE s.enabled
       AND coalesce(last.finished_at, s.created_at)
-          < now() - make_interval(mins => s.interval_minutes * $1::int)
+          < now() - make_interval(mins => ${EFFECTIVE_INTERVAL} * $1::int)
   ), raised AS (
     INSERT INTO site_alerts (site_id, kind, message, details)
     SELECT o.id, 'overdue',
