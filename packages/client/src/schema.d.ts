@@ -5346,7 +5346,7 @@ export interface components {
             max_interval_minutes: number | null;
             /** @description Postings new, changed or closed per hour, smoothed over its runs */
             change_rate_per_hour: number | null;
-            /** @description The interval its change rate chose, used while adaptive */
+            /** @description The interval it is scheduled by while adaptive: chosen by its change rate within its bounds (the base interval, within them, until a rate is measured) */
             adaptive_interval_minutes: number | null;
             tenant_id: string | null;
             /** Format: date-time */
@@ -5431,7 +5431,7 @@ export interface components {
             max_interval_minutes: number | null;
             /** @description Postings new, changed or closed per hour, smoothed over its runs */
             change_rate_per_hour: number | null;
-            /** @description The interval its change rate chose, used while adaptive */
+            /** @description The interval it is scheduled by while adaptive: chosen by its change rate within its bounds (the base interval, within them, until a rate is measured) */
             adaptive_interval_minutes: number | null;
             tenant_id: string | null;
             /** Format: date-time */

@@ -69,7 +69,10 @@ export const siteSchedules = pgTable(
     maxIntervalMinutes: integer('max_interval_minutes'),
     /** Postings new, changed or closed per hour, smoothed over the site's runs; null until measured. */
     changeRatePerHour: real('change_rate_per_hour'),
-    /** The interval the site's change rate chose, used while `adaptive`; null until measured. */
+    /**
+     * The interval the site is scheduled by while `adaptive`: its change rate's choice within its
+     * bounds (the base, within them, until a rate is measured); null for sites registered before.
+     */
     adaptiveIntervalMinutes: integer('adaptive_interval_minutes'),
     ...timestamps,
   },

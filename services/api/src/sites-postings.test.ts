@@ -118,7 +118,8 @@ describe('/sites', () => {
       min_interval_minutes: null,
       max_interval_minutes: null,
       change_rate_per_hour: null,
-      adaptive_interval_minutes: null,
+      // Chosen for when it is turned on: with no rate measured, its base interval.
+      adaptive_interval_minutes: 60,
     });
     const adaptive = await app.inject({
       method: 'PATCH',
@@ -126,6 +127,13 @@ describe('/sites', () => {
       payload: { adaptive: true, min_interval_minutes: 20 },
     });
     expect(adaptive.json().data).toMatchObject({ adaptive: true, min_interval_minutes: 20 });
+    // A floor above the base: the interval it is scheduled by moves up to it at once.
+    const floor = await app.inject({
+      method: 'PATCH',
+      url: '/sites/acme',
+      payload: { min_interval_minutes: 90, max_interval_minutes: 120 },
+    });
+    expect(floor.json().data).toMatchObject({ adaptive_interval_minutes: 90 });
     const crossed = await app.inject({
       method: 'PATCH',
       url: '/sites/acme',

@@ -25,12 +25,14 @@ export interface DueSite {
 
 /**
  * The interval a site's next run is scheduled by, over `site_schedules s`: its adaptive interval
- * while it is adaptive and one was measured, otherwise its own.
+ * while it is adaptive (chosen when it was registered or changed, then after each run),
+ * otherwise its own.
  */
 export const EFFECTIVE_INTERVAL = `CASE WHEN s.adaptive THEN coalesce(s.adaptive_interval_minutes, s.interval_minutes) ELSE s.interval_minutes END`;
 
 const SITE_COLUMNS = `s.id, s.site_name, s.next_run_at, s.interval_minutes, s.adaptive,
-  s.min_interval_minutes, s.max_interval_minutes, s.change_rate_per_hour`;
+  s.min_interval_minutes, s.max_interval_minutes, s.change_rate_per_hour,
+  s.adaptive_interval_minutes`;
 
 interface DueSiteRow {
   id: string;
@@ -41,6 +43,7 @@ interface DueSiteRow {
   min_interval_minutes: number | null;
   max_interval_minutes: number | null;
   change_rate_per_hour: number | null;
+  adaptive_interval_minutes: number | null;
 }
 
 function toDueSite(row: DueSiteRow): DueSite {
@@ -54,7 +57,9 @@ function toDueSite(row: DueSiteRow): DueSite {
   const choice = adaptiveInterval(row.change_rate_per_hour, bounds);
   return {
     ...site,
-    intervalMinutes: choice.minutes,
+    // The stored choice is what the scheduler uses; it is the same function's over the same
+    // inputs (the API chooses again when the base or the bounds change).
+    intervalMinutes: row.adaptive_interval_minutes ?? row.interval_minutes,
     cadence: { ...choice, changeRatePerHour: row.change_rate_per_hour, bounds },
   };
 }

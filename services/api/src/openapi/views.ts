@@ -61,7 +61,9 @@ export const siteView = z
     adaptive_interval_minutes: z
       .int()
       .nullable()
-      .describe('The interval its change rate chose, used while adaptive'),
+      .describe(
+        'The interval it is scheduled by while adaptive: chosen by its change rate within its bounds (the base interval, within them, until a rate is measured)',
+      ),
     tenant_id: z.string().nullable(),
     created_at: isoDateTime,
     updated_at: isoDateTime,
