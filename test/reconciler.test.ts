@@ -50,13 +50,14 @@ afterAll(async () => {
   await fixture?.close();
 });
 
-async function newSite(): Promise<SiteRow> {
+async function newSite(maxRetries?: number): Promise<SiteRow> {
   siteCounter += 1;
   return insertSite(system.handle.db, {
     siteName: `reconciled-${siteCounter}`,
     kind: 'career-site',
     minPauseSeconds: 0,
     maxPauseSeconds: 0,
+    ...(maxRetries !== undefined && { maxRetries }),
     config: { url: fixture.url, sitemapUrl: fixture.sitemapUrl },
   });
 }
@@ -102,8 +103,10 @@ describe('the reconciler', () => {
     });
   });
 
-  it("queues a running run's lost crawl jobs again, and the run succeeds", async () => {
-    const site = await newSite();
+  it("queues a running run's lost crawl jobs again, with their site's attempts, and the run succeeds", async () => {
+    // Seed 003's max_retries: 1 retry after the first attempt, for the scrape's jobs and the
+    // reconciler's alike.
+    const site = await newSite(1);
     // Crawling is paused while the scrape lists the site and fans out its crawl jobs.
     const crawl = system.replicas[0]!.runtime.workers[1]!;
     expect(crawl.name).toBe('crawl');
@@ -117,12 +120,28 @@ describe('the reconciler', () => {
     // Half of the crawl jobs are lost (one may have been taken as the worker paused).
     const queued = await system.queues.crawl.getJobs(['waiting', 'prioritized', 'delayed']);
     expect(queued.length).toBeGreaterThanOrEqual(39);
+    expect(new Set(queued.map((job) => job.opts.attempts))).toEqual(new Set([2]));
     const lost = queued.slice(0, 20);
     for (const job of lost) await job.remove();
+    // Passes while crawling is still paused (the rows count as lost once quiet for the grace
+    // period): the jobs they add again are there to be read.
+    let requeuedCount = 0;
+    await waitFor(
+      async () => {
+        requeuedCount += (await reconciler.reconcile({ redis: true })).crawlRequeued;
+        if (requeuedCount >= 20) return true;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        return undefined;
+      },
+      { what: 'the lost crawl jobs to be added again' },
+    );
+    expect(requeuedCount).toBe(20);
+    const requeued = await Promise.all(lost.map((job) => system.queues.crawl.getJob(job.id!)));
+    expect(requeued.map((job) => job?.opts.attempts)).toEqual(lost.map(() => 2));
     await crawl.resume();
 
     const { run: ended, repairs } = await reconcileToEnd(run.id);
-    expect(repairs.crawlRequeued).toBe(20);
+    expect(repairs.crawlRequeued).toBe(0);
     expect(ended).toMatchObject({ status: 'succeeded', readyCount: 40, errorsCount: 0 });
   });
 

@@ -397,7 +397,10 @@ export interface paths {
                         min_pause_seconds?: number;
                         /** @default 8 */
                         max_pause_seconds?: number;
-                        /** @default 3 */
+                        /**
+                         * @description Retries of a posting page's crawl after its first attempt (seed 003)
+                         * @default 3
+                         */
                         max_retries?: number;
                         /** @default null */
                         rate_limit_rps?: number | null;
@@ -735,6 +738,7 @@ export interface paths {
                         interval_minutes?: number;
                         min_pause_seconds?: number;
                         max_pause_seconds?: number;
+                        /** @description Retries of a posting page's crawl after its first attempt (seed 003) */
                         max_retries?: number;
                         rate_limit_rps?: number | null;
                         max_concurrency?: number;
@@ -5332,6 +5336,7 @@ export interface components {
             next_run_at: string | null;
             min_pause_seconds: number;
             max_pause_seconds: number;
+            /** @description Retries of a posting page's crawl after its first attempt */
             max_retries: number;
             rate_limit_rps: number | null;
             max_concurrency: number;
@@ -5417,6 +5422,7 @@ export interface components {
             next_run_at: string | null;
             min_pause_seconds: number;
             max_pause_seconds: number;
+            /** @description Retries of a posting page's crawl after its first attempt */
             max_retries: number;
             rate_limit_rps: number | null;
             max_concurrency: number;

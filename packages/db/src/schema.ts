@@ -44,6 +44,7 @@ export const siteSchedules = pgTable(
     payload: jsonb('payload').$type<Record<string, unknown>>().notNull().default({}),
     minPauseSeconds: integer('min_pause_seconds').notNull().default(2),
     maxPauseSeconds: integer('max_pause_seconds').notNull().default(8),
+    /** Retries of a posting page's crawl job after its first attempt (seed 003). */
     maxRetries: integer('max_retries').notNull().default(3),
     /** Requests per second across all replicas; null means "the pause alone decides". */
     rateLimitRps: real('rate_limit_rps'),

@@ -8,7 +8,7 @@ export * from './queues.js';
 export * from './run-cancellation.js';
 export * from './start-run.js';
 export { backfillJob } from './jobs/backfill.js';
-export { CRAWL_NEW_JOB_PRIORITY, crawlJob } from './jobs/crawl.js';
+export { CRAWL_NEW_JOB_PRIORITY, crawlAttempts, crawlJob } from './jobs/crawl.js';
 export { deadLetterJob } from './jobs/dead-letter.js';
 export * from './jobs/documents.js';
 export * from './documents.js';

@@ -33,6 +33,8 @@ export interface DeadLetterSite {
   enabled: boolean;
   minPauseSeconds: number;
   rateLimitRps: number | null;
+  /** Retries of its crawl jobs after their first attempt (`max_retries`). */
+  maxRetries: number;
   /** Whether the site has a queued or running run (a replay must wait for it to end). */
   hasActiveRun: boolean;
 }
@@ -171,9 +173,11 @@ export async function readDeadLetterSubjects(
     enabled: boolean;
     min_pause_seconds: number;
     rate_limit_rps: number | null;
+    max_retries: number;
     has_active_run: boolean;
   }>(
     `SELECT s.id, s.site_name, s.tenant_id, s.enabled, s.min_pause_seconds, s.rate_limit_rps,
+            s.max_retries,
             EXISTS (SELECT 1 FROM scrape_runs r
                     WHERE r.site_schedule_id = s.id AND r.status IN ('queued', 'running'))
               AS has_active_run
@@ -190,6 +194,7 @@ export async function readDeadLetterSubjects(
         enabled: row.enabled,
         minPauseSeconds: row.min_pause_seconds,
         rateLimitRps: row.rate_limit_rps,
+        maxRetries: row.max_retries,
         hasActiveRun: row.has_active_run,
       },
     ]),

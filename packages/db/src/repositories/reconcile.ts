@@ -57,6 +57,8 @@ export interface QuietPendingPosting {
   siteId: string;
   /** Its page was fetched and stored in this run: what is left is the extract stage. */
   bodyRecorded: boolean;
+  /** Its site's `max_retries`: the attempts its crawl job is added again with. */
+  maxRetries: number;
 }
 
 /**
@@ -78,13 +80,15 @@ export async function listQuietPendingPostings(
     run_id: string;
     site_id: string;
     body_recorded: boolean;
+    max_retries: number;
   }>({
     name: 'gleaner-quiet-pending-postings',
     text: `
       SELECT * FROM (
-        SELECT p.id, p.run_id, p.site_id, p.updated_at,
+        SELECT p.id, p.run_id, p.site_id, p.updated_at, s.max_retries,
                (p.body_sha256 IS NOT NULL AND p.fetched_at >= r.started_at) AS body_recorded
         FROM postings p JOIN scrape_runs r ON r.id = p.run_id
+          JOIN site_schedules s ON s.id = p.site_id
         WHERE p.run_id = ANY($1::uuid[]) AND p.status = 'pending'
           AND p.updated_at < now() - make_interval(secs => $2::float8 / 1000)
           -- A page handed to the LLM waits for its extraction, which has its own repairs.
@@ -101,5 +105,6 @@ export async function listQuietPendingPostings(
     runId: row.run_id,
     siteId: row.site_id,
     bodyRecorded: row.body_recorded,
+    maxRetries: row.max_retries,
   }));
 }

@@ -20,6 +20,7 @@ function site(overrides: Partial<DeadLetterSite> = {}): DeadLetterSite {
     enabled: true,
     minPauseSeconds: 2,
     rateLimitRps: null,
+    maxRetries: 3,
     hasActiveRun: false,
     ...overrides,
   };

@@ -1,6 +1,7 @@
 import { ActiveRunExistsError, retryFailedDocuments, startReplayRun } from '@gleaner/db';
 import { enqueueDocuments } from '../documents.js';
 import { requestLlmExtractions } from '../llm-extract.js';
+import { crawlAttempts } from '../jobs/crawl.js';
 import { enqueue } from '../queues.js';
 import { startScrapeRun } from '../start-run.js';
 import type { DeadLetterDeps, DeadLetterSelector, DescribedDeadLetter } from './letter.js';
@@ -11,6 +12,10 @@ import {
   type RequeuePlan,
   type RequeueSettings,
 } from './requeue-plan.js';
+
+/** A site's crawl attempts (its `max_retries` + 1), as the scrape that listed it added them. */
+const siteAttempts = (site: { maxRetries: number } | undefined) =>
+  site === undefined ? {} : { attempts: crawlAttempts(site) };
 
 export interface RequeueEntry {
   letter: DescribedDeadLetter;
@@ -192,7 +197,7 @@ async function replayPostings(
         context.queues,
         'crawl',
         { runId, siteId, postingId: replay.postingId, correlationId },
-        delay,
+        { ...delay, ...siteAttempts(item.entry.letter.rows.site) },
       );
     else if (replay.stage === 'extract')
       await enqueue(

@@ -15,6 +15,7 @@ export const crawlJob = defineJob({
     correlationId: z.string().max(128).optional(),
   }),
   defaults: {
+    // A site's own max_retries + 1 replaces it where the site is known (crawlAttempts).
     attempts: 4,
     backoff: { type: 'exponential', delay: 2_000 },
     // A job that has not asked its site's gate yet waits behind those coming back for a slot
@@ -26,3 +27,10 @@ export const crawlJob = defineJob({
   },
   jobId: (p) => `crawl-${p.runId}-${p.postingId}`,
 });
+
+/**
+ * A site's crawl jobs get its `max_retries` (seed 003, 3 by default) retries after their first
+ * attempt: the scrape that lists its postings, the reconciler that adds a lost job again and a
+ * dead letter's requeue all add them with these attempts.
+ */
+export const crawlAttempts = (site: { maxRetries: number }) => site.maxRetries + 1;

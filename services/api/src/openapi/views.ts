@@ -37,7 +37,7 @@ export const siteView = z
     next_run_at: isoDateTime.nullable(),
     min_pause_seconds: z.int(),
     max_pause_seconds: z.int(),
-    max_retries: z.int(),
+    max_retries: z.int().describe("Retries of a posting page's crawl after its first attempt"),
     rate_limit_rps: z.number().nullable(),
     max_concurrency: z.int(),
     llm_extraction: z.boolean(),

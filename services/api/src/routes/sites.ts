@@ -48,7 +48,11 @@ const siteFields = {
     .max(7 * 24 * 60),
   min_pause_seconds: z.int().min(0).max(3600),
   max_pause_seconds: z.int().min(0).max(3600),
-  max_retries: z.int().min(0).max(20),
+  max_retries: z
+    .int()
+    .min(0)
+    .max(20)
+    .describe("Retries of a posting page's crawl after its first attempt (seed 003)"),
   rate_limit_rps: z.number().positive().max(1000).nullable(),
   max_concurrency: z.int().min(1).max(256),
   llm_extraction: z

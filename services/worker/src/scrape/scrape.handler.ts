@@ -6,7 +6,7 @@ import {
   startRun,
   upsertListedPostings,
 } from '@gleaner/db';
-import { crawlJob, enqueueBulk } from '@gleaner/queue';
+import { crawlAttempts, crawlJob, enqueueBulk } from '@gleaner/queue';
 import { getAdapter, SourceError } from '@gleaner/sources';
 import type { JobHandler } from '../context.js';
 import { bookCrawlStarts } from '../crawl/polite-fetch.js';
@@ -88,9 +88,10 @@ export const scrapeHandler: JobHandler<'scrape'> = {
           : [];
       });
       const delays = await bookCrawlStarts(site, site.id, toFetch, context);
+      const attempts = crawlAttempts(site);
       await enqueueBulk(queues, 'crawl', jobs, (job) => {
         const delay = delays.get(crawlJob.jobId(job));
-        return delay === undefined ? undefined : { delay, priority: 0 };
+        return delay === undefined ? { attempts } : { attempts, delay, priority: 0 };
       });
       rows.push(...upserted);
       enqueued += pending.length;
