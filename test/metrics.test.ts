@@ -127,8 +127,9 @@ describe('GET /metrics', () => {
 
     // The scheduler starts the site's run now, as `POST /scheduler/run` asks it to.
     const forcedPass = await call('POST', '/scheduler/run', { site: site.siteName });
-    expect(forcedPass.json()).toMatchObject({ started_count: 1 });
-    const runId = forcedPass.json<{ started: { run_id: string }[] }>().started[0]!.run_id;
+    expect(forcedPass.json()).toMatchObject({ status: 'success', data: { started_count: 1 } });
+    const runId = forcedPass.json<{ data: { started: { run_id: string }[] } }>().data.started[0]!
+      .run_id;
 
     // Scraped while it runs: some crawl jobs done, some postings still pending.
     const during = await waitFor(

@@ -69,7 +69,8 @@ describe('the scheduler through the API', () => {
 
     const status = await app.inject({ method: 'GET', url: '/scheduler/status' });
     expect(status.statusCode).toBe(200);
-    expect(status.json()).toMatchObject({
+    expect(status.json().status).toBe('success');
+    expect(status.json().data).toMatchObject({
       redis: 'ok',
       alive_replicas: 1,
       replicas: [{ replica: 'replica-1', alive: true, passes: 1 }],
@@ -80,7 +81,8 @@ describe('the scheduler through the API', () => {
 
     const forcedPass = await app.inject({ method: 'POST', url: '/scheduler/run' });
     expect(forcedPass.statusCode).toBe(200);
-    const report = forcedPass.json<Record<string, unknown>>();
+    expect(forcedPass.json().status).toBe('success');
+    const report = forcedPass.json<{ data: Record<string, unknown> }>().data;
     expect(report).toMatchObject({
       replica: 'replica-1',
       trigger: 'request',
@@ -138,7 +140,10 @@ describe('the scheduler through the API', () => {
       payload: { site: site.siteName },
     });
     expect(response.statusCode).toBe(200);
-    expect(response.json()).toMatchObject({ site: 'named-site', started_count: 1 });
+    expect(response.json()).toMatchObject({
+      status: 'success',
+      data: { site: 'named-site', started_count: 1 },
+    });
 
     const unknown = await app.inject({
       method: 'POST',
@@ -172,7 +177,7 @@ describe('the scheduler through the API', () => {
     });
     const status = await app.inject({ method: 'GET', url: '/scheduler/status' });
     const listed = (
-      status.json().upcoming_sites as { site_name: string; cadence: unknown }[]
+      status.json().data.upcoming_sites as { site_name: string; cadence: unknown }[]
     ).filter((entry) => entry.site_name === site.siteName || entry.site_name === 'later-site');
     expect(listed).toEqual([
       expect.objectContaining({ site_name: 'later-site', interval_minutes: 30, cadence: null }),

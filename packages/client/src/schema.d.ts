@@ -2243,34 +2243,78 @@ export interface paths {
                     content: {
                         "application/json": {
                             /** @enum {string} */
-                            redis: "ok" | "unavailable";
-                            /** @description null while Redis is unavailable */
-                            replicas: {
-                                replica: string;
-                                host: string;
-                                pid: number;
-                                alive: boolean;
-                                /** Format: date-time */
-                                started_at: string;
-                                /** Format: date-time */
-                                seen_at: string;
-                                interval_ms: number;
-                                passes: number;
-                                /** @description Repairs since the replica started */
-                                repairs_total: {
-                                    llmRequeued?: number;
-                                    llmFailed?: number;
-                                    scrapeRequeued?: number;
-                                    crawlRequeued?: number;
-                                    extractRequeued?: number;
-                                    postingsSettled?: number;
-                                    runsFailed?: number;
-                                    runsFinalized?: number;
-                                    runsPastDeadline?: number;
-                                    documentsRequeued?: number;
-                                    documentsReleased?: number;
-                                    documentsFailed?: number;
-                                };
+                            status: "success";
+                            data: {
+                                /** @enum {string} */
+                                redis: "ok" | "unavailable";
+                                /** @description null while Redis is unavailable */
+                                replicas: {
+                                    replica: string;
+                                    host: string;
+                                    pid: number;
+                                    alive: boolean;
+                                    /** Format: date-time */
+                                    started_at: string;
+                                    /** Format: date-time */
+                                    seen_at: string;
+                                    interval_ms: number;
+                                    passes: number;
+                                    /** @description Repairs since the replica started */
+                                    repairs_total: {
+                                        llmRequeued?: number;
+                                        llmFailed?: number;
+                                        scrapeRequeued?: number;
+                                        crawlRequeued?: number;
+                                        extractRequeued?: number;
+                                        postingsSettled?: number;
+                                        runsFailed?: number;
+                                        runsFinalized?: number;
+                                        runsPastDeadline?: number;
+                                        documentsRequeued?: number;
+                                        documentsReleased?: number;
+                                        documentsFailed?: number;
+                                    };
+                                    last_pass: {
+                                        replica: string;
+                                        /** @enum {string} */
+                                        trigger: "interval" | "request";
+                                        site: string | null;
+                                        /** Format: date-time */
+                                        started_at: string;
+                                        duration_ms: number;
+                                        due: number;
+                                        started_count: number;
+                                        started: {
+                                            site: string;
+                                            run_id: string;
+                                        }[];
+                                        /** @description Due sites given no run, by reason: active-run, locked, taken, disabled */
+                                        skipped: {
+                                            [key: string]: number;
+                                        };
+                                        /** @description What the pass's reconciler repaired */
+                                        repairs: {
+                                            llmRequeued?: number;
+                                            llmFailed?: number;
+                                            scrapeRequeued?: number;
+                                            crawlRequeued?: number;
+                                            extractRequeued?: number;
+                                            postingsSettled?: number;
+                                            runsFailed?: number;
+                                            runsFinalized?: number;
+                                            runsPastDeadline?: number;
+                                            documentsRequeued?: number;
+                                            documentsReleased?: number;
+                                            documentsFailed?: number;
+                                        };
+                                        /** @enum {string} */
+                                        redis: "ok" | "unavailable";
+                                        /** @enum {string} */
+                                        postgres: "ok" | "unavailable";
+                                        errors: string[];
+                                    } | null;
+                                }[] | null;
+                                alive_replicas: number | null;
                                 last_pass: {
                                     replica: string;
                                     /** @enum {string} */
@@ -2310,91 +2354,51 @@ export interface paths {
                                     postgres: "ok" | "unavailable";
                                     errors: string[];
                                 } | null;
-                            }[] | null;
-                            alive_replicas: number | null;
-                            last_pass: {
-                                replica: string;
-                                /** @enum {string} */
-                                trigger: "interval" | "request";
-                                site: string | null;
-                                /** Format: date-time */
-                                started_at: string;
-                                duration_ms: number;
                                 due: number;
-                                started_count: number;
-                                started: {
-                                    site: string;
-                                    run_id: string;
+                                due_sites: {
+                                    /** Format: uuid */
+                                    site_id: string;
+                                    site_name: string;
+                                    /** @description The interval the site's next run is scheduled by */
+                                    interval_minutes: number;
+                                    /** @description For an adaptive site (decision 0022): how its change rate chose its interval */
+                                    cadence: {
+                                        /** @description Postings new, changed or closed per hour, smoothed over its runs */
+                                        change_rate_per_hour: number | null;
+                                        base_interval_minutes: number;
+                                        min_interval_minutes: number;
+                                        max_interval_minutes: number;
+                                        /** @description Why this interval */
+                                        reason: string;
+                                    } | null;
+                                    /** Format: date-time */
+                                    next_run_at: string;
+                                    /** @description The replica holding the lock (due sites) */
+                                    lock_holder?: string | null;
                                 }[];
-                                /** @description Due sites given no run, by reason: active-run, locked, taken, disabled */
-                                skipped: {
-                                    [key: string]: number;
-                                };
-                                /** @description What the pass's reconciler repaired */
-                                repairs: {
-                                    llmRequeued?: number;
-                                    llmFailed?: number;
-                                    scrapeRequeued?: number;
-                                    crawlRequeued?: number;
-                                    extractRequeued?: number;
-                                    postingsSettled?: number;
-                                    runsFailed?: number;
-                                    runsFinalized?: number;
-                                    runsPastDeadline?: number;
-                                    documentsRequeued?: number;
-                                    documentsReleased?: number;
-                                    documentsFailed?: number;
-                                };
-                                /** @enum {string} */
-                                redis: "ok" | "unavailable";
-                                /** @enum {string} */
-                                postgres: "ok" | "unavailable";
-                                errors: string[];
-                            } | null;
-                            due: number;
-                            due_sites: {
-                                /** Format: uuid */
-                                site_id: string;
-                                site_name: string;
-                                /** @description The interval the site's next run is scheduled by */
-                                interval_minutes: number;
-                                /** @description For an adaptive site (decision 0022): how its change rate chose its interval */
-                                cadence: {
-                                    /** @description Postings new, changed or closed per hour, smoothed over its runs */
-                                    change_rate_per_hour: number | null;
-                                    base_interval_minutes: number;
-                                    min_interval_minutes: number;
-                                    max_interval_minutes: number;
-                                    /** @description Why this interval */
-                                    reason: string;
-                                } | null;
-                                /** Format: date-time */
-                                next_run_at: string;
-                                /** @description The replica holding the lock (due sites) */
-                                lock_holder?: string | null;
-                            }[];
-                            upcoming_sites: {
-                                /** Format: uuid */
-                                site_id: string;
-                                site_name: string;
-                                /** @description The interval the site's next run is scheduled by */
-                                interval_minutes: number;
-                                /** @description For an adaptive site (decision 0022): how its change rate chose its interval */
-                                cadence: {
-                                    /** @description Postings new, changed or closed per hour, smoothed over its runs */
-                                    change_rate_per_hour: number | null;
-                                    base_interval_minutes: number;
-                                    min_interval_minutes: number;
-                                    max_interval_minutes: number;
-                                    /** @description Why this interval */
-                                    reason: string;
-                                } | null;
-                                /** Format: date-time */
-                                next_run_at: string;
-                                /** @description The replica holding the lock (due sites) */
-                                lock_holder?: string | null;
-                            }[];
-                            locks_held: number;
+                                upcoming_sites: {
+                                    /** Format: uuid */
+                                    site_id: string;
+                                    site_name: string;
+                                    /** @description The interval the site's next run is scheduled by */
+                                    interval_minutes: number;
+                                    /** @description For an adaptive site (decision 0022): how its change rate chose its interval */
+                                    cadence: {
+                                        /** @description Postings new, changed or closed per hour, smoothed over its runs */
+                                        change_rate_per_hour: number | null;
+                                        base_interval_minutes: number;
+                                        min_interval_minutes: number;
+                                        max_interval_minutes: number;
+                                        /** @description Why this interval */
+                                        reason: string;
+                                    } | null;
+                                    /** Format: date-time */
+                                    next_run_at: string;
+                                    /** @description The replica holding the lock (due sites) */
+                                    lock_holder?: string | null;
+                                }[];
+                                locks_held: number;
+                            };
                         };
                     };
                 };
@@ -2489,43 +2493,47 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            replica: string;
                             /** @enum {string} */
-                            trigger: "interval" | "request";
-                            site: string | null;
-                            /** Format: date-time */
-                            started_at: string;
-                            duration_ms: number;
-                            due: number;
-                            started_count: number;
-                            started: {
-                                site: string;
-                                run_id: string;
-                            }[];
-                            /** @description Due sites given no run, by reason: active-run, locked, taken, disabled */
-                            skipped: {
-                                [key: string]: number;
+                            status: "success";
+                            data: {
+                                replica: string;
+                                /** @enum {string} */
+                                trigger: "interval" | "request";
+                                site: string | null;
+                                /** Format: date-time */
+                                started_at: string;
+                                duration_ms: number;
+                                due: number;
+                                started_count: number;
+                                started: {
+                                    site: string;
+                                    run_id: string;
+                                }[];
+                                /** @description Due sites given no run, by reason: active-run, locked, taken, disabled */
+                                skipped: {
+                                    [key: string]: number;
+                                };
+                                /** @description What the pass's reconciler repaired */
+                                repairs: {
+                                    llmRequeued?: number;
+                                    llmFailed?: number;
+                                    scrapeRequeued?: number;
+                                    crawlRequeued?: number;
+                                    extractRequeued?: number;
+                                    postingsSettled?: number;
+                                    runsFailed?: number;
+                                    runsFinalized?: number;
+                                    runsPastDeadline?: number;
+                                    documentsRequeued?: number;
+                                    documentsReleased?: number;
+                                    documentsFailed?: number;
+                                };
+                                /** @enum {string} */
+                                redis: "ok" | "unavailable";
+                                /** @enum {string} */
+                                postgres: "ok" | "unavailable";
+                                errors: string[];
                             };
-                            /** @description What the pass's reconciler repaired */
-                            repairs: {
-                                llmRequeued?: number;
-                                llmFailed?: number;
-                                scrapeRequeued?: number;
-                                crawlRequeued?: number;
-                                extractRequeued?: number;
-                                postingsSettled?: number;
-                                runsFailed?: number;
-                                runsFinalized?: number;
-                                runsPastDeadline?: number;
-                                documentsRequeued?: number;
-                                documentsReleased?: number;
-                                documentsFailed?: number;
-                            };
-                            /** @enum {string} */
-                            redis: "ok" | "unavailable";
-                            /** @enum {string} */
-                            postgres: "ok" | "unavailable";
-                            errors: string[];
                         };
                     };
                 };
@@ -2536,12 +2544,16 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
-                            /** Format: uuid */
-                            request_id: string;
                             /** @enum {string} */
-                            status: "queued";
-                            status_url: string;
-                            message: string;
+                            status: "success";
+                            data: {
+                                /** Format: uuid */
+                                request_id: string;
+                                /** @enum {string} */
+                                status: "queued";
+                                status_url: string;
+                                message: string;
+                            };
                         };
                     };
                 };

@@ -285,6 +285,24 @@ describe('the rest of the API', () => {
     ]);
   });
 
+  it('queues a scheduling pass for the first scheduler replica when none is running (202)', async () => {
+    const response = await app.inject({ method: 'POST', url: '/scheduler/run' });
+    expect(response.statusCode).toBe(202);
+    expect(response.json()).toEqual({
+      status: 'success',
+      data: {
+        request_id: expect.any(String),
+        status: 'queued',
+        status_url: '/scheduler/status',
+        message: 'no scheduler replica has reported recently: the pass runs when one starts',
+      },
+    });
+    const queued = await queues.scheduler.getJobs(['waiting']);
+    expect(queued.map((job) => job.data.requestId)).toContain(response.json().data.request_id);
+    const status = await app.inject({ method: 'GET', url: '/scheduler/status' });
+    expect(status.json()).toMatchObject({ status: 'success', data: { replicas: [] } });
+  });
+
   it('guards Bull Board with an API key (Basic, the key as password) and shows every queue', async () => {
     expectProblem(
       await app.inject({ method: 'GET', url: '/admin/queues', headers: { authorization: '' } }),

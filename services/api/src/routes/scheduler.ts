@@ -20,7 +20,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { problemResponses } from '../openapi/problem.js';
-import { schedulerPass, schedulerPassQueued, schedulerStatus } from '../openapi/views.js';
+import { schedulerPass, schedulerPassQueued, schedulerStatus, success } from '../openapi/views.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableText } from '../storable.js';
 
@@ -101,7 +101,10 @@ export const schedulerRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
       schema: {
         tags: ['scheduler'],
         summary: 'Scheduler replicas, their last passes and repairs, due and upcoming sites',
-        response: { 200: schedulerStatus.describe('The scheduler now'), ...problemResponses() },
+        response: {
+          200: success(schedulerStatus).describe('The scheduler now'),
+          ...problemResponses(),
+        },
       },
     },
     async () => {
@@ -131,14 +134,17 @@ export const schedulerRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
           .filter((pass) => pass !== null)
           .sort((a, b) => Date.parse(b.started_at) - Date.parse(a.started_at))[0] ?? null;
       return {
-        redis: redisState,
-        replicas,
-        alive_replicas: replicas?.filter((replica) => replica.alive).length ?? null,
-        last_pass: lastPass,
-        due,
-        due_sites: dueSites.map((site) => presentSite(site, locks.get(site.id) ?? null)),
-        upcoming_sites: upcoming.map((site) => presentSite(site)),
-        locks_held: [...locks.values()].filter((holder) => holder !== null).length,
+        status: 'success' as const,
+        data: {
+          redis: redisState,
+          replicas,
+          alive_replicas: replicas?.filter((replica) => replica.alive).length ?? null,
+          last_pass: lastPass,
+          due,
+          due_sites: dueSites.map((site) => presentSite(site, locks.get(site.id) ?? null)),
+          upcoming_sites: upcoming.map((site) => presentSite(site)),
+          locks_held: [...locks.values()].filter((holder) => holder !== null).length,
+        },
       };
     },
   );
@@ -153,8 +159,8 @@ export const schedulerRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
           'A scheduler replica runs the pass (after one of its own under way) and the answer is its report (200). When no report comes within 10 s, or no scheduler replica is running, the answer is 202: the pass stays queued for the first replica that takes it.',
         body: runBody,
         response: {
-          200: schedulerPass.describe('The pass report'),
-          202: schedulerPassQueued.describe(
+          200: success(schedulerPass).describe('The pass report'),
+          202: success(schedulerPassQueued).describe(
             'The pass is queued; its report will show in the status',
           ),
           ...problemResponses(400, 404),
@@ -183,16 +189,19 @@ export const schedulerRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (
         const job = await Job.fromId(queues.scheduler, jobId);
         if (job?.finishedOn) {
           if (job.failedReason) throw new Error(`scheduler pass failed: ${job.failedReason}`);
-          return presentPass(job.returnvalue as PassReport);
+          return { status: 'success' as const, data: presentPass(job.returnvalue as PassReport) };
         }
       }
       return reply.code(202).send({
-        request_id: requestId,
-        status: 'queued',
-        status_url: '/scheduler/status',
-        message: schedulerRunning
-          ? 'the pass has not reported yet; its report will show in the status'
-          : 'no scheduler replica has reported recently: the pass runs when one starts',
+        status: 'success',
+        data: {
+          request_id: requestId,
+          status: 'queued',
+          status_url: '/scheduler/status',
+          message: schedulerRunning
+            ? 'the pass has not reported yet; its report will show in the status'
+            : 'no scheduler replica has reported recently: the pass runs when one starts',
+        },
       });
     },
   );
