@@ -208,12 +208,20 @@ describe('career pages without structured data, through the LLM stage', () => {
             runLogKey(system.namespace.prefix, run.runId),
             500,
           );
-          const lines = log.filter((entry) => entry.line.msg === 'extraction completed');
-          return lines.length === 3 ? lines : undefined;
+          const lines = log.filter((entry) => entry.line.msg === 'Extraction completed');
+          return lines.length === 3 ? log : undefined;
         },
         { timeoutMs: 10_000, what: "the LLM stage's lines in the run's log" },
       );
-      expect(completed.map((entry) => entry.line.stage)).toEqual(['LLM', 'LLM', 'LLM']);
+      const said = (msg: string) => completed.filter((entry) => entry.line.msg === msg);
+      expect(said('Extraction completed').map((entry) => entry.line.stage)).toEqual([
+        'LLM',
+        'LLM',
+        'LLM',
+      ]);
+      // Seed 002's runbook lines: one posting answered by the primary, two by the fallback.
+      expect(said('Extraction succeeded with primary model')).toHaveLength(1);
+      expect(said('Falling back to larger model')).toHaveLength(2);
 
       // The workers counted the same calls for `GET /metrics`, and the fallbacks that answered.
       await expect

@@ -219,8 +219,13 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
       },
     );
     if (!completed) return { skipped: true };
+    // Seed 002's runbook lines, word for word: operators grep for them.
     if (result.fallbackUsed)
-      log.info({ reason: result.fallbackReason }, 'extraction answered by the fallback model');
+      log.info(
+        { reason: result.fallbackReason, model: result.model },
+        'Falling back to larger model',
+      );
+    else log.info({ model: result.model }, 'Extraction succeeded with primary model');
     if (result.dropped.length > 0)
       log.info({ dropped: result.dropped }, 'values not found in the text were dropped');
     if (source.subjectType === 'posting')
@@ -241,7 +246,7 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
     });
     log.info(
       { model: result.model, confidence: result.confidence, calls: result.calls },
-      'extraction completed',
+      'Extraction completed',
     );
     return {
       model: result.model,
