@@ -73,12 +73,18 @@ describe("a run's log", () => {
     for (const line of jobLines) {
       expect(line.site).toBe('logged-careers');
       expect([first.runId, second.runId]).toContain(line.run);
+      // Seed 003's names for the same, and the run's scrape job.
+      expect(line).toMatchObject({ site_name: line.site, run_id: line.run });
+      expect(line.task_id).toEqual(expect.any(String));
     }
     // The line that says how a run ended names it too.
-    expect(stdout.filter((line) => line.msg === 'run finalized').map((line) => line.run)).toEqual([
-      first.runId,
-      second.runId,
-    ]);
+    const endings = stdout.filter((line) => line.msg === 'run finalized');
+    expect(endings.map((line) => line.run)).toEqual([first.runId, second.runId]);
+    expect(endings[0]).toMatchObject({
+      run_id: first.runId,
+      event: 'finished',
+      status: 'succeeded',
+    });
     // stdout stays at info: the per-posting debug lines went to the run's log only.
     expect(stdout.some((line) => line.msg === 'page fetched')).toBe(false);
 

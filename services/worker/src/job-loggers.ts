@@ -19,8 +19,8 @@ export interface RunLogDeps {
 export interface JobLoggers {
   /**
    * The logger of one job: queue, job id and attempt, and for a job working for a run, the run's
-   * public id (`run`) and its site's name (`site`), its lines copied to the run's log with the
-   * stage's badge.
+   * public id (`run`, and seed 003's `run_id`), its site's name (`site`, `site_name`) and its
+   * scrape job's id (`task_id`), its lines copied to the run's log with the stage's badge.
    */
   forJob<Q extends WorkQueueName>(queue: Q, job: Job, payload: JobPayload<Q>): Promise<Logger>;
 }
@@ -87,7 +87,14 @@ export function createJobLoggers(deps: {
         return log;
       }
       if (!label) return log;
-      const bindings = { run: label.runId, site: label.siteName };
+      const bindings = {
+        run: label.runId,
+        site: label.siteName,
+        // Seed 003's correlation fields, beside the names this house's lines have always used.
+        run_id: label.runId,
+        site_name: label.siteName,
+        ...(label.taskId !== null && { task_id: label.taskId }),
+      };
       const stage = runLogStages[queue as keyof typeof runLogStages];
       const runLog = deps.runLog;
       if (!runLog || !stage) return log.child(bindings);

@@ -71,6 +71,8 @@ export interface RunLabel {
   /** The public id, `manual_…` or `sched_…`. */
   runId: string;
   siteName: string;
+  /** The run's scrape job id (seed 003's `task_id`). */
+  taskId: string | null;
 }
 
 /** The label of a run, by its id or by a posting it lists (the posting's current run). */
@@ -78,24 +80,29 @@ export async function getRunLabel(
   db: Database,
   by: { id: string } | { postingId: string },
 ): Promise<RunLabel | undefined> {
-  const { rows } = await db.$client.query<{ id: string; run_id: string; site_name: string }>(
+  const { rows } = await db.$client.query<{
+    id: string;
+    run_id: string;
+    site_name: string;
+    task_id: string | null;
+  }>(
     'id' in by
       ? {
           name: 'gleaner-run-label',
-          text: `SELECT r.id, r.run_id, s.site_name FROM scrape_runs r
+          text: `SELECT r.id, r.run_id, s.site_name, r.task_id FROM scrape_runs r
                  JOIN site_schedules s ON s.id = r.site_schedule_id WHERE r.id = $1`,
           values: [by.id],
         }
       : {
           name: 'gleaner-posting-run-label',
-          text: `SELECT r.id, r.run_id, s.site_name FROM postings p
+          text: `SELECT r.id, r.run_id, s.site_name, r.task_id FROM postings p
                  JOIN scrape_runs r ON r.id = p.run_id
                  JOIN site_schedules s ON s.id = r.site_schedule_id WHERE p.id = $1`,
           values: [by.postingId],
         },
   );
   const row = rows[0];
-  return row && { id: row.id, runId: row.run_id, siteName: row.site_name };
+  return row && { id: row.id, runId: row.run_id, siteName: row.site_name, taskId: row.task_id };
 }
 
 export async function getActiveRunForSite(
@@ -402,6 +409,10 @@ export function finalizedRunLog(run: FinalizedRun): {
     fields: {
       runId: run.id,
       run: run.runId,
+      // Seed 003's correlation fields: the public run id, its scrape job, and what happened.
+      run_id: run.runId,
+      task_id: run.taskId,
+      event: 'finished',
       siteId: run.siteScheduleId,
       status: run.status,
       ready: run.readyCount,
