@@ -56,8 +56,14 @@ export function createJobLoggers(deps: {
     const cached = labels.get(id);
     if (cached) return cached;
     const label = getRunLabel(deps.db, { id });
-    // A failed lookup is not kept: the next job of the run asks again.
-    label.catch(() => labels.delete(id));
+    // A failed lookup is not kept: the next job of the run asks again. Nor is one read before
+    // the run's scrape job id was stored (a manual run stores it just after adding the job).
+    label.then(
+      (found) => {
+        if (found?.taskId === null) labels.delete(id);
+      },
+      () => labels.delete(id),
+    );
     labels.set(id, label);
     if (labels.size > MAX_CACHED_LABELS) labels.delete(labels.keys().next().value!);
     return label;
@@ -87,13 +93,15 @@ export function createJobLoggers(deps: {
         return log;
       }
       if (!label) return log;
+      // A scrape job is its run's task: its own id is there before the run's row has it.
+      const taskId = queue === 'scrape' ? job.id : label.taskId;
       const bindings = {
         run: label.runId,
         site: label.siteName,
         // Seed 003's correlation fields, beside the names this house's lines have always used.
         run_id: label.runId,
         site_name: label.siteName,
-        ...(label.taskId !== null && { task_id: label.taskId }),
+        ...(taskId && { task_id: taskId }),
       };
       const stage = runLogStages[queue as keyof typeof runLogStages];
       const runLog = deps.runLog;
