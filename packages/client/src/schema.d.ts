@@ -3153,6 +3153,8 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description Seed 001's `running`: a worker serves documents and the queue is not paused */
+                            running: boolean;
                             pending: number;
                             processing: number;
                             retry_pending: number;
@@ -3167,6 +3169,14 @@ export interface paths {
                             /** @enum {string} */
                             redis: "ok" | "unavailable";
                             active_workers: number;
+                            /** @description Seed 001's name for `active_workers` */
+                            num_workers: number;
+                            /** @description Seed 001's `stats`: the same figures as at the top level */
+                            stats: {
+                                throughput_per_second: number;
+                                avg_extraction_time_ms: number | null;
+                                completed_24h: number;
+                            };
                             workers: {
                                 worker_id: string;
                                 hostname: string;

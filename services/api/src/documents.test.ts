@@ -603,7 +603,18 @@ describe('documents status and admin', () => {
     });
     expect(paused.json()).toEqual({ paused: true });
     const status = (await app.inject({ method: 'GET', url: '/documents/status' })).json();
-    expect(status).toMatchObject({ paused: true, redis: 'ok', active_workers: 1 });
+    expect(status).toMatchObject({
+      paused: true,
+      running: false,
+      redis: 'ok',
+      active_workers: 1,
+      num_workers: 1,
+      stats: {
+        throughput_per_second: status.throughput_per_second,
+        avg_extraction_time_ms: status.avg_extraction_time_ms,
+        completed_24h: status.completed_24h,
+      },
+    });
     expect(status.pending).toBeGreaterThan(0);
     expect(status.complete).toBeGreaterThan(0);
     expect(status.queue_depth).toBeGreaterThanOrEqual(status.pending);
@@ -619,6 +630,9 @@ describe('documents status and admin', () => {
       headers: { authorization: `Bearer ${stack.adminKey}` },
     });
     expect(resumed.json()).toEqual({ paused: false });
+    // A live worker and a queue that is not paused: seed 001's `running`.
+    const running = (await app.inject({ method: 'GET', url: '/documents/status' })).json();
+    expect(running).toMatchObject({ paused: false, running: true, num_workers: 1 });
   });
 
   it('keeps the admin endpoints behind an admin key', async () => {

@@ -636,6 +636,11 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         response: {
           200: z
             .object({
+              running: z
+                .boolean()
+                .describe(
+                  "Seed 001's `running`: a worker serves documents and the queue is not paused",
+                ),
               pending: z.int(),
               processing: z.int(),
               retry_pending: z.int(),
@@ -648,6 +653,14 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
               paused: z.boolean().nullable(),
               redis: z.enum(['ok', 'unavailable']),
               active_workers: z.int(),
+              num_workers: z.int().describe("Seed 001's name for `active_workers`"),
+              stats: z
+                .object({
+                  throughput_per_second: z.number(),
+                  avg_extraction_time_ms: z.int().nullable(),
+                  completed_24h: z.int(),
+                })
+                .describe("Seed 001's `stats`: the same figures as at the top level"),
               workers: z.array(
                 z.object({
                   worker_id: z.string(),
@@ -681,7 +694,11 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
       } catch {
         // Redis away: Postgres still says what each document is doing.
       }
+      const activeWorkers = workers.filter(
+        (worker) => worker.effectiveStatus !== 'stopped' && worker.effectiveStatus !== 'dead',
+      ).length;
       return {
+        running: activeWorkers > 0 && paused === false,
         pending: stats.pending,
         processing: stats.processing,
         retry_pending: stats.retryPending,
@@ -693,9 +710,13 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         queue_depth: queueDepth,
         paused,
         redis: paused === null ? ('unavailable' as const) : ('ok' as const),
-        active_workers: workers.filter(
-          (worker) => worker.effectiveStatus !== 'stopped' && worker.effectiveStatus !== 'dead',
-        ).length,
+        active_workers: activeWorkers,
+        num_workers: activeWorkers,
+        stats: {
+          throughput_per_second: stats.throughputPerSecond,
+          avg_extraction_time_ms: stats.avgExtractionTimeMs,
+          completed_24h: stats.completed24h,
+        },
         workers: workers.map((worker) => ({
           worker_id: worker.workerId,
           hostname: worker.hostname,
