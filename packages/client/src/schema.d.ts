@@ -3249,6 +3249,136 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/documents/recent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Seed 001's get_recent_jobs: the documents whose job moved last, across tenants */
+        get: {
+            parameters: {
+                query?: {
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description The documents, most recently changed first */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                tenant_id: string;
+                                /** @enum {string} */
+                                kind: "resume" | "posting" | "other";
+                                external_id: string | null;
+                                filename: string | null;
+                                media_type: string | null;
+                                byte_size: number;
+                                content_sha256: string;
+                                priority: number;
+                                /** @enum {string} */
+                                status: "pending" | "processing" | "complete" | "retry_pending" | "failed";
+                                attempts: number;
+                                error_type: string | null;
+                                error_message: string | null;
+                                format: string | null;
+                                page_count: number | null;
+                                title: string | null;
+                                text_chars: number | null;
+                                truncated: boolean | null;
+                                timings: {
+                                    /** Format: date-time */
+                                    queued_at: string;
+                                    started_at: string | null;
+                                    completed_at: string | null;
+                                    next_retry_at: string | null;
+                                    extraction_ms: number | null;
+                                };
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                            }[];
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/documents/{id}": {
         parameters: {
             query?: never;

@@ -630,6 +630,19 @@ describe('documents status and admin', () => {
       headers: { authorization: `Bearer ${stack.adminKey}` },
     });
     expect(resumed.json()).toEqual({ paused: false });
+    // Seed 001's get_recent_jobs: across tenants, the most recently changed first.
+    const recent = (await app.inject({ method: 'GET', url: '/documents/recent?limit=3' })).json();
+    expect(recent.status).toBe('success');
+    expect(recent.data).toHaveLength(3);
+    const { rows: latest } = await handle.pool.query<{ id: string }>(
+      'SELECT id FROM documents ORDER BY updated_at DESC, id DESC LIMIT 3',
+    );
+    expect(recent.data.map((document: { id: string }) => document.id)).toEqual(
+      latest.map((row) => row.id),
+    );
+    const tooMany = await app.inject({ method: 'GET', url: '/documents/recent?limit=500' });
+    expect(tooMany.statusCode).toBe(400);
+    expect(tooMany.json().errors[0].field).toBe('querystring.limit');
     // A live worker and a queue that is not paused: seed 001's `running`.
     const running = (await app.inject({ method: 'GET', url: '/documents/status' })).json();
     expect(running).toMatchObject({ paused: false, running: true, num_workers: 1 });

@@ -9,6 +9,7 @@ import {
   DOCUMENT_SEARCH_CHARS,
   documentExtractionMetrics,
   documents,
+  documentStatuses,
   type DocumentErrorType,
   type DocumentKind,
   type DocumentRow,
@@ -236,6 +237,32 @@ export async function listDocuments(
     id: row.document.id,
   }));
   return { documents: page.map((row) => row.document), nextCursor };
+}
+
+/**
+ * Seed 001's `get_recent_jobs`: the documents whose job moved last, across tenants, most recent
+ * first. One `documents_status_updated_idx` walk per status, merged: no scan of the table.
+ */
+export async function listRecentDocuments(db: Database, limit: number): Promise<DocumentSummary[]> {
+  const walks = documentStatuses
+    .map(
+      (_, i) =>
+        `(SELECT id FROM documents WHERE status = $${i + 2} ORDER BY updated_at DESC, id DESC LIMIT $1)`,
+    )
+    .join(' UNION ALL ');
+  const { rows } = await db.$client.query<{ id: string }>(walks, [limit, ...documentStatuses]);
+  if (rows.length === 0) return [];
+  return db
+    .select(summaryColumns)
+    .from(documents)
+    .where(
+      inArray(
+        documents.id,
+        rows.map((row) => row.id),
+      ),
+    )
+    .orderBy(desc(documents.updatedAt), desc(documents.id))
+    .limit(limit);
 }
 
 export interface DocumentSearchHit {

@@ -79,6 +79,7 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'GET /documents': { access: 'tenant-read' },
   'GET /documents/search': { access: 'tenant-read' },
   'GET /documents/status': { access: 'read' },
+  'GET /documents/recent': { access: 'read' },
   'GET /documents/:id': { access: 'tenant-read' },
   'GET /documents/:id/text': { access: 'tenant-read' },
   'POST /admin/documents/pause': { access: 'admin', audit: 'documents.pause' },

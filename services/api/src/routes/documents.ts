@@ -11,6 +11,7 @@ import {
   llmExtractionStatuses,
   pendingLlmWork,
   listDocuments,
+  listRecentDocuments,
   listDocumentWorkers,
   searchDocuments,
   type DocumentSummary,
@@ -730,6 +731,29 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
         })),
       };
     },
+  );
+
+  app.get(
+    '/documents/recent',
+    {
+      schema: {
+        tags: ['documents'],
+        summary: "Seed 001's get_recent_jobs: the documents whose job moved last, across tenants",
+        querystring: z
+          .object({ limit: z.coerce.number().int().min(1).max(200).default(20) })
+          .strict(),
+        response: {
+          200: z
+            .object({ status: z.literal('success'), data: z.array(summary) })
+            .describe('The documents, most recently changed first'),
+          ...problemResponses(400),
+        },
+      },
+    },
+    async (request) => ({
+      status: 'success' as const,
+      data: (await listRecentDocuments(db, request.query.limit)).map(presentSummary),
+    }),
   );
 
   app.get(
