@@ -89,3 +89,17 @@ export function adaptiveInterval(ratePerHour: number | null, bounds: CadenceBoun
     reason: `about ${perHour(ratePerHour)} changes an hour, ${perHour(perBase)} per ${baseMinutes}-minute base interval: every ${minutes} minutes${bound}, ${range}`,
   };
 }
+
+/** A site as its cadence reads it: its base interval, bounds and measured change rate. */
+export interface CadenceSite {
+  intervalMinutes: number;
+  minIntervalMinutes: number | null;
+  maxIntervalMinutes: number | null;
+  changeRatePerHour: number | null;
+}
+
+/** A site's interval from its rate within its bounds, with the bounds it was chosen within. */
+export function siteCadence(site: CadenceSite): CadenceChoice & { bounds: CadenceBounds } {
+  const bounds = cadenceBounds(site);
+  return { ...adaptiveInterval(site.changeRatePerHour, bounds), bounds };
+}

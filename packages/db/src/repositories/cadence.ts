@@ -1,4 +1,4 @@
-import { adaptiveInterval, cadenceBounds, nextChangeRate, type CadenceChoice } from '../cadence.js';
+import { nextChangeRate, siteCadence, type CadenceChoice } from '../cadence.js';
 import type { Database } from '../client.js';
 
 /**
@@ -55,14 +55,12 @@ export async function adaptSiteCadence(
   if (row.started_at === null || row.previous_started_at === null) return undefined;
   const hours = (row.started_at.getTime() - row.previous_started_at.getTime()) / 3_600_000;
   const rate = nextChangeRate(row.change_rate_per_hour, Number(row.changes), hours);
-  const choice = adaptiveInterval(
-    rate,
-    cadenceBounds({
-      intervalMinutes: row.interval_minutes,
-      minIntervalMinutes: row.min_interval_minutes,
-      maxIntervalMinutes: row.max_interval_minutes,
-    }),
-  );
+  const choice = siteCadence({
+    intervalMinutes: row.interval_minutes,
+    minIntervalMinutes: row.min_interval_minutes,
+    maxIntervalMinutes: row.max_interval_minutes,
+    changeRatePerHour: rate,
+  });
   await db.$client.query(ADAPT_CADENCE, [row.site_id, rate, choice.minutes, row.started_at]);
   return choice;
 }

@@ -1,9 +1,4 @@
-import {
-  adaptiveInterval,
-  cadenceBounds,
-  type CadenceBounds,
-  type CadenceChoice,
-} from '../cadence.js';
+import { siteCadence, type CadenceBounds, type CadenceChoice } from '../cadence.js';
 import type { Database } from '../client.js';
 
 /**
@@ -49,18 +44,18 @@ interface DueSiteRow {
 function toDueSite(row: DueSiteRow): DueSite {
   const site = { id: row.id, siteName: row.site_name, nextRunAt: row.next_run_at };
   if (!row.adaptive) return { ...site, intervalMinutes: row.interval_minutes, cadence: null };
-  const bounds = cadenceBounds({
+  const cadence = siteCadence({
     intervalMinutes: row.interval_minutes,
     minIntervalMinutes: row.min_interval_minutes,
     maxIntervalMinutes: row.max_interval_minutes,
+    changeRatePerHour: row.change_rate_per_hour,
   });
-  const choice = adaptiveInterval(row.change_rate_per_hour, bounds);
   return {
     ...site,
     // The stored choice is what the scheduler uses; it is the same function's over the same
     // inputs (the API chooses again when the base or the bounds change).
     intervalMinutes: row.adaptive_interval_minutes ?? row.interval_minutes,
-    cadence: { ...choice, changeRatePerHour: row.change_rate_per_hour, bounds },
+    cadence: { ...cadence, changeRatePerHour: row.change_rate_per_hour },
   };
 }
 

@@ -1,7 +1,5 @@
 import {
   deleteSite,
-  adaptiveInterval,
-  cadenceBounds,
   getActiveRunForSite,
   getSiteById,
   getSiteByName,
@@ -9,6 +7,7 @@ import {
   listSiteAlerts,
   listSites,
   listSiteRuns,
+  siteCadence,
   updateSite,
   withProgress,
   type NewSiteRow,
@@ -198,20 +197,6 @@ function toRow(body: SiteBody): Partial<NewSiteRow> {
   return row;
 }
 
-/**
- * The interval an adaptive site is scheduled by (decision 0022), chosen from its measured rate
- * (none yet for a new site) within its base and bounds as they are after this change, so that
- * the stored interval and the one `GET /scheduler/status` explains are always the same choice.
- */
-function adaptiveIntervalOf(site: {
-  intervalMinutes: number;
-  minIntervalMinutes: number | null;
-  maxIntervalMinutes: number | null;
-  changeRatePerHour: number | null;
-}): number {
-  return adaptiveInterval(site.changeRatePerHour, cadenceBounds(site)).minutes;
-}
-
 export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
   const { db } = deps;
   // The fetcher's own address policy: a site the crawler could not fetch is refused here.
@@ -277,12 +262,14 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         kind: body.kind,
         config,
         nextRunAt: new Date(),
-        adaptiveIntervalMinutes: adaptiveIntervalOf({
+        // Chosen now, so that the stored interval and the one `GET /scheduler/status`
+        // explains are always the same choice (decision 0022).
+        adaptiveIntervalMinutes: siteCadence({
           intervalMinutes: body.interval_minutes,
           minIntervalMinutes: body.min_interval_minutes,
           maxIntervalMinutes: body.max_interval_minutes,
           changeRatePerHour: null,
-        }),
+        }).minutes,
       });
       return reply.code(201).send({ status: 'success', data: presentSite(site) });
     },
@@ -405,12 +392,12 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         );
       }
       // New bounds or base: the measured rate chooses again within them.
-      changes.adaptiveIntervalMinutes = adaptiveIntervalOf({
+      changes.adaptiveIntervalMinutes = siteCadence({
         intervalMinutes: body.interval_minutes ?? site.intervalMinutes,
         minIntervalMinutes: minInterval,
         maxIntervalMinutes: maxInterval,
         changeRatePerHour: site.changeRatePerHour,
-      });
+      }).minutes;
       const updated = await updateSite(db, site.id, changes);
       return { status: 'success' as const, data: presentSite(updated ?? site) };
     },
