@@ -109,3 +109,39 @@ export function peersFromEnv() {
       return [...new Set(peers)];
     });
 }
+
+const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * A comma-separated list of durations (`5s, 5m, 2h`, `250ms`) as milliseconds, each within
+ * `max`; empty or unset gives `defaultValue`.
+ */
+export function durationListFromEnv(
+  defaultValue: readonly number[],
+  { max = 7 * 86_400_000 } = {},
+) {
+  return z
+    .string()
+    .default('')
+    .transform((value, ctx) => {
+      const items = value
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '');
+      if (items.length === 0) return [...defaultValue];
+      const durations: number[] = [];
+      for (const item of items) {
+        const match = /^(\d{1,9})(ms|s|m|h)$/.exec(item);
+        const ms = match ? Number(match[1]) * DURATION_UNITS_MS[match[2]!]! : Number.NaN;
+        if (!(ms > 0 && ms <= max)) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `must list durations such as 5s, 5m, 2h or 250ms, each above 0 and at most ${max / 3_600_000} h; not ${item}`,
+          });
+          return z.NEVER;
+        }
+        durations.push(ms);
+      }
+      return durations;
+    });
+}

@@ -1,7 +1,8 @@
-import { workQueueNames } from '@gleaner/queue/catalogue';
+import { STANDARD_WEBHOOK_RETRY_SCHEDULE_MS, workQueueNames } from '@gleaner/queue/catalogue';
 import { z } from 'zod';
 import {
   booleanFromEnv,
+  durationListFromEnv,
   integerFromEnv,
   listFromEnv,
   numberFromEnv,
@@ -210,6 +211,8 @@ export const workerFragment = {
    * jobs waited on the worker's round trips for about a tenth of its time).
    */
   WORKER_CONCURRENCY_DOCUMENTS: integerFromEnv(6, { min: 1, max: 64 }),
+  /** Webhook messages sent at once per worker; each mostly waits on its receiver. */
+  WORKER_CONCURRENCY_WEBHOOKS: integerFromEnv(8, { min: 1, max: 256 }),
   /**
    * Child processes parsing documents (PDF, DOCX, HTML, text) for a worker that serves
    * `documents`: a parse that runs past its timeout is stopped by killing its process, which the
@@ -256,6 +259,7 @@ export const workerFragment = {
   FLEET_CONCURRENCY_EXTRACT: integerFromEnv(5, { min: 0, max: 100_000 }),
   FLEET_CONCURRENCY_DOCUMENTS: integerFromEnv(0, { min: 0, max: 100_000 }),
   FLEET_CONCURRENCY_LLM_EXTRACT: integerFromEnv(0, { min: 0, max: 100_000 }),
+  FLEET_CONCURRENCY_WEBHOOKS: integerFromEnv(0, { min: 0, max: 100_000 }),
   /**
    * The lowest level of the job lines copied to their run's log in Redis (the run page), apart
    * from LOG_LEVEL: per-posting lines are debug, so the page shows each posting's fate while
@@ -560,6 +564,36 @@ export type ApiConfig = ConfigOf<typeof apiFragment>;
 export type WorkerConfig = ConfigOf<typeof workerFragment>;
 export type FetchConfig = ConfigOf<typeof fetchFragment>;
 export type SchedulerConfig = ConfigOf<typeof schedulerFragment>;
+export type WebhookConfig = ConfigOf<typeof webhookFragment>;
 export type ExpiryConfig = ConfigOf<typeof expiryFragment>;
 export type DocumentConfig = ConfigOf<typeof documentFragment>;
 export type ExtractionConfig = ConfigOf<typeof extractionFragment>;
+
+/**
+ * Webhooks (decision 0023): the worker sends messages, the scheduler's dispatcher makes them from
+ * events, the API registers endpoints. Read by all three.
+ */
+export const webhookFragment = {
+  /**
+   * One attempt's deadline: connecting, sending and the receiver's whole answer. The Standard
+   * Webhooks specification asks receivers to answer within 15–30 s.
+   */
+  WEBHOOK_TIMEOUT_MS: integerFromEnv(15_000, { min: 100, max: 120_000 }),
+  /**
+   * The waits between a message's attempts, comma-separated (`5s, 5m, 2h`): one attempt more
+   * than the list is long, then the delivery fails. The specification's schedule by default, about
+   * three days. A receiver's `Retry-After` replaces the wait it answers, up to a day.
+   */
+  WEBHOOK_RETRY_SCHEDULE: durationListFromEnv(STANDARD_WEBHOOK_RETRY_SCHEDULE_MS, {
+    max: 7 * 86_400_000,
+  }),
+  /** How often the dispatcher turns new events into deliveries, on every scheduler replica. */
+  WEBHOOK_DISPATCH_INTERVAL_MS: integerFromEnv(1_000, { min: 50, max: 600_000 }),
+  /** Events read per statement and source; a full batch is followed by the next at once. */
+  WEBHOOK_DISPATCH_BATCH_SIZE: integerFromEnv(1_000, { min: 1, max: 10_000 }),
+  /** After a secret's rotation, how long messages are signed with the old one as well. */
+  WEBHOOK_SECRET_ROTATION_GRACE_MS: integerFromEnv(24 * 3_600_000, {
+    min: 0,
+    max: 30 * 24 * 3_600_000,
+  }),
+};

@@ -9,6 +9,7 @@ export {
 } from './environment.js';
 export {
   booleanFromEnv,
+  durationListFromEnv,
   integerFromEnv,
   listFromEnv,
   numberFromEnv,
@@ -27,6 +28,7 @@ export {
   redisFragment,
   schedulerFragment,
   shutdownFragment,
+  webhookFragment,
   workerFragment,
 } from './fragments.js';
 export type {
@@ -41,5 +43,6 @@ export type {
   RedisConfig,
   SchedulerConfig,
   ShutdownConfig,
+  WebhookConfig,
   WorkerConfig,
 } from './fragments.js';

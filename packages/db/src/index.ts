@@ -32,3 +32,4 @@ export * from './repositories/api-keys.js';
 export * from './repositories/dead-letters.js';
 export * from './repositories/metrics.js';
 export * from './repositories/storage.js';
+export * from './repositories/webhooks.js';

@@ -749,6 +749,134 @@ export const auditLog = pgTable(
   ],
 );
 
+/**
+ * Webhooks (decision 0023, the Standard Webhooks specification): what subscribers are told, by
+ * event type. Posting events come from the change feed (`posting_changes`); the others from
+ * `webhook_outbox`, which triggers fill in the transaction that makes each event.
+ */
+export const webhookEventTypes = [
+  'posting.created',
+  'posting.updated',
+  'posting.closed',
+  'posting.reopened',
+  'run.finished',
+  'alert.raised',
+  'alert.resolved',
+  'document.extracted',
+  'document.failed',
+  'extraction.finished',
+] as const;
+export type WebhookEventType = (typeof webhookEventTypes)[number];
+
+/** A subscriber's endpoint: where a tenant's events (or, without a tenant, everyone's) go. */
+export const webhookEndpoints = pgTable(
+  'webhook_endpoints',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    /** The tenant whose events it receives; null: every tenant's (registered with an admin key). */
+    tenantId: text('tenant_id'),
+    url: text('url').notNull(),
+    description: text('description'),
+    /** The event types it receives; empty: all of them. */
+    eventTypes: text('event_types').array().notNull().default(sql`'{}'::text[]`),
+    /** `whsec_` and the base64 of 32 random bytes: the key messages are signed with. */
+    secret: text('secret').notNull(),
+    /** The secret before the last rotation: messages carry a signature by each until it expires. */
+    previousSecret: text('previous_secret'),
+    previousSecretExpiresAt: timestamp('previous_secret_expires_at', { withTimezone: true }),
+    enabled: boolean('enabled').notNull().default(true),
+    /** Why it was disabled (a `410 Gone` from the receiver, or an operator). */
+    disabledReason: text('disabled_reason'),
+    ...timestamps,
+  },
+  (t) => [index('webhook_endpoints_tenant_idx').on(t.tenantId)],
+);
+
+/**
+ * Events other than posting changes, written by triggers in the transaction that makes them and
+ * removed once the dispatcher has made each subscribed endpoint's delivery of them.
+ */
+export const webhookOutbox = pgTable('webhook_outbox', {
+  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+  type: text('type', { enum: webhookEventTypes }).notNull(),
+  /** The tenant the event belongs to (a site's or a document's); null for untenanted sites. */
+  tenantId: text('tenant_id'),
+  /** Names the event once: an endpoint gets one delivery per key, however often it is offered. */
+  eventKey: text('event_key').notNull(),
+  payload: jsonb('payload').$type<Record<string, unknown>>().notNull(),
+  occurredAt: timestamp('occurred_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/** How far the dispatcher has read a source that is not consumed (the change feed's position). */
+export const webhookCursors = pgTable('webhook_cursors', {
+  source: text('source').primaryKey(),
+  position: bigint('position', { mode: 'number' }).notNull().default(0),
+});
+
+export const webhookDeliveryStatuses = ['pending', 'delivered', 'failed', 'cancelled'] as const;
+export type WebhookDeliveryStatus = (typeof webhookDeliveryStatuses)[number];
+
+/**
+ * One event for one endpoint: the message, whose id is the `webhook-id` every attempt and replay
+ * of it carries, so that a receiver can drop repeats.
+ */
+export const webhookDeliveries = pgTable(
+  'webhook_deliveries',
+  {
+    id: uuid('id').primaryKey().defaultRandom(),
+    endpointId: uuid('endpoint_id')
+      .notNull()
+      .references(() => webhookEndpoints.id, { onDelete: 'cascade' }),
+    eventType: text('event_type', { enum: webhookEventTypes }).notNull(),
+    eventKey: text('event_key').notNull(),
+    /** The message's `data`. */
+    payload: jsonb('payload').$type<Record<string, unknown>>().notNull(),
+    /** When the event happened: the message's `timestamp`. */
+    occurredAt: timestamp('occurred_at', { withTimezone: true }).notNull(),
+    status: text('status', { enum: webhookDeliveryStatuses }).notNull().default('pending'),
+    attempts: integer('attempts').notNull().default(0),
+    /** Bumped by a replay, so that its job has an id of its own. */
+    generation: integer('generation').notNull().default(0),
+    lastStatusCode: integer('last_status_code'),
+    lastError: text('last_error'),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }).notNull().defaultNow(),
+    deliveredAt: timestamp('delivered_at', { withTimezone: true }),
+    ...timestamps,
+  },
+  (t) => [
+    check(
+      'webhook_deliveries_status_valid',
+      sql`${t.status} IN ('pending', 'delivered', 'failed', 'cancelled')`,
+    ),
+    uniqueIndex('webhook_deliveries_endpoint_event').on(t.endpointId, t.eventKey),
+    index('webhook_deliveries_endpoint_created_idx').on(t.endpointId, t.createdAt),
+    // The reconciler's look for pending deliveries whose job may be lost.
+    index('webhook_deliveries_pending_idx')
+      .on(t.nextAttemptAt)
+      .where(sql`${t.status} = 'pending'`),
+  ],
+);
+
+/** Every attempt to deliver a message, as the receiver answered it (or did not). */
+export const webhookAttempts = pgTable(
+  'webhook_attempts',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    deliveryId: uuid('delivery_id')
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: 'cascade' }),
+    attempt: integer('attempt').notNull(),
+    /** The answer's status; null when none came (timeout, refused address, network). */
+    statusCode: integer('status_code'),
+    error: text('error'),
+    /** The receiver's `Retry-After`, in milliseconds, when it sent one. */
+    retryAfterMs: integer('retry_after_ms'),
+    durationMs: integer('duration_ms').notNull(),
+    attemptedAt: timestamp('attempted_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('webhook_attempts_delivery_idx').on(t.deliveryId, t.id)],
+);
+
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 export type AuditRow = typeof auditLog.$inferSelect;
 export type SiteRow = typeof siteSchedules.$inferSelect;
@@ -761,6 +889,9 @@ export type DocumentRow = typeof documents.$inferSelect;
 export type DocumentWorkerHeartbeatRow = typeof documentWorkerHeartbeats.$inferSelect;
 export type LlmExtractionRow = typeof llmExtractions.$inferSelect;
 export type LlmReextractionRow = typeof llmReextractions.$inferSelect;
+export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;
+export type WebhookDeliveryRow = typeof webhookDeliveries.$inferSelect;
+export type WebhookAttemptRow = typeof webhookAttempts.$inferSelect;
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 /** The posting field list and the schema agree on each field's type: a mismatch does not compile. */

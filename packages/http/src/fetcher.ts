@@ -90,6 +90,8 @@ export interface FetchRequest {
    * request into a GET, as browsers do.
    */
   body?: { contentType: string; data: string };
+  /** Headers of the caller's own (a webhook's signature), sent after and over the fetcher's. */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export interface FetchResult {
@@ -499,6 +501,7 @@ export function createFetcher(options: FetcherOptions): Fetcher {
     if (request.etag) headers['if-none-match'] = request.etag;
     if (request.lastModified) headers['if-modified-since'] = request.lastModified;
     if (request.body) headers['content-type'] = request.body.contentType;
+    if (request.headers) Object.assign(headers, request.headers);
 
     // The total deadline and the caller's signal, as plain controllers with a timer cleared at
     // the end: `AbortSignal.timeout` keeps its timer (and signal) alive for the whole timeout

@@ -7,6 +7,9 @@ import { extractJob } from './jobs/extract.js';
 import { llmExtractJob } from './jobs/llm-extract.js';
 import { schedulerPassJob } from './jobs/scheduler-pass.js';
 import { scrapeJob } from './jobs/scrape.js';
+import { webhookJob } from './jobs/webhooks.js';
+
+export { STANDARD_WEBHOOK_RETRY_SCHEDULE_MS } from './jobs/webhooks.js';
 
 /**
  * Every job, once: API, worker and scheduler import this and nothing else. Loads only zod, so
@@ -19,6 +22,7 @@ export const jobs = {
   documents: documentJob,
   'llm-extract': llmExtractJob,
   backfill: backfillJob,
+  webhooks: webhookJob,
   'dead-letter': deadLetterJob,
   scheduler: schedulerPassJob,
 } as const;

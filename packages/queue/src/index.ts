@@ -15,6 +15,7 @@ export * from './documents.js';
 export { extractJob } from './jobs/extract.js';
 export { schedulerPassJob } from './jobs/scheduler-pass.js';
 export { scrapeJob } from './jobs/scrape.js';
+export { STANDARD_WEBHOOK_RETRY_SCHEDULE_MS, webhookJob } from './jobs/webhooks.js';
 export * from './job-states.js';
 export * from './scheduler-status.js';
 export * from './jobs/llm-extract.js';

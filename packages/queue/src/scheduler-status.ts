@@ -55,6 +55,10 @@ export interface RepairCounts {
   documentsReleased: number;
   /** Documents whose job failed for good without settling them: failed now. */
   documentsFailed: number;
+  /** Webhook deliveries pending past their attempt's time with no job running them: queued again. */
+  webhooksRequeued: number;
+  /** Webhook deliveries whose job failed for good: failed now. */
+  webhooksFailed: number;
 }
 
 export const noRepairs = (): RepairCounts => ({
@@ -70,6 +74,8 @@ export const noRepairs = (): RepairCounts => ({
   documentsRequeued: 0,
   documentsReleased: 0,
   documentsFailed: 0,
+  webhooksRequeued: 0,
+  webhooksFailed: 0,
 });
 
 /** One scheduling pass, as the replica that ran it reports it. */

@@ -41,6 +41,7 @@ import { postingRoutes } from './routes/postings.js';
 import { runRoutes } from './routes/runs/runs.js';
 import { schedulerRoutes } from './routes/scheduler.js';
 import { siteRoutes } from './routes/sites.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 /** How often the counts of refused requests are sent to Redis: a refusal costs no round trip. */
 const SHED_COUNT_FLUSH_MS = 1_000;
@@ -205,6 +206,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(adminAlertRoutes, { deps });
   await app.register(adminKeyRoutes, { deps, keys });
   await app.register(adminDeadLetterRoutes, { deps });
+  await app.register(webhookRoutes, { deps });
   await app.register(metricsRoutes, { deps });
   await app.register(bullBoardPlugin, { deps });
   return app as unknown as FastifyInstance;

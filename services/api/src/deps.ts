@@ -1,4 +1,10 @@
-import type { ApiConfig, DocumentConfig, ExtractionConfig, FetchConfig } from '@gleaner/config';
+import type {
+  ApiConfig,
+  DocumentConfig,
+  ExtractionConfig,
+  FetchConfig,
+  WebhookConfig,
+} from '@gleaner/config';
 import type { Database } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import type { Queues, RedisClient } from '@gleaner/queue';
@@ -38,6 +44,7 @@ export interface ApiDeps {
     | 'API_SHED_QUEUE_MS'
   > &
     Pick<FetchConfig, 'HTTP_ALLOW_PRIVATE_NETWORKS' | 'HTTP_ALLOWED_PEERS'> &
+    Pick<WebhookConfig, 'WEBHOOK_SECRET_ROTATION_GRACE_MS'> &
     Pick<DocumentConfig, 'DOCUMENT_MAX_BYTES' | 'DOCUMENT_MAX_RETRIES'> &
     Pick<ExtractionConfig, ApiExtractionSetting>;
   logger: Logger;

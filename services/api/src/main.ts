@@ -1,4 +1,10 @@
-import { apiFragment, documentFragment, extractionFragment, fetchFragment } from '@gleaner/config';
+import {
+  apiFragment,
+  documentFragment,
+  extractionFragment,
+  fetchFragment,
+  webhookFragment,
+} from '@gleaner/config';
 import { startService } from '@gleaner/service';
 import { countLiveAdminKeys, ensureApiKey } from '@gleaner/db';
 import { buildApp } from './app.js';
@@ -25,6 +31,7 @@ async function startApi() {
       ...apiFragment,
       HTTP_ALLOW_PRIVATE_NETWORKS: fetchFragment.HTTP_ALLOW_PRIVATE_NETWORKS,
       HTTP_ALLOWED_PEERS: fetchFragment.HTTP_ALLOWED_PEERS,
+      WEBHOOK_SECRET_ROTATION_GRACE_MS: webhookFragment.WEBHOOK_SECRET_ROTATION_GRACE_MS,
       DOCUMENT_MAX_BYTES: documentFragment.DOCUMENT_MAX_BYTES,
       DOCUMENT_MAX_RETRIES: documentFragment.DOCUMENT_MAX_RETRIES,
       EXTRACTION_ENABLED: extractionFragment.EXTRACTION_ENABLED,

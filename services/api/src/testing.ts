@@ -34,6 +34,7 @@ export function testApiConfig(overrides: Partial<ApiConfig> = {}): ApiConfig {
     API_SHED_QUEUE_MS: 0,
     HTTP_ALLOW_PRIVATE_NETWORKS: false,
     HTTP_ALLOWED_PEERS: [],
+    WEBHOOK_SECRET_ROTATION_GRACE_MS: 24 * 3_600_000,
     DOCUMENT_MAX_BYTES: 1024 * 1024,
     DOCUMENT_MAX_RETRIES: 3,
     ...fragmentDefaults(extractionFragment),

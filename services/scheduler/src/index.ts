@@ -10,3 +10,8 @@ export {
   type LlmReextractor,
   type LlmReextractorOptions,
 } from './llm-reextraction.js';
+export {
+  createWebhookDispatcher,
+  type WebhookDispatcher,
+  type WebhookDispatcherOptions,
+} from './webhook-dispatcher.js';

@@ -5,6 +5,7 @@ import {
   expiryPolicyOf,
   extractionFragment,
   schedulerFragment,
+  webhookFragment,
 } from '@gleaner/config';
 import { startService } from '@gleaner/service';
 import { pingDb } from '@gleaner/db';
@@ -15,6 +16,7 @@ import { createBodySweeper } from './body-sweeper.js';
 import { createLlmReextractor } from './llm-reextraction.js';
 import { createSearchIndexer } from './search-indexer.js';
 import { createSiteWatch } from './site-watch.js';
+import { createWebhookDispatcher } from './webhook-dispatcher.js';
 import { createSiteLocks } from './locks.js';
 import { createSchedulerLoop } from './loop.js';
 import { createSchedulePass } from './pass.js';
@@ -23,10 +25,17 @@ import { createReconciler } from './reconciler.js';
 const started = await startService({
   name: 'scheduler',
   env: process.env,
-  settings: { ...schedulerFragment, ...documentFragment, ...extractionFragment, ...expiryFragment },
+  settings: {
+    ...schedulerFragment,
+    ...documentFragment,
+    ...extractionFragment,
+    ...expiryFragment,
+    ...webhookFragment,
+  },
   // One pass at a time needs one connection, the body sweeper a second, the search indexer a
-  // third, the LLM re-extraction a fourth; the fifth serves the health check.
-  poolMax: () => 5,
+  // third, the LLM re-extraction a fourth, the webhook dispatcher a fifth; the sixth serves the
+  // health check.
+  poolMax: () => 6,
   healthPort: (config) => config.SCHEDULER_HEALTH_PORT,
   async start({ config, logger, database, redis, queues, workerConnection, onShutdown }) {
     // Unlike the API, the scheduler has nothing to do without both: wait for them, or fail.
@@ -116,6 +125,15 @@ const started = await startService({
       watch.start();
       onShutdown('site watch', () => watch.stop());
     }
+    const dispatcher = createWebhookDispatcher({
+      db,
+      queues,
+      logger,
+      intervalMs: config.WEBHOOK_DISPATCH_INTERVAL_MS,
+      batchSize: config.WEBHOOK_DISPATCH_BATCH_SIZE,
+    });
+    dispatcher.start();
+    onShutdown('webhook dispatcher', () => dispatcher.stop());
     // A bumped EXTRACTION_VERSION re-extracts what older versions produced, at its own pace.
     if (config.EXTRACTION_ENABLED && config.EXTRACTION_REEXTRACT_PER_MINUTE > 0) {
       const reextractor = createLlmReextractor({

@@ -46,6 +46,16 @@ export interface WorkerDeps {
   llm?: LlmDeps;
   /** How the `backfill` queue re-extracts stored postings; its defaults when absent. */
   backfill?: BackfillSettings;
+  /** Required by a worker that serves `webhooks`, built in main.ts only for one that does. */
+  webhooks?: WebhookDeps;
+}
+
+/** What sending webhook messages needs (decision 0023). */
+export interface WebhookDeps {
+  /** The SSRF-safe fetcher, following no redirect, with the attempt's deadline. */
+  fetcher: Fetcher;
+  /** The waits between a message's attempts (`WEBHOOK_RETRY_SCHEDULE`). */
+  schedule: readonly number[];
 }
 
 /** An extractor backfill's settings (decision 0013). */

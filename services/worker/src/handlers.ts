@@ -5,6 +5,7 @@ import { documentsHandler } from './documents/documents.handler.js';
 import { extractHandler } from './extract/extract.handler.js';
 import { llmExtractHandler } from './llm/llm-extract.handler.js';
 import { scrapeHandler } from './scrape/scrape.handler.js';
+import { webhooksHandler } from './webhooks/webhooks.handler.js';
 
 /**
  * The worker's stages, one handler per work queue of the catalogue (`@gleaner/queue`): a queue
@@ -17,4 +18,5 @@ export const handlers: HandlerMap = {
   documents: documentsHandler,
   'llm-extract': llmExtractHandler,
   backfill: backfillHandler,
+  webhooks: webhooksHandler,
 };

@@ -4,6 +4,7 @@ import {
   expiryPolicyOf,
   extractionFragment,
   fetchFragment,
+  webhookFragment,
   workerFragment,
 } from '@gleaner/config';
 import { startHealthServer, startService } from '@gleaner/service';
@@ -12,7 +13,7 @@ import { createDocumentParserPool } from '@gleaner/extraction/documents';
 import { applyFleetConcurrency, createCounters, createRunLogWriter } from '@gleaner/queue';
 import { allowListedPeers, createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
 import { keepStartingBackfill } from './backfill/start-backfill.js';
-import type { BackfillSettings, DocumentDeps, WorkerDeps } from './context.js';
+import type { BackfillSettings, DocumentDeps, WebhookDeps, WorkerDeps } from './context.js';
 import { stagePolicies, startWorkers } from './index.js';
 import { createLlmDeps } from './llm/llm-deps.js';
 
@@ -28,6 +29,7 @@ const started = await startService({
     ...documentFragment,
     ...extractionFragment,
     ...expiryFragment,
+    ...webhookFragment,
   },
   // More connections than jobs at once would only sit idle.
   poolMax: (config) =>
@@ -110,6 +112,22 @@ const started = await startService({
         heartbeatIntervalMs: config.DOCUMENT_HEARTBEAT_INTERVAL_MS,
       };
     }
+    // Webhook messages go out through a fetcher of their own: the SSRF policy of page fetches,
+    // no redirect followed (a POST is not sent on to where a redirect points), the attempt's
+    // deadline, and a connection per receiver at a time beyond the first few.
+    let webhooks: WebhookDeps | undefined;
+    if (queueNames.includes('webhooks')) {
+      const webhookFetcher = createFetcher({
+        userAgent: config.HTTP_USER_AGENT,
+        timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+        maxBodyBytes: 64 * 1024,
+        maxRedirects: 0,
+        allowPrivateNetworks: config.HTTP_ALLOW_PRIVATE_NETWORKS,
+        allowPeer: allowListedPeers(config.HTTP_ALLOWED_PEERS),
+      });
+      onShutdown('webhook fetcher', () => webhookFetcher.close());
+      webhooks = { fetcher: webhookFetcher, schedule: config.WEBHOOK_RETRY_SCHEDULE };
+    }
     // Job lines about runs, copied to each run's log for the run page. Closed after the workers
     // stop (shutdown steps run last-registered first), so their last lines are sent.
     let runLog: WorkerDeps['runLog'];
@@ -166,6 +184,7 @@ const started = await startService({
         extraction,
         llm,
         backfill,
+        webhooks,
       },
       {
         connection: workerConnection(),

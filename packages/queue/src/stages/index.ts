@@ -5,6 +5,7 @@ import { extractLedger } from './extract.js';
 import type { LedgerMap } from './ledger.js';
 import { llmExtractLedger } from './llm-extract.js';
 import { scrapeLedger } from './scrape.js';
+import { webhooksLedger } from './webhooks.js';
 
 /**
  * Every work queue's stage, once (ledger.ts): the worker runs its jobs by its policy and gives
@@ -18,6 +19,7 @@ export const ledgers: LedgerMap = {
   documents: documentsLedger,
   'llm-extract': llmExtractLedger,
   backfill: backfillLedger,
+  webhooks: webhooksLedger,
 };
 
 export { documentErrorTypeOf } from './documents.js';

@@ -79,6 +79,10 @@ export interface StageSettings {
   FLEET_CONCURRENCY_EXTRACT: number;
   FLEET_CONCURRENCY_DOCUMENTS: number;
   FLEET_CONCURRENCY_LLM_EXTRACT: number;
+  WORKER_CONCURRENCY_WEBHOOKS: number;
+  FLEET_CONCURRENCY_WEBHOOKS: number;
+  /** One webhook attempt's deadline (the receiver's whole answer). */
+  WEBHOOK_TIMEOUT_MS: number;
   JOB_TIMEOUT_SCRAPE_MS: number;
   JOB_TIMEOUT_CRAWL_MS: number;
   JOB_TIMEOUT_EXTRACT_MS: number;

@@ -20,6 +20,9 @@ const settings: StageSettings = {
   EXTRACTION_REQUEST_TIMEOUT_MS: 30_000,
   EXTRACTION_RETRY_BASE_SECONDS: 10,
   EXTRACTION_RETRY_MAX_SECONDS: 300,
+  WORKER_CONCURRENCY_WEBHOOKS: 8,
+  FLEET_CONCURRENCY_WEBHOOKS: 0,
+  WEBHOOK_TIMEOUT_MS: 15_000,
 };
 
 describe('ledger map', () => {
@@ -76,6 +79,7 @@ describe('stage policies', () => {
       documents: 0,
       'llm-extract': 12,
       backfill: 1,
+      webhooks: 0,
     });
   });
 

@@ -4,6 +4,7 @@ import {
   documentFragment,
   extractionFragment,
   fetchFragment,
+  webhookFragment,
   fragmentDefaults,
 } from '@gleaner/config';
 import { createDb } from '@gleaner/db';
@@ -34,6 +35,8 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
       ...fragmentDefaults(extractionFragment),
       HTTP_ALLOW_PRIVATE_NETWORKS: fragmentDefaults(fetchFragment).HTTP_ALLOW_PRIVATE_NETWORKS,
       HTTP_ALLOWED_PEERS: fragmentDefaults(fetchFragment).HTTP_ALLOWED_PEERS,
+      WEBHOOK_SECRET_ROTATION_GRACE_MS:
+        fragmentDefaults(webhookFragment).WEBHOOK_SECRET_ROTATION_GRACE_MS,
     },
     logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
     db: handle.db,

@@ -55,6 +55,10 @@ export const openApiOptions: SwaggerOptions = {
       { name: 'scheduler', description: 'The schedule and its replicas' },
       { name: 'documents', description: 'Uploaded documents and their text' },
       { name: 'extraction', description: 'LLM extraction status and requeues' },
+      {
+        name: 'webhooks',
+        description: 'Signed webhooks (Standard Webhooks): endpoints, deliveries, replays',
+      },
     ],
   },
   transform: jsonSchemaTransform,

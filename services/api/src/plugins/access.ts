@@ -97,6 +97,21 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'POST /admin/keys': { access: 'admin', audit: 'keys.create' },
   'DELETE /admin/keys/:id': { access: 'admin', audit: 'keys.revoke' },
   'GET /admin/audit': { access: 'admin' },
+  'GET /webhooks/endpoints': { access: 'tenant-read' },
+  'POST /webhooks/endpoints': { access: 'tenant-write', audit: 'webhooks.create' },
+  'GET /webhooks/endpoints/:id': { access: 'tenant-read' },
+  'PATCH /webhooks/endpoints/:id': { access: 'tenant-write', audit: 'webhooks.update' },
+  'DELETE /webhooks/endpoints/:id': { access: 'tenant-write', audit: 'webhooks.delete' },
+  'GET /webhooks/endpoints/:id/secret': { access: 'tenant-write' },
+  'POST /webhooks/endpoints/:id/rotate-secret': {
+    access: 'tenant-write',
+    audit: 'webhooks.rotate_secret',
+  },
+  'GET /webhooks/endpoints/:id/deliveries': { access: 'tenant-read' },
+  'POST /webhooks/endpoints/:id/deliveries/:deliveryId/replay': {
+    access: 'tenant-write',
+    audit: 'webhooks.replay',
+  },
   'GET /metrics': { access: 'read' },
   // The docs' page and the OpenAPI document it shows (@fastify/swagger-ui).
   'GET /docs/*': { access: 'tenant-read' },
