@@ -7,6 +7,7 @@ import { extractionCommand } from './commands/extraction.js';
 import { keysCommand } from './commands/keys.js';
 import { runsCommand } from './commands/runs.js';
 import { sitesCommand } from './commands/sites.js';
+import { webhooksCommand } from './commands/webhooks.js';
 import { contextFor, type CliContext, type CliIo } from './context.js';
 import { CliError, exitCodes } from './output.js';
 import { DEFAULT_URL } from './settings.js';
@@ -68,6 +69,7 @@ export function createProgram(io: CliIo, state: { exitCode: number }): Command {
     keysCommand(act),
     auditCommand(act),
     changesCommand(act),
+    webhooksCommand(act),
   ]) {
     program.addCommand(command);
   }

@@ -2273,6 +2273,8 @@ export interface paths {
                                         documentsRequeued?: number;
                                         documentsReleased?: number;
                                         documentsFailed?: number;
+                                        webhooksRequeued?: number;
+                                        webhooksFailed?: number;
                                     };
                                     last_pass: {
                                         replica: string;
@@ -2306,6 +2308,8 @@ export interface paths {
                                             documentsRequeued?: number;
                                             documentsReleased?: number;
                                             documentsFailed?: number;
+                                            webhooksRequeued?: number;
+                                            webhooksFailed?: number;
                                         };
                                         /** @enum {string} */
                                         redis: "ok" | "unavailable";
@@ -2347,6 +2351,8 @@ export interface paths {
                                         documentsRequeued?: number;
                                         documentsReleased?: number;
                                         documentsFailed?: number;
+                                        webhooksRequeued?: number;
+                                        webhooksFailed?: number;
                                     };
                                     /** @enum {string} */
                                     redis: "ok" | "unavailable";
@@ -2527,6 +2533,8 @@ export interface paths {
                                     documentsRequeued?: number;
                                     documentsReleased?: number;
                                     documentsFailed?: number;
+                                    webhooksRequeued?: number;
+                                    webhooksFailed?: number;
                                 };
                                 /** @enum {string} */
                                 redis: "ok" | "unavailable";
@@ -4942,7 +4950,7 @@ export interface paths {
             parameters: {
                 query?: {
                     /** @description The queue the job failed in: scrape, crawl, extract, documents, llm-extract */
-                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "backfill";
+                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "backfill" | "webhooks";
                     /** @description A site's id or site_name: its scrape, crawl, extract and posting LLM jobs */
                     site?: string;
                     /** @description A tenant: its documents' jobs, and those of the sites it owns */
@@ -5070,7 +5078,7 @@ export interface paths {
             parameters: {
                 query?: {
                     /** @description The queue the job failed in: scrape, crawl, extract, documents, llm-extract */
-                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "backfill";
+                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "backfill" | "webhooks";
                     /** @description A site's id or site_name: its scrape, crawl, extract and posting LLM jobs */
                     site?: string;
                     /** @description A tenant: its documents' jobs, and those of the sites it owns */
@@ -5223,7 +5231,7 @@ export interface paths {
                          * @description The queue the job failed in: scrape, crawl, extract, documents, llm-extract
                          * @enum {string}
                          */
-                        queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "backfill";
+                        queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "backfill" | "webhooks";
                         /** @description A site's id or site_name: its scrape, crawl, extract and posting LLM jobs */
                         site?: string;
                         /** @description A tenant: its documents' jobs, and those of the sites it owns */
@@ -5320,6 +5328,953 @@ export interface paths {
                 };
                 /** @description Not found */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Webhook endpoints, newest first
+         * @description A tenant key lists its own; admin and viewer keys list all of them.
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: components["schemas"]["WebhookEndpoint"][];
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /**
+         * Registers a webhook endpoint
+         * @description Events: `posting.created`, `posting.updated`, `posting.closed`, `posting.reopened`, `run.finished`, `alert.raised`, `alert.resolved`, `document.extracted`, `document.failed`, `extraction.finished`. A tenant key’s endpoint receives its tenant’s events; an admin key’s, every tenant’s unless `tenant_id` names one. The answer holds the signing secret. The URL must be one the worker may send to: private and loopback addresses are refused (here for literal addresses, at delivery for names that resolve to them). Events that happen after registration are sent.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** Format: uri */
+                        url: string;
+                        description?: string;
+                        /**
+                         * @description The event types it receives; empty (the default): all of them
+                         * @default []
+                         */
+                        event_types?: ("posting.created" | "posting.updated" | "posting.closed" | "posting.reopened" | "run.finished" | "alert.raised" | "alert.resolved" | "document.extracted" | "document.failed" | "extraction.finished")[];
+                        /** @description An admin key's endpoint for one tenant; a tenant key's is always its own */
+                        tenant_id?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                /** @description The tenant whose events it receives; null: every tenant's */
+                                tenant_id: string | null;
+                                url: string;
+                                description: string | null;
+                                event_types: ("posting.created" | "posting.updated" | "posting.closed" | "posting.reopened" | "run.finished" | "alert.raised" | "alert.resolved" | "document.extracted" | "document.failed" | "extraction.finished")[];
+                                enabled: boolean;
+                                /** @description Why it stopped receiving: a `410 Gone` from the receiver, or an operator */
+                                disabled_reason: string | null;
+                                /** @description When the secret last changed; the old one signs beside it until `previous_secret_expires_at` */
+                                secret_rotated_at: string | null;
+                                previous_secret_expires_at: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                                secret: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One webhook endpoint */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: components["schemas"]["WebhookEndpoint"];
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Removes an endpoint with its deliveries */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Removed */
+                204: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        /**
+         * Changes an endpoint: its URL, description, event types, or enables/disables it
+         * @description Disabling stops its deliveries (pending ones are cancelled when their attempt comes); enabling clears `disabled_reason`. Events that happened while it was disabled are not sent.
+         */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** Format: uri */
+                        url?: string;
+                        description?: string | null;
+                        /** @description The event types it receives; empty (the default): all of them */
+                        event_types?: ("posting.created" | "posting.updated" | "posting.closed" | "posting.reopened" | "run.finished" | "alert.raised" | "alert.resolved" | "document.extracted" | "document.failed" | "extraction.finished")[];
+                        enabled?: boolean;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: components["schemas"]["WebhookEndpoint"];
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/webhooks/endpoints/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The endpoint's signing secret */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: components["schemas"]["WebhookSecret"];
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Gives the endpoint a new secret
+         * @description Messages carry a signature by the new secret and one by the old, space-separated in `webhook-signature`, for WEBHOOK_SECRET_ROTATION_GRACE_MS (a day): receivers can switch without dropping any.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: components["schemas"]["WebhookSecret"];
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An endpoint's deliveries, newest first, each with every attempt */
+        get: {
+            parameters: {
+                query?: {
+                    status?: "pending" | "delivered" | "failed" | "cancelled";
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: components["schemas"]["WebhookDelivery"][];
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/endpoints/{id}/deliveries/{deliveryId}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sends a delivery again, under the same `webhook-id`
+         * @description Whatever became of it (delivered, failed, cancelled): it is pending again and its next attempt goes out now, with the retry schedule behind it. The endpoint must be enabled.
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                    deliveryId: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                /** @enum {string} */
+                                status: "pending";
+                            };
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Conflicts with the current state */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5793,6 +6748,65 @@ export interface components {
             finished_at: string | null;
             /** Format: date-time */
             updated_at: string;
+        };
+        /** @description Where webhook messages go (decision 0023) */
+        WebhookEndpoint: {
+            /** Format: uuid */
+            id: string;
+            /** @description The tenant whose events it receives; null: every tenant's */
+            tenant_id: string | null;
+            url: string;
+            description: string | null;
+            event_types: ("posting.created" | "posting.updated" | "posting.closed" | "posting.reopened" | "run.finished" | "alert.raised" | "alert.resolved" | "document.extracted" | "document.failed" | "extraction.finished")[];
+            enabled: boolean;
+            /** @description Why it stopped receiving: a `410 Gone` from the receiver, or an operator */
+            disabled_reason: string | null;
+            /** @description When the secret last changed; the old one signs beside it until `previous_secret_expires_at` */
+            secret_rotated_at: string | null;
+            previous_secret_expires_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        WebhookSecret: {
+            /** Format: uuid */
+            id: string;
+            /** @description `whsec_` and base64: verify `webhook-signature` with it (any Standard Webhooks library) */
+            secret: string;
+        };
+        /** @description One event sent to one endpoint, with every attempt */
+        WebhookDelivery: {
+            /** Format: uuid */
+            id: string;
+            /** @description The `webhook-id` header every attempt and replay carries */
+            webhook_id: string;
+            /** @enum {string} */
+            event_type: "posting.created" | "posting.updated" | "posting.closed" | "posting.reopened" | "run.finished" | "alert.raised" | "alert.resolved" | "document.extracted" | "document.failed" | "extraction.finished";
+            /** @enum {string} */
+            status: "pending" | "delivered" | "failed" | "cancelled";
+            attempts: number;
+            last_status_code: number | null;
+            last_error: string | null;
+            /** @description Null once it is no longer pending */
+            next_attempt_at: string | null;
+            delivered_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The message's `data` */
+            payload: {
+                [key: string]: unknown;
+            };
+            attempt_log: {
+                attempt: number;
+                /** @description The answer’s status; null when none came */
+                status_code: number | null;
+                error: string | null;
+                retry_after_ms: number | null;
+                duration_ms: number;
+                /** Format: date-time */
+                attempted_at: string;
+            }[];
         };
     };
     responses: never;

@@ -8,6 +8,7 @@ import {
   queueFragment,
   redisFragment,
   schedulerFragment,
+  webhookFragment,
   workerFragment,
 } from './fragments.js';
 
@@ -29,6 +30,7 @@ describe('parseConfig', () => {
       'documents',
       'llm-extract',
       'backfill',
+      'webhooks',
     ]);
     expect(config.BACKFILL_BATCH_SIZE).toBe(100);
     expect(config.BACKFILL_RATE_PER_SECOND).toBe(50);
@@ -120,5 +122,27 @@ describe('parseConfig', () => {
     expect(() => parseConfig(scheduler, { BODY_SWEEP_BATCH_SIZE: '0' })).toThrow(
       /BODY_SWEEP_BATCH_SIZE must be a whole number from 1 to/,
     );
+  });
+});
+
+describe('WEBHOOK_RETRY_SCHEDULE', () => {
+  it('is the Standard Webhooks schedule by default, about three days', () => {
+    const schedule = parseConfig(z.object(webhookFragment), {}).WEBHOOK_RETRY_SCHEDULE;
+    expect(schedule).toEqual([
+      5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000,
+      86_400_000,
+    ]);
+    expect(schedule.reduce((sum, wait) => sum + wait, 0) / 86_400_000).toBeCloseTo(3.15, 1);
+  });
+
+  it('reads durations with units, and refuses what is not one', () => {
+    expect(
+      parseConfig(z.object(webhookFragment), { WEBHOOK_RETRY_SCHEDULE: ' 250ms, 5s,2m ,1h' })
+        .WEBHOOK_RETRY_SCHEDULE,
+    ).toEqual([250, 5_000, 120_000, 3_600_000]);
+    for (const bad of ['5', '5 s', '0s', '10d', '200h', '5s,,x'])
+      expect(() => parseConfig(z.object(webhookFragment), { WEBHOOK_RETRY_SCHEDULE: bad }), bad).toThrow(
+        /WEBHOOK_RETRY_SCHEDULE .*durations such as 5s/,
+      );
   });
 });

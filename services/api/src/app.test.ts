@@ -282,6 +282,7 @@ describe('the rest of the API', () => {
       'llm-extract',
       'scheduler',
       'scrape',
+      'webhooks',
     ]);
   });
 
@@ -336,6 +337,7 @@ describe('the rest of the API', () => {
       'llm-extract',
       'scheduler',
       'scrape',
+      'webhooks',
     ]);
   });
 

@@ -9,6 +9,7 @@ import {
   updateWebhookEndpoint,
   webhookDeliveryStatuses,
   webhookEventTypes,
+  TENANT_ID_PATTERN,
   type EndpointScope,
   type WebhookDeliveryWithAttempts,
   type WebhookEndpointRow,
@@ -28,6 +29,7 @@ import { problemResponses } from '../openapi/problem.js';
 import { isoDateTime, success } from '../openapi/views.js';
 import { assertTenant, tenantOf } from '../plugins/access.js';
 import { ProblemError } from '../plugins/problem.js';
+import { storableText } from '../storable.js';
 
 const eventTypes = z
   .array(z.enum(webhookEventTypes))
@@ -105,12 +107,11 @@ const endpointParams = z.object({ id: z.uuid() }).strict();
 const createBody = z
   .object({
     url: z.url({ protocol: /^https?$/ }).max(2048),
-    description: z.string().max(500).optional(),
+    description: storableText().max(500).optional(),
     event_types: eventTypes.default([]),
     tenant_id: z
       .string()
-      .min(1)
-      .max(128)
+      .regex(TENANT_ID_PATTERN, { message: 'must be 1-200 letters, digits, . _ : or -' })
       .optional()
       .describe("An admin key's endpoint for one tenant; a tenant key's is always its own"),
   })
@@ -122,7 +123,7 @@ const patchBody = z
       .url({ protocol: /^https?$/ })
       .max(2048)
       .optional(),
-    description: z.string().max(500).nullable().optional(),
+    description: storableText().max(500).nullable().optional(),
     event_types: eventTypes.optional(),
     enabled: z.boolean().optional(),
   })
