@@ -63,7 +63,7 @@ CREATE INDEX "webhook_attempts_delivery_idx" ON "webhook_attempts" USING btree (
 CREATE UNIQUE INDEX "webhook_deliveries_endpoint_event" ON "webhook_deliveries" USING btree ("endpoint_id","event_key");--> statement-breakpoint
 CREATE INDEX "webhook_deliveries_endpoint_created_idx" ON "webhook_deliveries" USING btree ("endpoint_id","created_at");--> statement-breakpoint
 CREATE INDEX "webhook_deliveries_pending_idx" ON "webhook_deliveries" USING btree ("next_attempt_at") WHERE "webhook_deliveries"."status" = 'pending';--> statement-breakpoint
-CREATE INDEX "webhook_endpoints_tenant_idx" ON "webhook_endpoints" USING btree ("tenant_id");--> statement-breakpoint
+CREATE INDEX "webhook_deliveries_settled_idx" ON "webhook_deliveries" USING btree ("updated_at") WHERE "webhook_deliveries"."status" <> 'pending';--> statement-breakpoint
 -- Webhook events other than posting changes (decision 0023), recorded in the transaction that
 -- makes them: a run reaching its end, an alert raised or resolved, a document's extraction
 -- ending, an LLM extraction ending. The scheduler's dispatcher turns each into one delivery per

@@ -5,6 +5,7 @@ import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import {
   createApiKey,
   createDb,
+  createWebhookEndpoint,
   listAudit,
   recordFetchedBody,
   sha256Hex,
@@ -281,9 +282,9 @@ describe('the body sweeper', () => {
     ]);
     expect(report.bodiesDeleted).toBe(4);
     // A statement per posting and per body, each walk ending on one that finds none left, then
-    // one for the change feed (nothing past its retention): (3 + 1) + (12 + 1) + 1 statements, a
-    // pause before each but the first.
-    expect(pauses).toHaveLength(4 + 13 + 1 - 1);
+    // one for the change feed and one for webhook deliveries (nothing past their retention):
+    // (3 + 1) + (12 + 1) + 1 + 1 statements, a pause before each but the first.
+    expect(pauses).toHaveLength(4 + 13 + 1 + 1 - 1);
   });
 
   it('pauses between batches: 7 bodies in batches of 2 take 4 body statements', async () => {
@@ -295,8 +296,9 @@ describe('the body sweeper', () => {
     const report = await slow.pass();
     expect(report).toMatchObject({ bodiesScanned: 7, bodiesDeleted: 7, error: null });
     // One history statement (no versions), then bodies 2 + 2 + 2 + 1, then one change feed
-    // statement (nothing past its retention): a pause before each of the last five.
-    expect(pauses).toEqual([250, 250, 250, 250, 250]);
+    // statement and one webhook deliveries statement (nothing past their retention): a pause
+    // before each of the last six.
+    expect(pauses).toEqual([250, 250, 250, 250, 250, 250]);
     expect(await kept(bodies)).toEqual(new Set());
   });
 
@@ -318,6 +320,34 @@ describe('the body sweeper', () => {
     expect(await count()).toBe(0);
     const [audit] = await listAudit(handle.db, { action: 'storage.sweep', limit: 1 });
     expect(audit?.details).toMatchObject({ changesTrimmed: events });
+  });
+
+  it('deletes settled webhook deliveries past the same retention, never pending ones', async () => {
+    const endpoint = await createWebhookEndpoint(handle.db, {
+      tenantId: null,
+      url: 'https://hooks.acme.example/gleaner',
+    });
+    for (const [key, status] of [
+      ['a', 'delivered'],
+      ['b', 'failed'],
+      ['c', 'cancelled'],
+      ['d', 'pending'],
+    ] as const)
+      await handle.pool.query(
+        `INSERT INTO webhook_deliveries (endpoint_id, event_type, event_key, payload, occurred_at, status)
+         VALUES ($1, 'run.finished', $2, '{}', now(), $3)`,
+        [endpoint.id, key, status],
+      );
+    const statuses = async () =>
+      (
+        await handle.pool.query<{ status: string }>(
+          'SELECT status FROM webhook_deliveries ORDER BY status',
+        )
+      ).rows.map((row) => row.status);
+    expect(await sweeper().sweeper.pass()).toMatchObject({ webhookDeliveriesTrimmed: 0 });
+    const report = await sweeper({ batchSize: 2 }).sweeper.pass({ changeRetentionMs: 0 });
+    expect(report).toMatchObject({ webhookDeliveriesTrimmed: 3, error: null });
+    expect(await statuses()).toEqual(['pending']);
   });
 
   it('stops between two batches when the scheduler stops', async () => {

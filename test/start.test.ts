@@ -128,6 +128,7 @@ describe('npm start', () => {
       // The metrics' counts and the run page's log lines still buffered, sent once the jobs are done.
       'counters',
       'run log',
+      'webhook fetcher',
       'document parsers',
       'fetcher',
       'queues',
@@ -137,6 +138,7 @@ describe('npm start', () => {
     ]);
     expect(steps.scheduler).toEqual([
       'forced passes',
+      'webhook dispatcher',
       'site watch',
       'search indexer',
       'body sweeper',

@@ -854,6 +854,10 @@ export const webhookDeliveries = pgTable(
     index('webhook_deliveries_pending_idx')
       .on(t.nextAttemptAt)
       .where(sql`${t.status} = 'pending'`),
+    // The body sweeper's look for settled deliveries past their retention.
+    index('webhook_deliveries_settled_idx')
+      .on(t.updatedAt)
+      .where(sql`${t.status} <> 'pending'`),
   ],
 );
 

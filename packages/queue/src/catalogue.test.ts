@@ -18,6 +18,7 @@ describe('job catalogue', () => {
       'llm-extract',
       'scheduler',
       'scrape',
+      'webhooks',
     ]);
     for (const name of queueNames) {
       expect(jobs[name].queue).toBe(name);
@@ -42,6 +43,7 @@ describe('job catalogue', () => {
       'extract',
       'llm-extract',
       'scrape',
+      'webhooks',
     ]);
   });
 

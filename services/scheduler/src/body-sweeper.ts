@@ -2,6 +2,7 @@ import {
   deleteUnreferencedBodies,
   recordBodySweep,
   trimPostingChanges,
+  trimWebhookDeliveries,
   trimPostingHistory,
   type BodyBatch,
   type BodySweepReport,
@@ -45,7 +46,7 @@ export interface BodySweeper {
   stop(): Promise<void>;
   /**
    * One pass, lease or not: trims every posting's history, then deletes the bodies nothing points
-   * at, then the change feed's events past their retention. Never throws: a failure ends the pass and is its report's `error`; the next pass retries.
+   * at, then the change feed's events and settled webhook deliveries past their retention. Never throws: a failure ends the pass and is its report's `error`; the next pass retries.
    */
   pass(overrides?: { graceMs?: number; changeRetentionMs?: number }): Promise<BodySweepReport>;
 }
@@ -96,6 +97,7 @@ export function createBodySweeper(options: BodySweeperOptions): BodySweeper {
       bodiesScanned: 0,
       bodiesDeleted: 0,
       changesTrimmed: 0,
+      webhookDeliveriesTrimmed: 0,
       bytesFreed: 0,
       stopped: false,
       error: null,
@@ -143,6 +145,12 @@ export function createBodySweeper(options: BodySweeperOptions): BodySweeper {
       while (!report.stopped && (await mayContinue())) {
         const trimmed = await trimPostingChanges(db, { before, limit: batchSize });
         report.changesTrimmed += trimmed;
+        if (trimmed < batchSize) break;
+      }
+      // Settled webhook deliveries go at the change feed's retention too.
+      while (!report.stopped && (await mayContinue())) {
+        const trimmed = await trimWebhookDeliveries(db, { before, limit: batchSize });
+        report.webhookDeliveriesTrimmed += trimmed;
         if (trimmed < batchSize) break;
       }
     } catch (error) {

@@ -186,6 +186,8 @@ export interface BodySweepReport {
   bodiesDeleted: number;
   /** Change feed events past CHANGE_FEED_RETENTION_DAYS that the pass deleted. */
   changesTrimmed: number;
+  /** Settled webhook deliveries (and their attempts) past the same retention that it deleted. */
+  webhookDeliveriesTrimmed: number;
   /** As stored (after compression); Postgres reuses the space once autovacuum has passed. */
   bytesFreed: number;
   /** The scheduler was stopping: the pass ended between two batches. */
@@ -205,7 +207,11 @@ export async function recordBodySweep(db: Database, report: BodySweepReport): Pr
     apiKeyId: null,
     actor: `scheduler (${report.replica})`,
     action: SWEEP_ACTION,
-    affected: report.bodiesDeleted + report.versionsTrimmed + report.changesTrimmed,
+    affected:
+      report.bodiesDeleted +
+      report.versionsTrimmed +
+      report.changesTrimmed +
+      report.webhookDeliveriesTrimmed,
     details: { ...report },
   });
 }

@@ -465,3 +465,27 @@ export async function listQuietWebhookDeliveries(
     .limit(options.limit);
   return rows;
 }
+
+/**
+ * Deletes up to `limit` deliveries settled (delivered, failed or cancelled) before `before`, with
+ * their attempts: the body sweeper's, at the change feed's retention. Returns how many.
+ */
+export async function trimWebhookDeliveries(
+  db: Database,
+  { before, limit }: { before: Date; limit: number },
+): Promise<number> {
+  const { rows } = await db.$client.query<{ trimmed: number }>({
+    name: 'gleaner-trim-webhook-deliveries',
+    text: `
+      WITH old AS (
+        SELECT id FROM webhook_deliveries
+        WHERE status <> 'pending' AND updated_at < $1
+        ORDER BY updated_at LIMIT $2
+      ), trimmed AS (
+        DELETE FROM webhook_deliveries d USING old WHERE d.id = old.id RETURNING 1
+      )
+      SELECT count(*)::int AS trimmed FROM trimmed`,
+    values: [before.toISOString(), limit],
+  });
+  return rows[0]?.trimmed ?? 0;
+}
