@@ -8,6 +8,7 @@ import { keysCommand } from './commands/keys.js';
 import { runsCommand } from './commands/runs.js';
 import { sitesCommand } from './commands/sites.js';
 import { webhooksCommand } from './commands/webhooks.js';
+import { workersCommand } from './commands/workers.js';
 import { contextFor, type CliContext, type CliIo } from './context.js';
 import { CliError, exitCodes } from './output.js';
 import { DEFAULT_URL } from './settings.js';
@@ -70,6 +71,7 @@ export function createProgram(io: CliIo, state: { exitCode: number }): Command {
     auditCommand(act),
     changesCommand(act),
     webhooksCommand(act),
+    workersCommand(act),
   ]) {
     program.addCommand(command);
   }

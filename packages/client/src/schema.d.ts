@@ -6317,6 +6317,107 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/workers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Worker processes by their heartbeats, the most recent beat first
+         * @description Every worker process writes a heartbeat every WORKER_HEARTBEAT_INTERVAL_MS (10 s) with the queues it serves, the jobs it completed and failed and those it is running. One silent for two of its intervals that never said it stopped is `dead`. Workers are listed for a day after their last beat.
+         */
+        get: {
+            parameters: {
+                query?: {
+                    status?: "running" | "stopping" | "stopped" | "dead";
+                    /** @description Only workers serving this queue */
+                    queue?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: components["schemas"]["Worker"][];
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -6807,6 +6908,41 @@ export interface components {
                 /** Format: date-time */
                 attempted_at: string;
             }[];
+        };
+        /** @description A worker process, as its heartbeat shows it */
+        Worker: {
+            /** @description `host-pid-random`, as on its jobs (`processedBy`) */
+            worker_id: string;
+            hostname: string;
+            pid: number;
+            /** @description The queues it serves (`WORKER_QUEUES`) */
+            queues: string[];
+            /**
+             * @description `running`, `stopping` (shutting down, finishing its jobs), `stopped`, or `dead`: silent for two of its heartbeat intervals without having stopped
+             * @enum {string}
+             */
+            status: "running" | "stopping" | "stopped" | "dead";
+            jobs_completed: number;
+            /** @description Attempts that failed, retried or not */
+            jobs_failed: number;
+            jobs_in_flight: number;
+            /** @description The jobs it was running at its last beat (at most 100 listed) */
+            current_jobs: {
+                queue: string;
+                job_id: string;
+                /** @description The run the job works for (a posting’s, a listing’s) */
+                run_id: string | null;
+                /** @description What the job works on: a posting, a document or a delivery id */
+                subject: string | null;
+                /** Format: date-time */
+                started_at: string;
+            }[];
+            /** Format: date-time */
+            started_at: string;
+            /** Format: date-time */
+            last_heartbeat: string;
+            seconds_since_heartbeat: number;
+            heartbeat_interval_ms: number;
         };
     };
     responses: never;

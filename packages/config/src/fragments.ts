@@ -220,6 +220,11 @@ export const workerFragment = {
    * each takes about 110 MB (parser-pool.ts has the measurements).
    */
   WORKER_DOCUMENT_PARSERS: integerFromEnv(2, { min: 1, max: 32 }),
+  /**
+   * How often a worker process writes its heartbeat (`GET /workers`): the queues it serves, the
+   * jobs it completed, failed and is running. One silent for two intervals is dead (seed 001: 10 s).
+   */
+  WORKER_HEARTBEAT_INTERVAL_MS: integerFromEnv(10_000, { min: 100, max: 600_000 }),
   /** Port of the worker's /health endpoint; 0 turns it off (several local replicas). */
   WORKER_HEALTH_PORT: integerFromEnv(0, { min: 0, max: 65_535 }),
   /**

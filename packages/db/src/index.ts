@@ -33,3 +33,4 @@ export * from './repositories/dead-letters.js';
 export * from './repositories/metrics.js';
 export * from './repositories/storage.js';
 export * from './repositories/webhooks.js';
+export * from './repositories/worker-heartbeats.js';

@@ -559,6 +559,44 @@ export const documentWorkerHeartbeats = pgTable('document_worker_heartbeats', {
   lastHeartbeat: timestamp('last_heartbeat', { withTimezone: true }).notNull().defaultNow(),
 });
 
+export const workerStatuses = ['running', 'stopping', 'stopped'] as const;
+export type WorkerStatus = (typeof workerStatuses)[number];
+
+/** A job a worker is running, as its heartbeat lists it. */
+export interface WorkerCurrentJob {
+  queue: string;
+  jobId: string;
+  /** The run it works for, when it has one (scrape, crawl, extract). */
+  runId?: string;
+  /** What it works on: a posting, a document, a delivery. */
+  subject?: string;
+  startedAt: string;
+}
+
+/**
+ * One row per worker process, whatever queues it serves, written every heartbeat interval (seed
+ * 001's heartbeats, for every worker): `GET /workers`, `gleaner workers`, `gleaner_workers`.
+ */
+export const workerHeartbeats = pgTable(
+  'worker_heartbeats',
+  {
+    workerId: text('worker_id').primaryKey(),
+    hostname: text('hostname').notNull(),
+    pid: integer('pid').notNull(),
+    queues: text('queues').array().notNull(),
+    status: text('status', { enum: workerStatuses }).notNull(),
+    jobsCompleted: integer('jobs_completed').notNull().default(0),
+    jobsFailed: integer('jobs_failed').notNull().default(0),
+    jobsInFlight: integer('jobs_in_flight').notNull().default(0),
+    currentJobs: jsonb('current_jobs').$type<WorkerCurrentJob[]>().notNull().default([]),
+    startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
+    lastHeartbeat: timestamp('last_heartbeat', { withTimezone: true }).notNull().defaultNow(),
+    /** The worker's own interval: it is dead once silent for two of them. */
+    heartbeatIntervalMs: integer('heartbeat_interval_ms').notNull(),
+  },
+  (t) => [index('worker_heartbeats_last_idx').on(t.lastHeartbeat)],
+);
+
 export const extractionOutcomes = ['complete', 'retry', 'failed'] as const;
 export type ExtractionOutcome = (typeof extractionOutcomes)[number];
 
@@ -891,6 +929,7 @@ export type PostingVersionRow = typeof postingVersions.$inferSelect;
 export type ExtractionBackfillRow = typeof extractionBackfills.$inferSelect;
 export type DocumentRow = typeof documents.$inferSelect;
 export type DocumentWorkerHeartbeatRow = typeof documentWorkerHeartbeats.$inferSelect;
+export type WorkerHeartbeatRow = typeof workerHeartbeats.$inferSelect;
 export type LlmExtractionRow = typeof llmExtractions.$inferSelect;
 export type LlmReextractionRow = typeof llmReextractions.$inferSelect;
 export type WebhookEndpointRow = typeof webhookEndpoints.$inferSelect;

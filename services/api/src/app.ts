@@ -42,6 +42,7 @@ import { runRoutes } from './routes/runs/runs.js';
 import { schedulerRoutes } from './routes/scheduler.js';
 import { siteRoutes } from './routes/sites.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { workerRoutes } from './routes/workers.js';
 
 /** How often the counts of refused requests are sent to Redis: a refusal costs no round trip. */
 const SHED_COUNT_FLUSH_MS = 1_000;
@@ -207,6 +208,7 @@ export async function buildApp(deps: ApiDeps): Promise<FastifyInstance> {
   await app.register(adminKeyRoutes, { deps, keys });
   await app.register(adminDeadLetterRoutes, { deps });
   await app.register(webhookRoutes, { deps });
+  await app.register(workerRoutes, { deps });
   await app.register(metricsRoutes, { deps });
   await app.register(bullBoardPlugin, { deps });
   return app as unknown as FastifyInstance;

@@ -199,6 +199,7 @@ const started = await startService({
           lockDuration: config.WORKER_LOCK_DURATION_MS,
           stalledInterval: config.WORKER_STALLED_INTERVAL_MS,
         },
+        heartbeatIntervalMs: config.WORKER_HEARTBEAT_INTERVAL_MS,
       },
     );
     // A new extractor version re-extracts the stored postings (decision 0013): the first worker

@@ -1,4 +1,3 @@
-import { hostname } from 'node:os';
 import { getRun, type ExpiryPolicy } from '@gleaner/db';
 import { isClassifiedError } from '@gleaner/errors';
 import {
@@ -26,6 +25,11 @@ import { createInFlightJobs, type InFlightJobs } from './job-signal.js';
 import { createPageAnalyser, type PageAnalyser } from './page-analysis/page-analyser.js';
 import { isLastAttempt, isPermanent } from './retry-decision.js';
 import { createSettlement, type Settlement } from './settlement/settlement.js';
+import {
+  createWorkerHeartbeat,
+  type JobOutcome,
+  type WorkerHeartbeat,
+} from './worker-heartbeat.js';
 
 export interface RuntimeOptions {
   connection: RedisClient;
@@ -52,6 +56,8 @@ export interface RuntimeOptions {
    * when absent. `maxStalledCount` replaces every queue's stall limit (`maxStalls`).
    */
   stalls?: Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'>;
+  /** How often the process writes its heartbeat (`WORKER_HEARTBEAT_INTERVAL_MS`); 10 s by default. */
+  heartbeatIntervalMs?: number;
 }
 
 /** Every work queue's policy, from its ledger and the worker's settings. */
@@ -100,10 +106,14 @@ interface ProcessorParts {
   analyser: PageAnalyser;
   inFlight: InFlightJobs;
   documentWorker: DocumentWorker | undefined;
+  heartbeat: WorkerHeartbeat;
   loggers: JobLoggers;
   /** What the ledgers fail rows with: postings settle through the settlement, closing their runs. */
   ledgerContext: LedgerContext;
 }
+
+/** Seed 001's heartbeat interval, for every worker. */
+const DEFAULT_HEARTBEAT_INTERVAL_MS = 10_000;
 
 /** The code of a job failed for good because dying workers orphaned it too often. */
 const JOB_STALLED = 'JOB_STALLED';
@@ -174,9 +184,19 @@ function createProcessor<Q extends WorkQueueName>(
       token,
       documentWorker,
     };
+    const ended = parts.heartbeat.started({
+      queue,
+      jobId: job.id ?? 'unknown',
+      ...beatFieldsOf(payload),
+    });
+    let outcome: JobOutcome = 'failed';
     try {
-      return await handler.run(payload, context);
+      const result = await handler.run(payload, context);
+      outcome = 'completed';
+      return result;
     } catch (caught) {
+      // Moved back to wait, or let go to another worker: neither done nor failed here.
+      if (caught instanceof DelayedError || jobSignal.isReleased) outcome = 'uncounted';
       // Moved back to delayed (waiting for its site's slot): not a failure, no attempt spent.
       if (caught instanceof DelayedError) throw caught;
       // Let go by a shutdown: its row is put back and the job returns to the queue for another
@@ -211,8 +231,27 @@ function createProcessor<Q extends WorkQueueName>(
       }
       throw error;
     } finally {
+      ended(outcome);
       jobSignal.dispose();
     }
+  };
+}
+
+/** What a heartbeat says a job works on: its run and its posting, document or delivery. */
+function beatFieldsOf(payload: unknown): { runId?: string; subject?: string } {
+  const fields = payload as {
+    runId?: unknown;
+    postingId?: unknown;
+    documentId?: unknown;
+    subjectId?: unknown;
+    deliveryId?: unknown;
+  };
+  const subject = [fields.postingId, fields.documentId, fields.subjectId, fields.deliveryId].find(
+    (value): value is string => typeof value === 'string',
+  );
+  return {
+    ...(typeof fields.runId === 'string' ? { runId: fields.runId } : {}),
+    ...(subject ? { subject } : {}),
   };
 }
 
@@ -331,6 +370,14 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     });
     void documentWorker.beat();
   }
+  // Every replica beats in `worker_heartbeats`, whatever it serves (GET /workers).
+  const heartbeat = createWorkerHeartbeat({
+    db: deps.db,
+    logger: deps.logger,
+    queues: options.queues,
+    intervalMs: options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
+  });
+  void heartbeat.beat();
   const loggers = createJobLoggers({ db: deps.db, logger: deps.logger, runLog: deps.runLog });
   const ledgerContext: LedgerContext = {
     db: deps.db,
@@ -344,6 +391,7 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     analyser,
     inFlight,
     documentWorker,
+    heartbeat,
     loggers,
     ledgerContext,
   };
@@ -369,9 +417,7 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     const maxStalls = options.stalls?.maxStalledCount ?? policy.maxStalls ?? FLEET_STALL_LIMIT;
     // Stamped on each job as `processedBy`, so an operator can tell which replica ran it.
     const name =
-      documentWorker && queue === 'documents'
-        ? documentWorker.workerId
-        : `${hostname()}-${process.pid}`;
+      documentWorker && queue === 'documents' ? documentWorker.workerId : heartbeat.workerId;
     const processor = createProcessor(
       queue,
       deps,
@@ -426,6 +472,7 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
       closing ??= (async () => {
         // Not awaited: a beat must not eat the grace period when Postgres is slow to answer.
         void documentWorker?.stopping();
+        void heartbeat.stopping();
         const graceful = Promise.all(workers.map((worker) => worker.close())).then(
           () => 'done' as const,
         );
@@ -446,6 +493,7 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
         await cancellations.close();
         await analyser.close();
         await documentWorker?.stop();
+        await heartbeat.stop();
       })();
       return closing;
     },

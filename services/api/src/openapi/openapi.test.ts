@@ -91,6 +91,10 @@ describe('the OpenAPI document', () => {
         'Site',
         'SiteAlert',
         'SiteDetail',
+        'WebhookDelivery',
+        'WebhookEndpoint',
+        'WebhookSecret',
+        'Worker',
       ].sort(),
     );
     expect(

@@ -112,6 +112,7 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
     access: 'tenant-write',
     audit: 'webhooks.replay',
   },
+  'GET /workers': { access: 'read' },
   'GET /metrics': { access: 'read' },
   // The docs' page and the OpenAPI document it shows (@fastify/swagger-ui).
   'GET /docs/*': { access: 'tenant-read' },
