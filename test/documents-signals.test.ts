@@ -144,7 +144,9 @@ async function completions(id: string) {
   });
   return {
     metrics: Object.fromEntries(rows.map((row) => [row.outcome, row.count])),
-    events: events.filter((entry) => entry.event.documentId === id).length,
+    events: events.filter(
+      (entry) => entry.event.type === 'document.completed' && entry.event.documentId === id,
+    ).length,
   };
 }
 

@@ -130,7 +130,10 @@ describe('document extraction', () => {
         });
         const ours = events
           .map((entry) => entry.event)
-          .filter((event) => ids.includes(event.documentId));
+          .filter(
+            (event): event is DocumentCompletedEvent =>
+              event.type === 'document.completed' && ids.includes(event.documentId),
+          );
         return ours.length >= ids.length ? ours : undefined;
       });
       expect(completed.map((event) => event.documentId).sort()).toEqual([...ids].sort());
@@ -223,11 +226,12 @@ describe('document extraction', () => {
       const untilRetry = waiting.nextRetryAt!.getTime() - waiting.updatedAt.getTime();
       expect(untilRetry).toBeGreaterThanOrEqual(29_000);
       expect(untilRetry).toBeLessThanOrEqual(31_000);
+      // The state first: a job read before its move to delayed still has its attempt unspent.
       const job = await waitFor(
-        async () => {
-          const found = await system.queues.documents.getJob(jobIdOf(scan!));
-          return found && (await found.getState()) === 'delayed' ? found : undefined;
-        },
+        async () =>
+          (await system.queues.documents.getJobState(jobIdOf(scan!))) === 'delayed'
+            ? system.queues.documents.getJob(jobIdOf(scan!))
+            : undefined,
         { what: 'the job to wait in delayed' },
       );
       expect(job.attemptsMade).toBe(1);

@@ -153,6 +153,12 @@ describe('worker heartbeats', () => {
       expect(worker.jobs_in_flight).toBeGreaterThan(0);
     }
 
+    // The run page names who is on the run: the two live workers and the dead one, marked.
+    const page = await app.inject({ method: 'GET', url: `/runs/${run.runId}` });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain(`data-status="dead">${dead.found.worker_id} (`);
+    for (const worker of others) expect(page.body).toContain(`>${worker.worker_id} (`);
+
     // A worker that stops says so, and is not called dead however long it stays silent.
     expect(await alive[0]!.stop()).toBe(0);
     const stopped = (await workers()).find((w) => w.pid === alive[0]!.child.pid);

@@ -2649,7 +2649,7 @@ export interface paths {
                 query: {
                     /** @description The tenant the document belongs to (explicit until access control comes) */
                     tenant_id: string;
-                    status?: "pending" | "processing" | "complete" | "retry_pending" | "failed";
+                    status?: "pending" | "processing" | "complete" | "retry_pending" | "failed" | "cancelled";
                     kind?: "resume" | "posting" | "other";
                     limit?: number;
                     /** @description next_cursor of the previous page */
@@ -2683,7 +2683,7 @@ export interface paths {
                                 content_sha256: string;
                                 priority: number;
                                 /** @enum {string} */
-                                status: "pending" | "processing" | "complete" | "retry_pending" | "failed";
+                                status: "pending" | "processing" | "complete" | "retry_pending" | "failed" | "cancelled";
                                 attempts: number;
                                 error_type: string | null;
                                 error_message: string | null;
@@ -2789,7 +2789,7 @@ export interface paths {
                             /** Format: uuid */
                             id: string;
                             /** @enum {string} */
-                            status: "pending" | "processing" | "complete" | "retry_pending" | "failed";
+                            status: "pending" | "processing" | "complete" | "retry_pending" | "failed" | "cancelled";
                             status_url: string;
                             duplicate: boolean;
                             extraction: {
@@ -2818,7 +2818,7 @@ export interface paths {
                             /** Format: uuid */
                             id: string;
                             /** @enum {string} */
-                            status: "pending" | "processing" | "complete" | "retry_pending" | "failed";
+                            status: "pending" | "processing" | "complete" | "retry_pending" | "failed" | "cancelled";
                             status_url: string;
                             duplicate: boolean;
                         };
@@ -2945,7 +2945,7 @@ export interface paths {
                                 /** Format: uuid */
                                 id: string;
                                 /** @enum {string} */
-                                status: "pending" | "processing" | "complete" | "retry_pending" | "failed";
+                                status: "pending" | "processing" | "complete" | "retry_pending" | "failed" | "cancelled";
                                 status_url: string;
                                 duplicate: boolean;
                             }[];
@@ -3298,7 +3298,7 @@ export interface paths {
                                 content_sha256: string;
                                 priority: number;
                                 /** @enum {string} */
-                                status: "pending" | "processing" | "complete" | "retry_pending" | "failed";
+                                status: "pending" | "processing" | "complete" | "retry_pending" | "failed" | "cancelled";
                                 attempts: number;
                                 error_type: string | null;
                                 error_message: string | null;
@@ -3428,7 +3428,7 @@ export interface paths {
                                 content_sha256: string;
                                 priority: number;
                                 /** @enum {string} */
-                                status: "pending" | "processing" | "complete" | "retry_pending" | "failed";
+                                status: "pending" | "processing" | "complete" | "retry_pending" | "failed" | "cancelled";
                                 attempts: number;
                                 error_type: string | null;
                                 error_message: string | null;
@@ -3534,6 +3534,133 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/documents/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancels a document's extraction, queued or running (seed 001's cancel)
+         * @description A document `pending` or `retry_pending` has its job removed; one `processing` has its job aborted on the worker running it, and whatever that job would still store is refused. It ends `cancelled`, and a `document.cancelled` event is published. 409 when it is not waiting or running (complete, failed, cancelled).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description Cancelled */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @enum {string} */
+                            status: "success";
+                            data: {
+                                /** Format: uuid */
+                                id: string;
+                                /** @enum {string} */
+                                status: "cancelled";
+                                /**
+                                 * @description What it was doing when cancelled
+                                 * @enum {string}
+                                 */
+                                previous_status: "pending" | "retry_pending" | "processing";
+                            };
+                        };
+                    };
+                };
+                /** @description Validation failed: `errors` names each bad field */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description No API key, or one that is unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description The key's scope does not allow this */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Not found */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Conflicts with the current state */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Too many requests: try again after `Retry-After` seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description An unexpected error; it has been logged */
+                500: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description A service the API depends on is unavailable: try again after `Retry-After` seconds */
+                503: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;

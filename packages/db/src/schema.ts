@@ -454,6 +454,7 @@ export const documentStatuses = [
   'complete',
   'retry_pending',
   'failed',
+  'cancelled',
 ] as const;
 export type DocumentStatus = (typeof documentStatuses)[number];
 /** Seed 001's error types: the parsers' and, for a job that ran out of time, `timeout`. */
@@ -531,7 +532,7 @@ export const documents = pgTable(
     index('documents_search_idx').using('gin', t.search),
     check(
       'documents_status_valid',
-      sql`${t.status} IN ('pending','processing','complete','retry_pending','failed')`,
+      sql`${t.status} IN ('pending','processing','complete','retry_pending','failed','cancelled')`,
     ),
     check('documents_kind_valid', sql`${t.kind} IN ('resume','posting','other')`),
   ],

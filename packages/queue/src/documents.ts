@@ -1,8 +1,15 @@
-import type { DocumentWork } from '@gleaner/db';
+import {
+  cancelDocument,
+  type CancelledDocument,
+  type Database,
+  type DocumentWork,
+} from '@gleaner/db';
+import { jobs } from './catalogue.js';
 import type { RedisClient } from './connection.js';
 import { appendEvent, readEvents, type ReadEventsOptions } from './event-stream.js';
 import { bullmqDocumentPriority } from './jobs/documents.js';
-import { enqueueBulk, type Queues } from './queues.js';
+import { enqueueBulk, keyPrefixOf, type Queues } from './queues.js';
+import { runCancellationChannel } from './run-cancellation.js';
 
 /**
  * Queues the extraction jobs of documents: one job per document and generation (the dedupe), with
@@ -62,6 +69,17 @@ export function documentEventsKey(prefix: string): string {
   return `${prefix}:document-events`;
 }
 
+/** Seed 001's `job_started`: a worker claimed the document and began an attempt. */
+export interface DocumentStartedEvent {
+  type: 'document.started';
+  documentId: string;
+  tenantId: string;
+  attempt: number;
+  workerId: string;
+  startedAt: string;
+}
+
+/** Seed 001's `job_completed`: its text is stored. */
 export interface DocumentCompletedEvent {
   type: 'document.completed';
   documentId: string;
@@ -71,11 +89,38 @@ export interface DocumentCompletedEvent {
   completedAt: string;
 }
 
+/** Seed 001's `job_failed`: an attempt failed; `willRetry` says whether another comes. */
+export interface DocumentFailedEvent {
+  type: 'document.failed';
+  documentId: string;
+  tenantId: string;
+  attempt: number;
+  errorType: string;
+  message: string;
+  willRetry: boolean;
+  /** When the next attempt runs, while one will. */
+  nextRetryAt: string | null;
+  failedAt: string;
+}
+
+/** Its extraction was cancelled (`POST /documents/:id/cancel`), queued or running. */
+export interface DocumentCancelledEvent {
+  type: 'document.cancelled';
+  documentId: string;
+  tenantId: string;
+  /** What it was doing: `pending`, `retry_pending` or `processing`. */
+  previousStatus: string;
+  cancelledAt: string;
+}
+
+export type DocumentEvent =
+  DocumentStartedEvent | DocumentCompletedEvent | DocumentFailedEvent | DocumentCancelledEvent;
+
 /** Appends an event; returns its stream id. */
 export async function publishDocumentEvent(
   redis: RedisClient,
   prefix: string,
-  event: DocumentCompletedEvent,
+  event: DocumentEvent,
 ): Promise<string> {
   return appendEvent(redis, documentEventsKey(prefix), DOCUMENT_EVENTS_MAX_LENGTH, event);
 }
@@ -85,6 +130,50 @@ export async function readDocumentEvents(
   redis: RedisClient,
   prefix: string,
   options: ReadEventsOptions,
-): Promise<{ id: string; event: DocumentCompletedEvent }[]> {
-  return readEvents<DocumentCompletedEvent>(redis, documentEventsKey(prefix), options);
+): Promise<{ id: string; event: DocumentEvent }[]> {
+  return readEvents<DocumentEvent>(redis, documentEventsKey(prefix), options);
+}
+
+/** What in-flight jobs are aborted by for a document: its id on the runs' cancel channel. */
+export function documentCancellationId(documentId: string): string {
+  return `document:${documentId}`;
+}
+
+/**
+ * Cancels a document's extraction (seed 001's `cancel`): the row first (`cancelDocument`, whose
+ * new generation refuses the old job's results), then its queued job is removed, a running one
+ * is aborted on whichever worker runs it (the runs' cancel broadcast), and a
+ * `document.cancelled` event is published. Undefined when the document was not waiting or
+ * running. A broadcast or event that fails is logged by the caller: the row already holds.
+ */
+export async function cancelDocumentExtraction(
+  deps: { db: Database; queues: Queues; redis: RedisClient },
+  documentId: string,
+): Promise<(CancelledDocument & { problems: Error[] }) | undefined> {
+  const cancelled = await cancelDocument(deps.db, documentId);
+  if (!cancelled) return undefined;
+  const problems: Error[] = [];
+  const asError = (error: unknown) => (error instanceof Error ? error : new Error(String(error)));
+  const prefix = keyPrefixOf(deps.queues);
+  const jobId = jobs.documents.jobId({ documentId, generation: cancelled.generation });
+  try {
+    const job = await deps.queues.documents.getJob(jobId);
+    // A job a worker holds cannot be removed: the broadcast aborts it, and its generation is
+    // refused if it gets as far as storing.
+    if (job && !(await job.isActive())) await job.remove();
+  } catch (error) {
+    problems.push(asError(error));
+  }
+  if (cancelled.previousStatus === 'processing')
+    await deps.redis
+      .publish(runCancellationChannel(prefix), documentCancellationId(documentId))
+      .catch((error: unknown) => problems.push(asError(error)));
+  await publishDocumentEvent(deps.redis, prefix, {
+    type: 'document.cancelled',
+    documentId,
+    tenantId: cancelled.tenantId,
+    previousStatus: cancelled.previousStatus,
+    cancelledAt: new Date().toISOString(),
+  }).catch((error: unknown) => problems.push(asError(error)));
+  return { ...cancelled, problems };
 }

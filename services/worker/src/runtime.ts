@@ -1,7 +1,8 @@
-import { getRun, type ExpiryPolicy } from '@gleaner/db';
+import { getDocument, getRun, type ExpiryPolicy } from '@gleaner/db';
 import { isClassifiedError } from '@gleaner/errors';
 import {
   createQueueTelemetry,
+  documentCancellationId,
   enqueue,
   FLEET_STALL_LIMIT,
   jobs,
@@ -96,8 +97,15 @@ const PAGE_READING_QUEUES: readonly WorkQueueName[] = [
 const RELEASE_WAIT_MS = 3_000;
 
 /** The run a job works for, for queues whose jobs belong to runs. */
+/**
+ * What cancels a job in flight: its run's id, or for a document's extraction the document's own
+ * cancellation id (`POST /documents/:id/cancel` broadcasts it on the same channel).
+ */
 function runIdOf(payload: object): string | undefined {
-  return 'runId' in payload && typeof payload.runId === 'string' ? payload.runId : undefined;
+  if ('runId' in payload && typeof payload.runId === 'string') return payload.runId;
+  if ('documentId' in payload && typeof payload.documentId === 'string')
+    return documentCancellationId(payload.documentId);
+  return undefined;
 }
 
 /** What each processor shares with the others of its process. */
@@ -261,6 +269,15 @@ function beatFieldsOf(payload: unknown): { runId?: string; subject?: string } {
  */
 async function abortEndedRuns(deps: WorkerDeps, inFlight: InFlightJobs): Promise<void> {
   for (const runId of inFlight.runIds()) {
+    if (runId.startsWith(documentCancellationId(''))) {
+      const document = await getDocument(
+        deps.db,
+        runId.slice(documentCancellationId('').length),
+        0,
+      );
+      if (document?.status === 'cancelled') inFlight.cancel(runId);
+      continue;
+    }
     const run = await getRun(deps.db, runId);
     if (run?.status === 'cancelled') inFlight.cancel(runId);
   }

@@ -662,3 +662,52 @@ export async function listStaleProcessingDocuments(
     .orderBy(documents.updatedAt)
     .limit(limit);
 }
+
+/** A document cancelled: what it was doing, and the job generation that no longer counts. */
+export interface CancelledDocument {
+  id: string;
+  tenantId: string;
+  previousStatus: DocumentStatus;
+  /** The generation its queued or running job carries: that job's results are refused now. */
+  generation: number;
+}
+
+/**
+ * Cancels a document's extraction (seed 001's `cancel`): one waiting (`pending`,
+ * `retry_pending`) or being extracted (`processing`) becomes `cancelled`, and its generation moves
+ * on, so that its job, queued or running, can neither claim it nor store a result. Undefined when
+ * it is not one of those (unknown, complete, failed, cancelled already).
+ */
+export async function cancelDocument(
+  db: Database,
+  id: string,
+): Promise<CancelledDocument | undefined> {
+  const { rows } = await db.$client.query<{
+    id: string;
+    tenant_id: string;
+    previous_status: DocumentStatus;
+    generation: number;
+  }>({
+    name: 'gleaner-cancel-document',
+    text: `
+      WITH target AS (
+        SELECT id, status, generation FROM documents WHERE id = $1 FOR UPDATE
+      )
+      UPDATE documents d
+      SET status = 'cancelled', generation = d.generation + 1, worker_id = NULL,
+          next_retry_at = NULL, error_message = 'cancelled', updated_at = now()
+      FROM target t
+      WHERE d.id = t.id AND t.status IN ('pending', 'retry_pending', 'processing')
+      RETURNING d.id, d.tenant_id, t.status AS previous_status, t.generation`,
+    values: [id],
+  });
+  const row = rows[0];
+  return row
+    ? {
+        id: row.id,
+        tenantId: row.tenant_id,
+        previousStatus: row.previous_status,
+        generation: row.generation,
+      }
+    : undefined;
+}

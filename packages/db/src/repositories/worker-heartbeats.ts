@@ -68,3 +68,41 @@ export async function listWorkers(db: Database): Promise<WorkerState[]> {
         : worker.status,
   }));
 }
+
+/** A worker holding jobs of one run at its last beat. */
+export interface RunWorker {
+  workerId: string;
+  status: WorkerStatus | 'dead';
+  /** Jobs of the run it was running at its last beat (among those its beat lists). */
+  jobs: number;
+}
+
+/**
+ * The workers whose last beat listed jobs of `runId` (the run page's "who is on it"), the dead
+ * ones marked: a worker that died holding them is what an operator looks for.
+ */
+export async function listRunWorkers(db: Database, runId: string): Promise<RunWorker[]> {
+  const { rows } = await db.$client.query<{
+    worker_id: string;
+    status: WorkerStatus;
+    jobs: number;
+    dead: boolean;
+  }>({
+    name: 'gleaner-run-workers',
+    text: `
+      SELECT w.worker_id, w.status,
+             (SELECT count(*)::int FROM jsonb_array_elements(w.current_jobs) j
+              WHERE j->>'runId' = $1) AS jobs,
+             w.status <> 'stopped'
+               AND clock_timestamp() - w.last_heartbeat > make_interval(secs => $2 * w.heartbeat_interval_ms / 1000.0) AS dead
+      FROM worker_heartbeats w
+      WHERE w.current_jobs @> jsonb_build_array(jsonb_build_object('runId', $1::text))
+      ORDER BY w.worker_id`,
+    values: [runId, DEAD_AFTER_BEATS],
+  });
+  return rows.map((row) => ({
+    workerId: row.worker_id,
+    status: row.dead ? 'dead' : row.status,
+    jobs: row.jobs,
+  }));
+}

@@ -82,6 +82,7 @@ export const ROUTE_RULES: Readonly<Record<string, RouteRule>> = {
   'GET /documents/recent': { access: 'read' },
   'GET /documents/:id': { access: 'tenant-read' },
   'GET /documents/:id/text': { access: 'tenant-read' },
+  'POST /documents/:id/cancel': { access: 'tenant-write', audit: 'documents.cancel' },
   'POST /admin/documents/pause': { access: 'admin', audit: 'documents.pause' },
   'POST /admin/documents/resume': { access: 'admin', audit: 'documents.resume' },
   'POST /admin/documents/retry': { access: 'admin', audit: 'documents.retry' },

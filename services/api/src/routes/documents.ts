@@ -19,7 +19,12 @@ import {
   type LlmExtractionRow,
   type NewDocument,
 } from '@gleaner/db';
-import { DOCUMENT_PRIORITY_MAX, DOCUMENT_PRIORITY_MIN, enqueueDocuments } from '@gleaner/queue';
+import {
+  cancelDocumentExtraction,
+  DOCUMENT_PRIORITY_MAX,
+  DOCUMENT_PRIORITY_MIN,
+  enqueueDocuments,
+} from '@gleaner/queue';
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -777,6 +782,62 @@ export const documentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (a
       if (!document || !canSeeTenant(request, document.tenantId))
         throw unknownDocument(request.params.id);
       return { status: 'success' as const, data: presentDetail(document, llm) };
+    },
+  );
+
+  app.post(
+    '/documents/:id/cancel',
+    {
+      schema: {
+        tags: ['documents'],
+        summary: "Cancels a document's extraction, queued or running (seed 001's cancel)",
+        description:
+          'A document `pending` or `retry_pending` has its job removed; one `processing` has its job aborted on the worker running it, and whatever that job would still store is refused. It ends `cancelled`, and a `document.cancelled` event is published. 409 when it is not waiting or running (complete, failed, cancelled).',
+        params: z.object({ id: z.uuid() }),
+        response: {
+          200: z
+            .object({
+              status: z.literal('success'),
+              data: z.object({
+                id: z.uuid(),
+                status: z.literal('cancelled'),
+                previous_status: z
+                  .enum(['pending', 'retry_pending', 'processing'])
+                  .describe('What it was doing when cancelled'),
+              }),
+            })
+            .describe('Cancelled'),
+          ...problemResponses(400, 404, 409),
+        },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const document = await getDocument(db, id, 0);
+      if (!document || !canSeeTenant(request, document.tenantId)) throw unknownDocument(id);
+      const cancelled = await cancelDocumentExtraction(deps, id);
+      if (!cancelled) {
+        const now = await getDocument(db, id, 0);
+        throw new ProblemError(
+          409,
+          'Not Cancellable',
+          `document ${id} is ${now?.status ?? document.status}: only a waiting or running extraction can be cancelled`,
+          { document_status: now?.status ?? document.status },
+        );
+      }
+      for (const problem of cancelled.problems)
+        request.log.warn(
+          { err: problem, documentId: id },
+          'document cancelled; a follow-up failed',
+        );
+      return {
+        status: 'success' as const,
+        data: {
+          id,
+          status: 'cancelled' as const,
+          previous_status: cancelled.previousStatus as 'pending' | 'retry_pending' | 'processing',
+        },
+      };
     },
   );
 

@@ -15,7 +15,7 @@ import {
 } from '@gleaner/queue';
 import type { DocumentDeps, HandlerContext, JobHandler } from '../context.js';
 import type { DocumentWorker } from './document-worker.js';
-import { JobReleasedError } from '../job-signal.js';
+import { JobReleasedError, RunCancelledError } from '../job-signal.js';
 import { willRetry } from '../retry-decision.js';
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -51,11 +51,13 @@ function documentsOf(context: HandlerContext): { deps: DocumentDeps; worker: Doc
 /**
  * Extracts one document's text (seed 001): claims it (`processing`), parses its stored bytes in
  * a parser process under the job's signal (its timeout is DOCUMENT_EXTRACTION_TIMEOUT_MS), and
- * stores the text (`complete`, then a `document.completed` event); a resume then goes to the LLM
+ * stores the text (`complete`); a resume then goes to the LLM
  * stage while extraction is enabled. A failed attempt that will be
  * retried leaves it `retry_pending` with the time of the next one (the retry table, as the
  * queue's backoff waits it); one that will not is `failed` by its stage's ledger (`failForGood`).
- * Every attempt leaves a metrics row.
+ * Every attempt leaves a metrics row, and its events on the documents' stream (seed 001's
+ * callbacks): `document.started`, then `document.completed` or `document.failed`. A cancelled
+ * document's job stops where it is, its result refused by the row's new generation.
  */
 export const documentsHandler: JobHandler<'documents'> = {
   async run(payload, context) {
@@ -72,6 +74,21 @@ export const documentsHandler: JobHandler<'documents'> = {
       return { skipped: true };
     }
     worker.started(document.id);
+    const prefix = keyPrefixOf(queues);
+    // Seed 001's job_started, job_completed and job_failed, on the documents' event stream. The
+    // row is the truth: an event that cannot be published is logged, and the job goes on.
+    const publish = (event: Parameters<typeof publishDocumentEvent>[2]) =>
+      publishDocumentEvent(deps.redis, prefix, event).catch((error: unknown) => {
+        log.warn({ err: error, documentId: document.id }, `could not publish ${event.type}`);
+      });
+    await publish({
+      type: 'document.started',
+      documentId: document.id,
+      tenantId: document.tenantId,
+      attempt: document.attempts,
+      workerId: worker.workerId,
+      startedAt: new Date().toISOString(),
+    });
     const started = performance.now();
     try {
       const extracted = await deps.parser.extract(
@@ -106,25 +123,21 @@ export const documentsHandler: JobHandler<'documents'> = {
             'could not queue the resume for the LLM',
           );
         });
-      if (completed) {
-        const prefix = keyPrefixOf(queues);
-        await publishDocumentEvent(deps.redis, prefix, {
+      if (completed)
+        await publish({
           type: 'document.completed',
           documentId: document.id,
           tenantId: document.tenantId,
           kind: document.kind,
           textChars: extracted.textChars,
           completedAt: new Date().toISOString(),
-        }).catch((error: unknown) => {
-          // The row is the truth: a consumer that missed the event finds the document complete.
-          log.warn({ err: error, documentId: document.id }, 'could not publish document.completed');
         });
-      }
       return { format: extracted.format, textChars: extracted.textChars, completed };
     } catch (caught) {
       // What stopped the parse when the signal did: the deadline, a release, BullMQ.
       const error: unknown = signal?.aborted ? (signal.reason ?? caught) : caught;
-      if (error instanceof JobReleasedError) {
+      // Let go to another worker, or cancelled (its row says so already): no attempt ended.
+      if (error instanceof JobReleasedError || error instanceof RunCancelledError) {
         worker.finished(document.id, 'released');
         throw error;
       }
@@ -141,15 +154,28 @@ export const documentsHandler: JobHandler<'documents'> = {
         outcome: retrying ? 'retry' : 'failed',
         errorType,
       });
+      const message = error instanceof Error ? error.message : String(error);
+      let nextRetryAt: Date | null = null;
       if (retrying) {
-        const delayMs = documentRetryDelayMs(job.attemptsMade + 1, errorType);
+        nextRetryAt = new Date(Date.now() + documentRetryDelayMs(job.attemptsMade + 1, errorType));
         await scheduleDocumentRetry(db, document.id, document.generation, {
           errorType,
-          message: error instanceof Error ? error.message : String(error),
-          nextRetryAt: new Date(Date.now() + delayMs),
+          message,
+          nextRetryAt,
         });
       }
       worker.finished(document.id, 'failed');
+      await publish({
+        type: 'document.failed',
+        documentId: document.id,
+        tenantId: document.tenantId,
+        attempt: document.attempts,
+        errorType,
+        message: message.slice(0, 2000),
+        willRetry: retrying,
+        nextRetryAt: nextRetryAt?.toISOString() ?? null,
+        failedAt: new Date().toISOString(),
+      });
       throw error;
     }
   },

@@ -1,5 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { getRun, getSiteById, withProgress, type Database, type SiteRow } from '@gleaner/db';
+import {
+  getRun,
+  getSiteById,
+  listRunWorkers,
+  withProgress,
+  type Database,
+  type SiteRow,
+} from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import {
   duplicateConnection,
@@ -135,8 +142,11 @@ export function createRunFeeds(options: RunFeedsOptions): RunFeeds {
     if (!run) return undefined;
     if (!sites.has(run.siteScheduleId))
       sites.set(run.siteScheduleId, await getSiteById(db, run.siteScheduleId));
-    const [withCounts] = await withProgress(db, [run]);
-    return presentRunProgress(withCounts!, sites.get(run.siteScheduleId));
+    const [[withCounts], workers] = await Promise.all([
+      withProgress(db, [run]),
+      listRunWorkers(db, run.id),
+    ]);
+    return presentRunProgress(withCounts!, sites.get(run.siteScheduleId), workers);
   }
 
   async function pollRun(id: string, entry: PolledRun): Promise<void> {

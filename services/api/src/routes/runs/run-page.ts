@@ -41,6 +41,17 @@ function stageRow(stage: StageProgress): string {
 </li>`;
 }
 
+/** Who is on the run: each worker holding its jobs, dead ones first to catch the eye. */
+function workersLine(workers: RunProgress['workers']): string {
+  if (workers.length === 0) return 'No worker holds a job of this run.';
+  return `Workers: ${workers
+    .map(
+      (w) =>
+        `<span class="worker" data-status="${escapeHtml(w.status)}">${escapeHtml(w.worker_id)} (${w.jobs} ${w.jobs === 1 ? 'job' : 'jobs'}${w.status === 'running' ? '' : `, ${escapeHtml(w.status)}`})</span>`,
+    )
+    .join(', ')}`;
+}
+
 function when(iso: string | null): string {
   return iso === null ? '—' : escapeHtml(iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
 }
@@ -75,6 +86,7 @@ export function renderRunPage(progress: RunProgress, nonce: string): string {
 <ol class="stages" id="stages">
 ${progress.stages.map(stageRow).join('\n')}
 </ol>
+<p class="workers" id="workers">${workersLine(progress.workers)}</p>
 <section class="log-box">
   <div class="log" id="log" role="log" aria-live="polite" tabindex="0"></div>
   <button type="button" id="new-lines" hidden>new lines below</button>
@@ -108,6 +120,8 @@ button { font: inherit; padding: 5px 12px; border-radius: 6px; border: 1px solid
   background: transparent; color: var(--fg); cursor: pointer; }
 #cancel:not([disabled]) { border-color: var(--bad); color: var(--bad); }
 button[disabled] { opacity: .45; cursor: default; }
+.workers { color: var(--muted); margin: 0 0 12px; }
+.worker[data-status="dead"] { color: var(--bad); font-weight: 600; }
 .meta { display: grid; grid-template-columns: repeat(4, auto 1fr); gap: 2px 8px; margin: 14px 0;
   color: var(--muted); }
 .meta dt { font-weight: 600; } .meta dd { margin: 0; }
@@ -174,6 +188,25 @@ const RUN_PAGE_SCRIPT = `
     row.querySelector('.note').textContent = stage.note;
   }
 
+  function renderWorkers(workers) {
+    var line = byId('workers');
+    line.textContent = '';
+    if (workers.length === 0) {
+      line.textContent = 'No worker holds a job of this run.';
+      return;
+    }
+    line.appendChild(document.createTextNode('Workers: '));
+    workers.forEach(function (worker, index) {
+      if (index > 0) line.appendChild(document.createTextNode(', '));
+      var span = document.createElement('span');
+      span.className = 'worker';
+      span.setAttribute('data-status', worker.status);
+      span.textContent = worker.worker_id + ' (' + worker.jobs + (worker.jobs === 1 ? ' job' : ' jobs') +
+        (worker.status === 'running' ? '' : ', ' + worker.status) + ')';
+      line.appendChild(span);
+    });
+  }
+
   function render(progress) {
     current = progress;
     var run = progress.run;
@@ -187,6 +220,7 @@ const RUN_PAGE_SCRIPT = `
     message.textContent = run.message || '';
     message.hidden = !run.message;
     progress.stages.forEach(renderStage);
+    renderWorkers(progress.workers || []);
     cancelButton.disabled = progress.ended;
   }
 

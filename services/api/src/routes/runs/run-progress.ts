@@ -1,4 +1,4 @@
-import type { RunWithProgress, SiteRow } from '@gleaner/db';
+import type { RunWorker, RunWithProgress, SiteRow } from '@gleaner/db';
 import type { RunLogStage } from '@gleaner/queue';
 import { presentRun } from '../jobs/presenters.js';
 
@@ -23,6 +23,8 @@ export interface RunProgress {
   /** The run has ended (`succeeded`, `partial`, `failed`, `cancelled`): nothing will change. */
   ended: boolean;
   stages: StageProgress[];
+  /** The worker processes whose last heartbeat held jobs of the run, and how many each. */
+  workers: { worker_id: string; status: RunWorker['status']; jobs: number }[];
 }
 
 export function isRunActive(status: string): boolean {
@@ -44,6 +46,7 @@ function plural(count: number, word: string): string {
 export function presentRunProgress(
   run: RunWithProgress,
   site: Pick<SiteRow, 'siteName'> | undefined,
+  workers: readonly RunWorker[] = [],
 ): RunProgress {
   const ended = !isRunActive(run.status);
   const listed = run.requestedPages;
@@ -58,6 +61,11 @@ export function presentRunProgress(
     run: presentRun(run, site),
     listing_done: run.listingDone,
     ended,
+    workers: workers.map((worker) => ({
+      worker_id: worker.workerId,
+      status: worker.status,
+      jobs: worker.jobs,
+    })),
     stages: [
       {
         stage: 'ING',

@@ -1,7 +1,13 @@
 import { keyPrefixOf } from '@gleaner/queue';
 import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { getRunByPublicId, getSiteById, withProgress, type RunRow } from '@gleaner/db';
+import {
+  getRunByPublicId,
+  getSiteById,
+  listRunWorkers,
+  withProgress,
+  type RunRow,
+} from '@gleaner/db';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -38,11 +44,12 @@ async function findRun(deps: ApiDeps, runId: string, request: FastifyRequest): P
 }
 
 async function progressOf(deps: ApiDeps, run: RunRow): Promise<RunProgress> {
-  const [site, [withCounts]] = await Promise.all([
+  const [site, [withCounts], workers] = await Promise.all([
     getSiteById(deps.db, run.siteScheduleId),
     withProgress(deps.db, [run]),
+    listRunWorkers(deps.db, run.id),
   ]);
-  return presentRunProgress(withCounts!, site);
+  return presentRunProgress(withCounts!, site, workers);
 }
 
 function sse(event: string, data: unknown, id?: string): string {

@@ -1,0 +1,2 @@
+ALTER TABLE "documents" DROP CONSTRAINT "documents_status_valid";--> statement-breakpoint
+ALTER TABLE "documents" ADD CONSTRAINT "documents_status_valid" CHECK ("documents"."status" IN ('pending','processing','complete','retry_pending','failed','cancelled'));
