@@ -255,6 +255,67 @@ describe('gleaner against a running system', () => {
     });
   });
 
+  it('registers a webhook endpoint, prints its secret, lists, disables, rotates and removes it', async () => {
+    const added = await gleaner([
+      'webhooks',
+      'add',
+      'https://hooks.acme.example/gleaner',
+      '--events',
+      'posting.created,alert.raised',
+    ]);
+    expect(added.code, added.stderr).toBe(0);
+    const [secret] = added.stdout.split('\n');
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    const [, id] =
+      /endpoint (\S+) registered for posting\.created, alert\.raised/.exec(added.stderr) ?? [];
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+
+    const listed = await gleaner(['webhooks', 'list']);
+    expect(listed.stdout).toMatch(
+      new RegExp(
+        `^${id}\\s+https://hooks\\.acme\\.example/gleaner\\s+all\\s+posting\\.created,alert\\.raised\\s+enabled`,
+        'm',
+      ),
+    );
+    const disabled = await gleaner(['webhooks', 'disable', id!]);
+    expect(disabled.stdout).toBe(`endpoint ${id} disabled\n`);
+    const json = await gleaner(['--json', 'webhooks', 'list']);
+    expect(JSON.parse(json.stdout)).toContainEqual(
+      expect.objectContaining({ id, enabled: false, disabled_reason: 'disabled through the API' }),
+    );
+    const shown = await gleaner(['webhooks', 'secret', id!]);
+    expect(shown.stdout.split('\n')[0]).toBe(secret);
+    const rotated = await gleaner(['webhooks', 'secret', id!, '--rotate']);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    expect(rotated.stdout.split('\n')[0]).toMatch(/^whsec_/);
+    expect(rotated.stdout.split('\n')[0]).not.toBe(secret);
+    const deliveries = await gleaner(['--json', 'webhooks', 'deliveries', id!]);
+    expect(JSON.parse(deliveries.stdout)).toEqual([]);
+    const bad = await gleaner([
+      'webhooks',
+      'add',
+      'https://hooks.acme.example/x',
+      '--events',
+      'posting.deleted',
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('event_types');
+    const removed = await gleaner(['webhooks', 'remove', id!]);
+    expect(removed.stdout).toBe(`endpoint ${id} removed\n`);
+  });
+
+  it('lists the worker processes by their heartbeats', async () => {
+    const listed = await gleaner(['--json', 'workers', '--status', 'running']);
+    expect(listed.code, listed.stderr).toBe(0);
+    const workers = JSON.parse(listed.stdout) as { queues: string[]; status: string }[];
+    expect(workers.length).toBeGreaterThanOrEqual(1);
+    expect(workers[0]).toMatchObject({ status: 'running', queues: ['scrape', 'crawl', 'extract'] });
+    const table = await gleaner(['workers']);
+    expect(table.stdout.split('\n')[0]).toMatch(
+      /^WORKER_ID\s+STATUS\s+QUEUES\s+RUNNING\s+DONE\s+FAILED\s+BEAT/,
+    );
+  });
+
   it('stores several files with one command, and again answers them as already stored', async () => {
     const files = [
       ['ada.txt', 'Ada Lovelace, analyst'],

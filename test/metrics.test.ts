@@ -91,7 +91,7 @@ async function scrape(): Promise<Map<string, MetricFamily>> {
     if (family.type === 'counter') expect(family.name).toMatch(/_total$/);
     else expect(family.name).not.toMatch(/_total$/);
   }
-  for (const collector of ['queues', 'sites', 'work', 'llm', 'scheduler'])
+  for (const collector of ['queues', 'sites', 'work', 'llm', 'scheduler', 'workers', 'webhooks'])
     expect(sampleValue(families, 'gleaner_metrics_collector_success', { collector })).toBe(1);
   return families;
 }

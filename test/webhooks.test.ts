@@ -8,11 +8,16 @@ import {
   insertSite,
   getWebhookEndpoint,
   listWebhookDeliveries,
+  webhookHealth,
   type WebhookEndpointRow,
 } from '@gleaner/db';
 import { createFetcher, type Fetcher } from '@gleaner/http';
 import { createLogger } from '@gleaner/logger';
-import { createWebhookDispatcher, type WebhookDispatcher } from '@gleaner/scheduler';
+import {
+  createReconciler,
+  createWebhookDispatcher,
+  type WebhookDispatcher,
+} from '@gleaner/scheduler';
 import { runWholeListing, waitFor } from '@gleaner/testing';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 
@@ -282,6 +287,7 @@ describe('signed webhooks', () => {
     await settledDeliveries(flakyEndpoint.id, 15 + 2 + 1 + 1);
     expect(await listWebhookDeliveries(db, goneEndpoint.id, { limit: 500 })).toHaveLength(10);
     expect(goneReceiver.received.length).toBe(sent);
+    expect(await webhookHealth(db)).toMatchObject({ endpointsEnabled: 2, endpointsDisabled: 1 });
   }, 90_000);
 
   it('refuses a receiver on a private address: its delivery fails at once and nothing is sent', async () => {
@@ -292,4 +298,40 @@ describe('signed webhooks', () => {
     expect(delivery!.lastError).toMatch(/127\.0\.0\.1/);
     expect(canary.received).toHaveLength(0);
   });
+
+  it('sends a delivery whose job Redis lost: the reconciler adds it again, under the id it had', async () => {
+    const db = system.handle.db;
+    const quiet = await createWebhookEndpoint(db, {
+      tenantId: null,
+      url: receiver.url.replace('/hooks', '/lost'),
+      eventTypes: ['run.finished'],
+    });
+    // A delivery made, its job never added (the dispatcher died between the two), its attempt
+    // due a while ago. The receiver answers 500, then times out, then 429, then takes it.
+    const { rows } = await system.handle.pool.query<{ id: string }>(
+      `INSERT INTO webhook_deliveries (endpoint_id, event_type, event_key, payload, occurred_at, next_attempt_at)
+       VALUES ($1, 'run.finished', 'run.finished:lost', '{"run_id":"manual_lost"}', now(), now() - interval '1 minute')
+       RETURNING id`,
+      [quiet.id],
+    );
+    const deliveryId = rows[0]!.id;
+    const reconciler = createReconciler({
+      db,
+      queues: system.queues,
+      logger: createLogger({
+        service: 'scheduler',
+        level: 'silent',
+        destination: new PassThrough(),
+      }),
+      runDeadlineMs: 10 * 60_000,
+      graceMs: 300,
+    });
+    const repairs = await reconciler.reconcile({ redis: true });
+    expect(repairs.webhooksRequeued).toBe(1);
+    expect(await system.queues.webhooks.getJob(`webhook-${deliveryId}-0-1`)).toBeDefined();
+    const [delivered] = await settledDeliveries(quiet.id, 1);
+    expect(delivered).toMatchObject({ id: deliveryId, status: 'delivered', attempts: 4 });
+    // Delivered: nothing more for the reconciler to add.
+    expect((await reconciler.reconcile({ redis: true })).webhooksRequeued).toBe(0);
+  }, 60_000);
 });

@@ -489,3 +489,34 @@ export async function trimWebhookDeliveries(
   });
   return rows[0]?.trimmed ?? 0;
 }
+
+/** What `/metrics` shows of webhooks: endpoints by state, and the deliveries still pending. */
+export async function webhookHealth(db: Database): Promise<{
+  endpointsEnabled: number;
+  endpointsDisabled: number;
+  pending: number;
+  /** Seconds since the oldest pending delivery was made; 0 with none pending. */
+  oldestPendingSeconds: number;
+}> {
+  const { rows } = await db.$client.query<{
+    enabled: number;
+    disabled: number;
+    pending: number;
+    oldest: number;
+  }>({
+    name: 'gleaner-webhook-health',
+    text: `
+      SELECT (SELECT count(*) FILTER (WHERE enabled) FROM webhook_endpoints)::int AS enabled,
+             (SELECT count(*) FILTER (WHERE NOT enabled) FROM webhook_endpoints)::int AS disabled,
+             (SELECT count(*) FROM webhook_deliveries WHERE status = 'pending')::int AS pending,
+             coalesce((SELECT extract(epoch FROM now() - min(created_at))
+                       FROM webhook_deliveries WHERE status = 'pending'), 0)::float8 AS oldest`,
+  });
+  const row = rows[0]!;
+  return {
+    endpointsEnabled: row.enabled,
+    endpointsDisabled: row.disabled,
+    pending: row.pending,
+    oldestPendingSeconds: row.oldest,
+  };
+}

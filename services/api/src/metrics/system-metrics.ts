@@ -10,6 +10,7 @@ import { schedulerMetrics } from './scheduler-metrics.js';
 import { siteMetrics } from './site-metrics.js';
 import { storageMetrics } from './storage-metrics.js';
 import { workMetrics } from './work-metrics.js';
+import { webhookMetrics } from './webhook-metrics.js';
 import { workerMetrics } from './worker-metrics.js';
 
 /** A collector that has not answered by then is reported failed (Prometheus gives up at 10 s). */
@@ -35,6 +36,7 @@ export function createSystemMetrics(sources: MetricSources, logger: Logger): Sys
     siteMetrics(registry, sources),
     workMetrics(registry, sources),
     workerMetrics(registry, sources),
+    webhookMetrics(registry, sources),
     llmMetrics(registry, sources),
     reextractionMetrics(registry, sources),
     schedulerMetrics(registry, sources),

@@ -113,7 +113,12 @@ export const webhooksHandler: JobHandler<'webhooks'> = {
       const failed = failedAttempt(error);
       const wait = deps.schedule[delivery.attempts];
       const retry = failed.worthRetrying && wait !== undefined;
-      const delayMs = Math.min(failed.retryAfterMs ?? wait ?? 0, MAX_RETRY_AFTER_MS);
+      // The receiver's Retry-After as it asked; the schedule's wait with a tenth of jitter either
+      // way (the specification's advice), so that a fleet of retries does not come back at once.
+      const delayMs = Math.min(
+        failed.retryAfterMs ?? (wait ?? 0) * (0.9 + 0.2 * Math.random()),
+        MAX_RETRY_AFTER_MS,
+      );
       outcome = {
         statusCode: failed.statusCode,
         error: failed.error,
