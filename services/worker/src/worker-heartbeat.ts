@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { writeWorkerBeat, type Database, type WorkerCurrentJob } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
+import { createBeatLoop, type BeatLoop } from './beat-loop.js';
 
 /** Jobs a beat names one by one; beyond them it counts them only (`jobs_in_flight`). */
 const LISTED_JOBS = 100;
@@ -13,17 +14,11 @@ const LISTED_JOBS = 100;
  * /workers` reads the rows and calls a worker silent for two of its intervals that never said
  * stopped dead.
  */
-export interface WorkerHeartbeat {
+export interface WorkerHeartbeat extends BeatLoop {
   /** `host-pid-random`: unique per process even when tests run several in one. */
   readonly workerId: string;
   /** A job began here; the returned function ends it, counting how it went. */
   started(job: Omit<WorkerCurrentJob, 'startedAt'>): (outcome: JobOutcome) => void;
-  /** Writes a beat now: the first one, and at the shutdown's steps. */
-  beat(): Promise<void>;
-  /** The shutdown began: the beats say `stopping`. */
-  stopping(): Promise<void>;
-  /** The last beat, `stopped`; no more after it. Idempotent. */
-  stop(): Promise<void>;
 }
 
 /** How a job ended here: `released` and `retried later` (delayed) count as neither. */
@@ -41,43 +36,30 @@ export function createWorkerHeartbeat(options: {
   const current = new Set<WorkerCurrentJob>();
   let jobsCompleted = 0;
   let jobsFailed = 0;
-  let phase: 'running' | 'stopping' | 'stopped' = 'running';
-  let stopWritten = false;
-  let writing: Promise<void> = Promise.resolve();
-
-  function write(): Promise<void> {
-    // One beat at a time, in order: a `stopped` beat is never overtaken by an older one.
-    writing = writing.then(async () => {
-      if (stopWritten) return;
+  const loop = createBeatLoop(
+    intervalMs,
+    async (phase) => {
       const listed: WorkerCurrentJob[] = [];
       for (const job of current) {
         if (listed.length === LISTED_JOBS) break;
         listed.push(job);
       }
-      try {
-        await writeWorkerBeat(db, {
-          workerId,
-          hostname: hostname(),
-          pid: process.pid,
-          queues,
-          status: phase,
-          jobsCompleted,
-          jobsFailed,
-          jobsInFlight: current.size,
-          currentJobs: listed,
-          startedAt,
-          intervalMs,
-        });
-        if (phase === 'stopped') stopWritten = true;
-      } catch (error) {
-        logger.warn({ err: error, workerId }, 'could not write the worker heartbeat');
-      }
-    });
-    return writing;
-  }
-
-  const timer = setInterval(() => void write(), intervalMs);
-  timer.unref();
+      await writeWorkerBeat(db, {
+        workerId,
+        hostname: hostname(),
+        pid: process.pid,
+        queues,
+        status: phase,
+        jobsCompleted,
+        jobsFailed,
+        jobsInFlight: current.size,
+        currentJobs: listed,
+        startedAt,
+        intervalMs,
+      });
+    },
+    (error) => logger.warn({ err: error, workerId }, 'could not write the worker heartbeat'),
+  );
 
   return {
     workerId,
@@ -90,15 +72,6 @@ export function createWorkerHeartbeat(options: {
         else if (outcome === 'failed') jobsFailed += 1;
       };
     },
-    beat: write,
-    async stopping() {
-      if (phase === 'running') phase = 'stopping';
-      await write();
-    },
-    async stop() {
-      clearInterval(timer);
-      phase = 'stopped';
-      await write();
-    },
+    ...loop,
   };
 }

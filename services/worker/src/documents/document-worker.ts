@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { writeDocumentWorkerBeat, type Database, type DocumentWorkerStatus } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import type { Queues } from '@gleaner/queue';
+import { createBeatLoop, type BeatLoop, type BeatPhase } from '../beat-loop.js';
 
 /**
  * A worker process serving `documents`, as seed 001's heartbeats show it: its row in
@@ -11,19 +12,13 @@ import type { Queues } from '@gleaner/queue';
  * /documents/status` reads the rows and calls a worker silent for 60 s that never said stopped
  * dead.
  */
-export interface DocumentWorker {
+export interface DocumentWorker extends BeatLoop {
   /** `host-pid-random`: unique per process even when tests run several in one. */
   readonly workerId: string;
   /** An extraction started here. */
   started(documentId: string): void;
   /** It ended: `completed`, `failed` (retried or given up) or `released` (not counted). */
   finished(documentId: string, outcome: 'completed' | 'failed' | 'released'): void;
-  /** Writes a beat now: the first one, and between intervals when the status changed. */
-  beat(): Promise<void>;
-  /** The shutdown began: the beats say `stopping`. */
-  stopping(): Promise<void>;
-  /** The last beat, `stopped`; no more after it. Idempotent. */
-  stop(): Promise<void>;
 }
 
 export function createDocumentWorker(options: {
@@ -38,12 +33,9 @@ export function createDocumentWorker(options: {
   const current = new Set<string>();
   let jobsCompleted = 0;
   let jobsFailed = 0;
-  let phase: 'running' | 'stopping' | 'stopped' = 'running';
   let paused = false;
-  let stopWritten = false;
-  let writing: Promise<void> = Promise.resolve();
 
-  async function status(): Promise<DocumentWorkerStatus> {
+  async function status(phase: BeatPhase): Promise<DocumentWorkerStatus> {
     if (phase !== 'running') return phase;
     try {
       // BullMQ's pause is queue-wide: every replica stops taking jobs, and each says so here.
@@ -55,32 +47,23 @@ export function createDocumentWorker(options: {
     return paused ? 'paused' : 'idle';
   }
 
-  function write(): Promise<void> {
-    // One beat at a time, in order: a `stopped` beat is never overtaken by an older one.
-    writing = writing.then(async () => {
-      if (phase === 'stopped' && stopWritten) return;
-      const beatStatus = await status();
-      try {
-        await writeDocumentWorkerBeat(db, {
-          workerId,
-          hostname: hostname(),
-          pid: process.pid,
-          status: beatStatus,
-          jobsCompleted,
-          jobsFailed,
-          currentDocumentId: current.values().next().value ?? null,
-          startedAt,
-        });
-        if (beatStatus === 'stopped') stopWritten = true;
-      } catch (error) {
-        logger.warn({ err: error, workerId }, 'could not write the document worker heartbeat');
-      }
-    });
-    return writing;
-  }
-
-  const timer = setInterval(() => void write(), options.intervalMs);
-  timer.unref();
+  const loop = createBeatLoop(
+    options.intervalMs,
+    async (phase) => {
+      await writeDocumentWorkerBeat(db, {
+        workerId,
+        hostname: hostname(),
+        pid: process.pid,
+        status: await status(phase),
+        jobsCompleted,
+        jobsFailed,
+        currentDocumentId: current.values().next().value ?? null,
+        startedAt,
+      });
+    },
+    (error) =>
+      logger.warn({ err: error, workerId }, 'could not write the document worker heartbeat'),
+  );
 
   return {
     workerId,
@@ -92,15 +75,6 @@ export function createDocumentWorker(options: {
       if (outcome === 'completed') jobsCompleted += 1;
       else if (outcome === 'failed') jobsFailed += 1;
     },
-    beat: write,
-    async stopping() {
-      if (phase === 'running') phase = 'stopping';
-      await write();
-    },
-    async stop() {
-      clearInterval(timer);
-      phase = 'stopped';
-      await write();
-    },
+    ...loop,
   };
 }
