@@ -96,7 +96,6 @@ const PAGE_READING_QUEUES: readonly WorkQueueName[] = [
 /** After the grace period, how long jobs let go (`release`) have to put their rows back. */
 const RELEASE_WAIT_MS = 3_000;
 
-/** The run a job works for, for queues whose jobs belong to runs. */
 /**
  * What cancels a job in flight: its run's id, or for a document's extraction the document's own
  * cancellation id (`POST /documents/:id/cancel` broadcasts it on the same channel).
@@ -203,8 +202,10 @@ function createProcessor<Q extends WorkQueueName>(
       outcome = 'completed';
       return result;
     } catch (caught) {
-      // Moved back to wait, or let go to another worker: neither done nor failed here.
-      if (caught instanceof DelayedError || jobSignal.isReleased) outcome = 'uncounted';
+      // Moved back to wait, let go to another worker, or its run (document) cancelled: neither
+      // done nor failed here.
+      if (caught instanceof DelayedError || jobSignal.isReleased || jobSignal.isCancelled)
+        outcome = 'uncounted';
       // Moved back to delayed (waiting for its site's slot): not a failure, no attempt spent.
       if (caught instanceof DelayedError) throw caught;
       // Let go by a shutdown: its row is put back and the job returns to the queue for another

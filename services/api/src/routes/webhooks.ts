@@ -400,7 +400,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
         tags: ['webhooks'],
         summary: 'Sends a delivery again, under the same `webhook-id`',
         description:
-          'Whatever became of it (delivered, failed, cancelled): it is pending again and its next attempt goes out now, with the retry schedule behind it. The endpoint must be enabled.',
+          'Whatever became of it (delivered, failed, cancelled): it is pending again and its next attempt goes out now. Attempts count on: a delivery whose schedule is spent gets this one attempt, one with waits left keeps them. The endpoint must be enabled.',
         params: z.object({ id: z.uuid(), deliveryId: z.uuid() }).strict(),
         response: {
           202: success(z.strictObject({ id: z.uuid(), status: z.literal('pending') })),
