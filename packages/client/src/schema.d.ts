@@ -5635,8 +5635,7 @@ export interface paths {
                                 enabled: boolean;
                                 /** @description Why it stopped receiving: a `410 Gone` from the receiver, or an operator */
                                 disabled_reason: string | null;
-                                /** @description When the secret last changed; the old one signs beside it until `previous_secret_expires_at` */
-                                secret_rotated_at: string | null;
+                                /** @description After a rotation, until when messages carry a signature by the old secret too */
                                 previous_secret_expires_at: string | null;
                                 /** Format: date-time */
                                 created_at: string;
@@ -6332,7 +6331,7 @@ export interface paths {
         put?: never;
         /**
          * Sends a delivery again, under the same `webhook-id`
-         * @description Whatever became of it (delivered, failed, cancelled): it is pending again and its next attempt goes out now, with the retry schedule behind it. The endpoint must be enabled.
+         * @description Whatever became of it (delivered, failed, cancelled): it is pending again and its next attempt goes out now. Attempts count on: a delivery whose schedule is spent gets this one attempt, one with waits left keeps them. The endpoint must be enabled.
          */
         post: {
             parameters: {
@@ -6989,8 +6988,7 @@ export interface components {
             enabled: boolean;
             /** @description Why it stopped receiving: a `410 Gone` from the receiver, or an operator */
             disabled_reason: string | null;
-            /** @description When the secret last changed; the old one signs beside it until `previous_secret_expires_at` */
-            secret_rotated_at: string | null;
+            /** @description After a rotation, until when messages carry a signature by the old secret too */
             previous_secret_expires_at: string | null;
             /** Format: date-time */
             created_at: string;

@@ -51,12 +51,9 @@ const endpointView = z
       .string()
       .nullable()
       .describe('Why it stopped receiving: a `410 Gone` from the receiver, or an operator'),
-    secret_rotated_at: isoDateTime
+    previous_secret_expires_at: isoDateTime
       .nullable()
-      .describe(
-        'When the secret last changed; the old one signs beside it until `previous_secret_expires_at`',
-      ),
-    previous_secret_expires_at: isoDateTime.nullable(),
+      .describe('After a rotation, until when messages carry a signature by the old secret too'),
     created_at: isoDateTime,
     updated_at: isoDateTime,
   })
@@ -138,7 +135,6 @@ function presentEndpoint(row: WebhookEndpointRow): z.output<typeof endpointView>
     event_types: row.eventTypes as z.output<typeof endpointView>['event_types'],
     enabled: row.enabled,
     disabled_reason: row.disabledReason,
-    secret_rotated_at: row.previousSecretExpiresAt === null ? null : row.updatedAt.toISOString(),
     previous_secret_expires_at: row.previousSecretExpiresAt?.toISOString() ?? null,
     created_at: row.createdAt.toISOString(),
     updated_at: row.updatedAt.toISOString(),
