@@ -1,11 +1,8 @@
-import { PassThrough } from 'node:stream';
-import { buildApp } from '@gleaner/api';
-import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import { getDocument } from '@gleaner/db';
-import { createLogger } from '@gleaner/logger';
 import { documentJob, readDocumentEvents, type DocumentEvent } from '@gleaner/queue';
 import { buildPdf, waitFor } from '@gleaner/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from './support/api-server.js';
 import { startDocumentsSystem, type DocumentsSystem } from './support/documents-system.js';
 
 /**
@@ -14,20 +11,12 @@ import { startDocumentsSystem, type DocumentsSystem } from './support/documents-
  * stream.
  */
 let system: DocumentsSystem;
-let app: Awaited<ReturnType<typeof buildApp>>;
+let app: TestApp;
 const tenant = 'tenant-cancel';
 
 beforeAll(async () => {
   system = await startDocumentsSystem('documents_cancel');
-  app = await buildApp({
-    config: testApiConfig({}),
-    logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
-    db: system.handle.db,
-    pool: system.handle.pool,
-    redis: system.redis,
-    queues: system.queues,
-  });
-  await injectWithKey(app, system.handle.db);
+  ({ app } = await buildTestApp(system));
 });
 
 afterAll(async () => {

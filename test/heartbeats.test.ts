@@ -1,8 +1,4 @@
-import { PassThrough } from 'node:stream';
-import { buildApp } from '@gleaner/api';
-import { injectWithKey, testApiConfig } from '@gleaner/api/testing';
 import { createDb, insertSite, type DbHandle } from '@gleaner/db';
-import { createLogger } from '@gleaner/logger';
 import {
   closeQueues,
   createQueues,
@@ -19,6 +15,7 @@ import {
 } from '@gleaner/testing';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from './support/api-server.js';
 import { useServiceProcesses } from './support/service-processes.js';
 
 /**
@@ -32,7 +29,7 @@ let handle: DbHandle;
 let redis: Redis;
 let queues: Queues;
 let site: FixtureCareerSite;
-let app: Awaited<ReturnType<typeof buildApp>>;
+let app: TestApp;
 
 interface WorkerView {
   worker_id: string;
@@ -52,15 +49,7 @@ beforeAll(async () => {
   queues = createQueues(redis, fleet.namespace.prefix);
   // Slow pages: each worker has crawl jobs in flight for the whole run.
   site = await createFixtureCareerSite({ postings: 400, responseDelayMs: 300 });
-  app = await buildApp({
-    config: testApiConfig({}),
-    logger: createLogger({ service: 'api', level: 'silent', destination: new PassThrough() }),
-    db: handle.db,
-    pool: handle.pool,
-    redis,
-    queues,
-  });
-  await injectWithKey(app, handle.db);
+  ({ app } = await buildTestApp({ handle, redis, queues }));
 });
 
 afterAll(async () => {
