@@ -134,9 +134,16 @@ export async function readDocumentEvents(
   return readEvents<DocumentEvent>(redis, documentEventsKey(prefix), options);
 }
 
+const DOCUMENT_CANCELLATION = 'document:';
+
 /** What in-flight jobs are aborted by for a document: its id on the runs' cancel channel. */
 export function documentCancellationId(documentId: string): string {
-  return `document:${documentId}`;
+  return `${DOCUMENT_CANCELLATION}${documentId}`;
+}
+
+/** The document a cancellation id names; undefined for a run's id. */
+export function documentOfCancellation(id: string): string | undefined {
+  return id.startsWith(DOCUMENT_CANCELLATION) ? id.slice(DOCUMENT_CANCELLATION.length) : undefined;
 }
 
 /**

@@ -3,6 +3,7 @@ import { isClassifiedError } from '@gleaner/errors';
 import {
   createQueueTelemetry,
   documentCancellationId,
+  documentOfCancellation,
   enqueue,
   FLEET_STALL_LIMIT,
   jobs,
@@ -270,12 +271,9 @@ function beatFieldsOf(payload: unknown): { runId?: string; subject?: string } {
  */
 async function abortEndedRuns(deps: WorkerDeps, inFlight: InFlightJobs): Promise<void> {
   for (const runId of inFlight.runIds()) {
-    if (runId.startsWith(documentCancellationId(''))) {
-      const document = await getDocument(
-        deps.db,
-        runId.slice(documentCancellationId('').length),
-        0,
-      );
+    const documentId = documentOfCancellation(runId);
+    if (documentId !== undefined) {
+      const document = await getDocument(deps.db, documentId, 0);
       if (document?.status === 'cancelled') inFlight.cancel(runId);
       continue;
     }

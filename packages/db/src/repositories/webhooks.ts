@@ -22,6 +22,14 @@ export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
+/**
+ * A delivery's `webhook-id`: the same on every attempt and replay of it, so that a receiver can
+ * drop repeats (`msg_` and the delivery's id without dashes).
+ */
+export function webhookMessageId(deliveryId: string): string {
+  return `msg_${deliveryId.replaceAll('-', '')}`;
+}
+
 /** Whose endpoints a caller sees: one tenant's, or (undefined) everyone's. */
 export type EndpointScope = { tenantId: string | null } | undefined;
 

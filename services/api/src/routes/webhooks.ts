@@ -9,6 +9,7 @@ import {
   updateWebhookEndpoint,
   webhookDeliveryStatuses,
   webhookEventTypes,
+  webhookMessageId,
   TENANT_ID_PATTERN,
   type EndpointScope,
   type WebhookDeliveryWithAttempts,
@@ -144,7 +145,7 @@ function presentEndpoint(row: WebhookEndpointRow): z.output<typeof endpointView>
 function presentDelivery(row: WebhookDeliveryWithAttempts): z.output<typeof deliveryView> {
   return {
     id: row.id,
-    webhook_id: `msg_${row.id.replaceAll('-', '')}`,
+    webhook_id: webhookMessageId(row.id),
     event_type: row.eventType,
     status: row.status,
     attempts: row.attempts,

@@ -1,4 +1,4 @@
-import type { WebhookSend } from '@gleaner/db';
+import { webhookMessageId, type WebhookSend } from '@gleaner/db';
 import { Webhook } from 'standardwebhooks';
 
 /** A webhook message as the Standard Webhooks specification sends it: headers and JSON body. */
@@ -15,7 +15,7 @@ export interface WebhookMessage {
  * happened.
  */
 export function webhookMessage({ delivery, endpoint }: WebhookSend, now: Date): WebhookMessage {
-  const id = `msg_${delivery.id.replaceAll('-', '')}`;
+  const id = webhookMessageId(delivery.id);
   const body = JSON.stringify({
     type: delivery.eventType,
     timestamp: delivery.occurredAt.toISOString(),

@@ -65,20 +65,17 @@ export const webhooksHandler: JobHandler<'webhooks'> = {
     if (send?.delivery.status !== 'pending' || send.delivery.generation !== payload.generation)
       return { skipped: true };
     const { delivery, endpoint } = send;
-    const nextAttempt = (delayMs: number) =>
+    /** Adds the job of the delivery's attempt number `attempt`, due in `delayMs`. */
+    const queueAttempt = (attempt: number, delayMs: number) =>
       enqueue(
         queues,
         'webhooks',
-        {
-          deliveryId: delivery.id,
-          generation: delivery.generation,
-          attempt: delivery.attempts + 1,
-        },
+        { deliveryId: delivery.id, generation: delivery.generation, attempt },
         { delay: Math.max(0, delayMs) },
       );
     // This attempt was made and recorded, and adding the next one's job failed: add it now.
     if (delivery.attempts >= payload.attempt) {
-      await nextAttempt(delivery.nextAttemptAt.getTime() - Date.now());
+      await queueAttempt(delivery.attempts + 1, delivery.nextAttemptAt.getTime() - Date.now());
       return { skipped: true };
     }
     if (!endpoint.enabled) {
@@ -143,9 +140,8 @@ export const webhooksHandler: JobHandler<'webhooks'> = {
       case 'retry': {
         const delayMs = outcome.nextAttemptAt!.getTime() - Date.now();
         log.info({ ...fields, err: outcome.error, delayMs }, 'webhook attempt failed; will retry');
-        // The row says `attempts + 1` now: the next job's id is the next attempt's.
-        delivery.attempts += 1;
-        await nextAttempt(delayMs);
+        // The row now counts this attempt too: the next job is the attempt after it.
+        await queueAttempt(delivery.attempts + 2, delayMs);
         return { retryInMs: Math.max(0, Math.round(delayMs)) };
       }
       case 'gone':
