@@ -155,8 +155,10 @@ describe('PDF', () => {
     expectType(error, 'corruption');
     expect(error.message).toMatch(/streams decompress past 104857600 bytes/);
     expect(elapsed).toBeLessThan(5_000);
-    // 48–51 MB here alone, 66 once on a loaded CI machine: far from the gigabyte it inflates to.
-    expect(after.peakRssBytes - before.rssBytes).toBeLessThan(80 * 1024 * 1024);
+    // What it holds is bounded by the limit it enforces, not by the gigabyte the file inflates to:
+    // 48–51 MB here alone, 66–89 MB on a loaded CI machine (the worker's other garbage counts too).
+    const limit = defaultDocumentLimits.maxDecompressedBytes;
+    expect(after.peakRssBytes - before.rssBytes).toBeLessThan(limit + 32 * 1024 * 1024);
     // Under the limit the same kind of file is read, as the blank page it is.
     const small = buildPdfFlateBomb({ inflatedBytes: 2 * 1024 * 1024 });
     expect(await extractDocument(small)).toMatchObject({ format: 'pdf', text: '', pageCount: 1 });
