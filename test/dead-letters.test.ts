@@ -153,20 +153,21 @@ describe('a posting whose LLM extraction always fails', () => {
           run_id: run.runId,
           tenant_id: null,
           error_class: 'LLM_INVALID_OUTPUT',
-          retry_class: 'transient',
-          attempts_made: LLM_MAX_ATTEMPTS,
-          message: expect.stringMatching(/^no usable extraction: .*invalid_json/),
+          // Seed 002's two answers, primary + fallback, were spent in the first attempt.
+          retry_class: 'permanent',
+          attempts_made: 1,
+          message: expect.stringMatching(
+            /no usable extraction: .*invalid_json.*EXTRACTION_MAX_ATTEMPTS \(2\) model answers spent$/,
+          ),
         }),
       ],
       next_cursor: null,
     });
-    // Every attempt asked the default primary, then the fallback; Groq refused each answer.
-    expect(llm.requests.map((request) => [request.model, request.status])).toEqual(
-      Array.from({ length: LLM_MAX_ATTEMPTS }, () => [
-        ['openai/gpt-oss-20b', 400],
-        ['openai/gpt-oss-120b', 400],
-      ]).flat(),
-    );
+    // The default primary, then the fallback, each paid for once; Groq refused both answers.
+    expect(llm.requests.map((request) => [request.model, request.status])).toEqual([
+      ['openai/gpt-oss-20b', 400],
+      ['openai/gpt-oss-120b', 400],
+    ]);
     // Each filter narrows to it or away from it.
     const byClass = await api('GET', '/admin/dead-letters?error_class=LLM_INVALID_OUTPUT');
     expect(byClass.body.data.map((entry: { subject_id: string }) => entry.subject_id)).toEqual([

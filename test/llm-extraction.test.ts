@@ -375,6 +375,54 @@ describe('LLM extraction of resumes', () => {
     );
   });
 
+  it("pays for seed 002's two answers, primary + fallback, across the job's attempts", async () => {
+    const log = new PassThrough();
+    const lines: { msg: string; reason?: string }[] = [];
+    log.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n'))
+        if (line.trim() !== '') lines.push(JSON.parse(line) as (typeof lines)[number]);
+    });
+    worker = startWorker({}, { log });
+    // The primary answers badly; the fallback is down once (503), then answers.
+    let fallbackAsked = 0;
+    llmServer.setResponder((request) => {
+      if (request.model === PRIMARY) return reply.invalidJson();
+      fallbackAsked += 1;
+      return fallbackAsked === 1 ? reply.status(503) : { json: defaultAnswer(request.userText) };
+    });
+    const before = llmServer.requests.length;
+    const id = (await upload('tenant-attempts', buildResumeText({ seed: 14 }))).json<{
+      id: string;
+    }>().id;
+    expect(await waitForExtraction(id)).toMatchObject({
+      status: 'ready',
+      model: FALLBACK,
+      fallbackReason: 'invalid_json',
+      attempts: 2,
+      modelCalls: 2,
+    });
+    // The retry went on with the fallback: the primary was paid for once (Groq answers a strict
+    // schema's bad JSON with 400 json_validate_failed and what the model wrote: an answer).
+    const asked = llmServer.requests.slice(before).map((r) => `${r.model} ${r.status}`);
+    expect(asked).toEqual([`${PRIMARY} 400`, `${FALLBACK} 503`, `${FALLBACK} 200`]);
+    // Seed 002's runbook line as each attempt asks the fallback, with why.
+    expect(lines.filter((line) => line.msg === 'Falling back to larger model')).toEqual([
+      expect.objectContaining({ reason: 'invalid_json' }),
+      expect.objectContaining({ reason: 'invalid_json' }),
+    ]);
+
+    // Two bad answers spend the extraction: failed for good, no third call, no second attempt.
+    llmServer.setResponder(() => reply.invalidJson());
+    const spentFrom = llmServer.requests.length;
+    const spent = (await upload('tenant-attempts', buildResumeText({ seed: 15 }))).json<{
+      id: string;
+    }>().id;
+    const failed = await waitForExtraction(spent);
+    expect(failed).toMatchObject({ status: 'failed', attempts: 1, modelCalls: 2 });
+    expect(failed.error).toContain('EXTRACTION_MAX_ATTEMPTS (2) model answers spent');
+    expect(llmServer.requests.slice(spentFrom).map((r) => r.model)).toEqual([PRIMARY, FALLBACK]);
+  });
+
   it('answers with the extraction in sync mode, and 202 when it does not end in time', async () => {
     worker = startWorker();
     const sync = await buildTestApp({

@@ -520,7 +520,11 @@ export const extractionFragment = {
   EXTRACTION_MAX_TOKENS: integerFromEnv(1024, { min: 16, max: 32_768 }),
   /** Characters of text sent to the model; the rest is cut. */
   EXTRACTION_MAX_INPUT_CHARS: integerFromEnv(12_000, { min: 200, max: 1_000_000 }),
-  /** Attempts of one extraction job (each tries the primary model, then the fallback). */
+  /**
+   * Seed 002's "primary + fallback = 2": the model answers one extraction may pay for, across its
+   * job's attempts (a retry goes on with the fallback), and the job's attempts for calls the
+   * provider refused (5xx, timeouts; a 429 waits without spending one).
+   */
   EXTRACTION_MAX_ATTEMPTS: integerFromEnv(2, { min: 1, max: 20 }),
   /** Retry n waits base × 2^(n−1) seconds, at most the max. */
   EXTRACTION_RETRY_BASE_SECONDS: integerFromEnv(10, { min: 0, max: 3600 }),

@@ -666,8 +666,15 @@ export const llmExtractions = pgTable(
     /** Values the model returned that the source text does not contain: never stored as fields. */
     dropped: jsonb('dropped').$type<string[]>(),
     fallbackUsed: boolean('fallback_used'),
+    /** Why the fallback was asked: for the kept answer, or by the extraction in flight or failed. */
     fallbackReason: text('fallback_reason'),
+    /** Job attempts that claimed the row under its version. */
     attempts: integer('attempts').notNull().default(0),
+    /**
+     * Model answers paid for under its version, across its job's attempts: seed 002's
+     * EXTRACTION_MAX_ATTEMPTS (primary + fallback = 2) caps them. Back to 0 when queued again.
+     */
+    modelCalls: integer('model_calls').notNull().default(0),
     promptTokens: integer('prompt_tokens').notNull().default(0),
     completionTokens: integer('completion_tokens').notNull().default(0),
     error: text('error'),

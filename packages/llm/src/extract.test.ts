@@ -111,6 +111,7 @@ describe('extractFields', () => {
     expect(ends).toEqual([
       {
         model: 'openai/gpt-oss-20b',
+        answered: true,
         usage: { promptTokens: 700, completionTokens: 80, totalTokens: 780 },
         rateLimit: expect.objectContaining({ remainingRequests: 14370 }),
       },
@@ -203,6 +204,7 @@ describe('extractFields', () => {
     expect(ends).toEqual([
       {
         model: 'openai/gpt-oss-20b',
+        answered: false,
         error,
         rateLimit: expect.objectContaining({ limitTokens: 6000 }),
       },
@@ -453,5 +455,104 @@ describe('isExtractableText', () => {
     expect(isExtractableText('a'.repeat(100))).toBe(true);
     expect(isExtractableText(`   ${'a'.repeat(99)}\n\n   `)).toBe(false);
     expect(isExtractableText('')).toBe(false);
+  });
+});
+
+describe("seed 002's attempts: settings.maxCalls caps the answers paid for", () => {
+  const cut = () => {
+    const answer = chatCompletion('{"primary_skills": ["Go", "Type');
+    (answer.body as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason = 'length';
+    return answer;
+  };
+  const maxTokensSent = () =>
+    groq.requests.map((r) => (r.body as { max_completion_tokens: number }).max_completion_tokens);
+
+  it('at 2, an answer cut short goes to the fallback with twice the room, not to the primary again', async () => {
+    groq.answer(cut(), jsonCompletion(goodResume));
+    const reasons: string[] = [];
+    const result = await extractFields(client, {
+      kind: 'resume',
+      text: resumeText,
+      settings: { ...settings, maxCalls: 2 },
+      hooks: { beforeFallback: async (reason) => void reasons.push(reason) },
+    });
+    expect(sentModels()).toEqual(['openai/gpt-oss-20b', 'openai/gpt-oss-120b']);
+    expect(maxTokensSent()).toEqual([2048, 4096]);
+    expect(result).toMatchObject({
+      model: 'openai/gpt-oss-120b',
+      fallbackReason: 'truncated',
+      calls: 2,
+    });
+    expect(reasons).toEqual(['truncated']);
+  });
+
+  it("at 1, the primary's answer is kept below the threshold, and a bad one fails without a fallback", async () => {
+    groq.answer(jsonCompletion({ ...goodResume, confidence: 0.4 }));
+    const kept = await extractFields(client, {
+      kind: 'resume',
+      text: resumeText,
+      settings: { ...settings, maxCalls: 1 },
+    });
+    expect(kept).toMatchObject({
+      model: 'openai/gpt-oss-20b',
+      confidence: 0.4,
+      fallbackUsed: false,
+      calls: 1,
+    });
+
+    groq.answer(chatCompletion('{"primary_skills": ['));
+    await expect(
+      extractFields(client, {
+        kind: 'resume',
+        text: resumeText,
+        settings: { ...settings, maxCalls: 1 },
+      }),
+    ).rejects.toMatchObject({ code: 'LLM_INVALID_OUTPUT', reasons: ['invalid_json'] });
+    expect(sentModels()).toEqual(['openai/gpt-oss-20b', 'openai/gpt-oss-20b']);
+  });
+
+  it("goes on with the fallback after an earlier attempt's answer, with that attempt's reason", async () => {
+    groq.answer(jsonCompletion(goodResume));
+    const result = await extractFields(client, {
+      kind: 'resume',
+      text: resumeText,
+      settings: { ...settings, maxCalls: 2 },
+      progress: { answeredCalls: 1, fallbackReason: 'missing_fields' },
+    });
+    expect(sentModels()).toEqual(['openai/gpt-oss-120b']);
+    expect(result).toMatchObject({
+      model: 'openai/gpt-oss-120b',
+      fallbackReason: 'missing_fields',
+      calls: 1,
+    });
+    await expect(
+      extractFields(client, {
+        kind: 'resume',
+        text: resumeText,
+        settings: { ...settings, maxCalls: 2 },
+        progress: { answeredCalls: 2, fallbackReason: 'invalid_json' },
+      }),
+    ).rejects.toThrow(/no model answers left: 2 spent of 2/);
+    expect(groq.requests).toHaveLength(1);
+  });
+
+  it('does not count a call the provider refused as an answer', async () => {
+    groq.answer(errorAnswer(503, { message: 'over capacity' }), jsonCompletion(goodResume));
+    const ends: LlmCallEnd[] = [];
+    const result = await extractFields(client, {
+      kind: 'resume',
+      text: resumeText,
+      settings: { ...settings, maxCalls: 1 },
+      hooks: { afterCall: async (call) => void ends.push(call) },
+    });
+    expect(result).toMatchObject({
+      model: 'openai/gpt-oss-120b',
+      fallbackReason: 'provider_error',
+      calls: 1,
+    });
+    expect(ends.map((end) => [end.model, end.answered])).toEqual([
+      ['openai/gpt-oss-20b', false],
+      ['openai/gpt-oss-120b', true],
+    ]);
   });
 });

@@ -63,6 +63,12 @@ export interface ExtractionSettings {
    * otherwise. Default `auto`.
    */
   responseFormat?: 'auto' | 'json_schema' | 'json_object';
+  /**
+   * Most model answers one extraction may pay for, across its job's attempts (seed 002's
+   * `EXTRACTION_MAX_ATTEMPTS`: primary + fallback = 2). A call the provider refused (429, 5xx,
+   * timeout) is not an answer and does not count. Unset: no cap.
+   */
+  maxCalls?: number;
 }
 
 /** A call about to be made: the model and a token estimate, for a token budget to wait on. */
@@ -75,6 +81,8 @@ export interface LlmCallStart {
 /** A call that ended, with its usage and the provider's rate-limit state when it answered. */
 export interface LlmCallEnd {
   model: string;
+  /** The model answered (counts against `maxCalls`): a completion, or Groq's failed generation. */
+  answered: boolean;
   usage?: LlmUsage;
   rateLimit?: ProviderRateLimit;
   error?: unknown;
@@ -84,6 +92,17 @@ export interface LlmCallEnd {
 export interface ExtractionHooks {
   beforeCall?(call: LlmCallStart): Promise<void>;
   afterCall?(call: LlmCallEnd): Promise<void>;
+  /** The fallback model is about to be asked, and why (seed 002's "Falling back to larger model"). */
+  beforeFallback?(reason: FallbackReason): Promise<void>;
+}
+
+/**
+ * What an earlier attempt of the same extraction already spent: its model answers, and why it
+ * went on to the fallback. An attempt that resumes after answers goes straight to the fallback.
+ */
+export interface ExtractionProgress {
+  answeredCalls: number;
+  fallbackReason: FallbackReason | null;
 }
 
 /** One text to extract fields from. */
@@ -93,6 +112,7 @@ export interface ExtractionRequest<K extends ExtractionKind = ExtractionKind> {
   settings: ExtractionSettings;
   signal?: AbortSignal;
   hooks?: ExtractionHooks;
+  progress?: ExtractionProgress;
 }
 
 /**
@@ -114,7 +134,7 @@ export type ExtractionResult<K extends ExtractionKind = ExtractionKind> = {
     fallbackReason?: FallbackReason;
     /** Summed over every call made. */
     usage: LlmUsage;
-    /** Provider calls made: 1, or 2 with the fallback. */
+    /** Model answers in this attempt: 1, or 2 with the fallback (more after answers cut short). */
     calls: number;
     /** Paths of the accepted answer's values that grounding removed. */
     dropped: string[];
@@ -300,6 +320,11 @@ export function estimateTokens(text: string): number {
  * model is asked once more with twice the room. Groq's `json_validate_failed` carries what the
  * model wrote (`failed_generation`); that is read before a fallback call is spent on it.
  *
+ * `settings.maxCalls` (seed 002's `EXTRACTION_MAX_ATTEMPTS`, primary + fallback = 2) caps the
+ * answers paid for: an answer cut short is asked again only when the cap leaves room for it and for
+ * the fallback, and with the cap at 1 the primary's answer is kept as it is. `progress` carries an
+ * earlier attempt's answers, so a retried job goes on with the fallback instead of starting over.
+ *
  * The caller checks `isExtractableText` first; this extracts from whatever it is given.
  */
 export async function extractFields<K extends ExtractionKind>(
@@ -329,7 +354,6 @@ export async function extractFields<K extends ExtractionKind>(
   const call = async (model: string, maxTokens: number): Promise<LlmCompletion | Answer> => {
     if (signal?.aborted) throw abortedCallError(signal, model);
     await hooks?.beforeCall?.({ model, estimatedTokens: promptTokens + maxTokens });
-    calls += 1;
     const reasoning = client.profile(model).reasoning;
     try {
       const completion = await client.complete({
@@ -341,11 +365,20 @@ export async function extractFields<K extends ExtractionKind>(
         signal,
       });
       usage = addUsage(usage, completion.usage);
-      await hooks?.afterCall?.({ model, usage: completion.usage, rateLimit: completion.rateLimit });
+      calls += 1;
+      await hooks?.afterCall?.({
+        model,
+        answered: true,
+        usage: completion.usage,
+        rateLimit: completion.rateLimit,
+      });
       return completion;
     } catch (error) {
       const rateLimit = error instanceof LlmProviderError ? error.rateLimit : undefined;
-      await hooks?.afterCall?.({ model, rateLimit, error });
+      const answered =
+        error instanceof LlmProviderError && error.providerCode === 'json_validate_failed';
+      if (answered) calls += 1;
+      await hooks?.afterCall?.({ model, answered, rateLimit, error });
       if (!(error instanceof LlmProviderError)) throw error;
       if (error.code === 'LLM_MODEL_UNAVAILABLE') unavailableModels.push(model);
       if (error.providerCode === 'json_validate_failed') {
@@ -361,13 +394,19 @@ export async function extractFields<K extends ExtractionKind>(
     }
   };
 
-  const ask = async (model: string): Promise<Answer> => {
+  const spent = request.progress?.answeredCalls ?? 0;
+  /** Answers this extraction may still pay for. */
+  const callsLeft = () => (settings.maxCalls ?? Infinity) - spent - calls;
+
+  /** Asks `model`, keeping `reserve` answers for a later model; `roomy` starts with twice the room. */
+  const ask = async (model: string, reserve: number, roomy = false): Promise<Answer> => {
     const reasoning = client.profile(model).reasoning;
-    const budget = settings.maxTokens + (reasoning ? (settings.reasoningTokens ?? 1024) : 0);
-    let answer = await call(model, budget);
+    const base = settings.maxTokens + (reasoning ? (settings.reasoningTokens ?? 1024) : 0);
+    const more = Math.min(MAX_ANSWER_TOKENS, base * 2);
+    let answer = await call(model, roomy ? more : base);
     if ('finishReason' in answer && answer.finishReason === 'length') {
-      const more = Math.min(MAX_ANSWER_TOKENS, budget * 2);
-      if (more > budget) answer = await call(model, more);
+      // Asked again with more room only when the cap leaves an answer for it and the reserve.
+      if (!roomy && more > base && callsLeft() > reserve) answer = await call(model, more);
     }
     if (!('finishReason' in answer)) return answer;
     if (answer.finishReason === 'length') {
@@ -398,47 +437,63 @@ export async function extractFields<K extends ExtractionKind>(
     unavailableModels,
   });
 
-  const primary = await ask(settings.primaryModel);
+  /** A `missing_fields` answer that still has the kind's minimum, as an accepted one. */
+  const usablePartial = (answer: Answer): Extract<Evaluation<K>, { ok: true }> | undefined => {
+    if (answer.ok || answer.problem === 'unavailable' || !answer.partial) return undefined;
+    if (missingFields(kind, answer.partial.fields, MINIMUM_FIELDS[kind]).length > 0)
+      return undefined;
+    return { ok: true, ...answer.partial, confidence: answer.confidence ?? 0 };
+  };
+
+  if (callsLeft() <= 0)
+    throw new RangeError(`no model answers left: ${spent} spent of ${settings.maxCalls}`);
+  let primary: Answer | undefined;
   let primaryProblem: LlmOutputAttempt | undefined;
   let fallbackReason: FallbackReason;
-  if (primary.ok && primary.confidence >= settings.confidenceThreshold) {
-    return result(primary, settings.primaryModel);
-  } else if (primary.ok) {
-    fallbackReason = 'low_confidence';
-    primaryProblem = {
-      model: settings.primaryModel,
-      problem: 'low_confidence',
-      detail: `confidence ${primary.confidence} < ${settings.confidenceThreshold}`,
-    };
-  } else if (primary.problem === 'unavailable') {
-    fallbackReason =
-      primary.error.code === 'LLM_MODEL_UNAVAILABLE' ? 'model_unavailable' : 'provider_error';
+  if (spent > 0) {
+    // An earlier attempt had the primary's answer: this one goes on with the fallback.
+    fallbackReason = request.progress?.fallbackReason ?? 'provider_error';
   } else {
-    fallbackReason = primary.problem;
-    primaryProblem = {
-      model: settings.primaryModel,
-      problem: primary.problem,
-      detail: primary.detail,
-    };
+    primary = await ask(settings.primaryModel, callsLeft() > 1 ? 1 : 0);
+    if (primary.ok && primary.confidence >= settings.confidenceThreshold)
+      return result(primary, settings.primaryModel);
+    if (primary.ok) {
+      fallbackReason = 'low_confidence';
+      primaryProblem = {
+        model: settings.primaryModel,
+        problem: 'low_confidence',
+        detail: `confidence ${primary.confidence} < ${settings.confidenceThreshold}`,
+      };
+    } else if (primary.problem === 'unavailable') {
+      fallbackReason =
+        primary.error.code === 'LLM_MODEL_UNAVAILABLE' ? 'model_unavailable' : 'provider_error';
+    } else {
+      fallbackReason = primary.problem;
+      primaryProblem = {
+        model: settings.primaryModel,
+        problem: primary.problem,
+        detail: primary.detail,
+      };
+    }
+    if (callsLeft() <= 0) {
+      // The cap leaves the fallback no answer: the primary's is all there is.
+      if (primary.ok) return result(primary, settings.primaryModel);
+      const kept = usablePartial(primary);
+      if (kept) return result(kept, settings.primaryModel);
+      throw new LlmOutputError(primaryProblem ? [primaryProblem] : []);
+    }
   }
 
-  const fallback = await ask(settings.fallbackModel);
+  await hooks?.beforeFallback?.(fallbackReason);
+  const fallback = await ask(settings.fallbackModel, 0, fallbackReason === 'truncated');
   if (fallback.ok) return result(fallback, settings.fallbackModel, fallbackReason);
   if (fallback.problem === 'unavailable') throw fallback.error;
   // Neither answer had every required field: the fallback's, then the primary's, is still used
   // when it has the kind's minimum (a posting's title), with what the text does not hold empty.
-  for (const [evaluation, model] of [
-    [fallback, settings.fallbackModel],
-    [primary, settings.primaryModel],
-  ] as const) {
-    if (evaluation.ok || evaluation.problem === 'unavailable' || !evaluation.partial) continue;
-    if (missingFields(kind, evaluation.partial.fields, MINIMUM_FIELDS[kind]).length > 0) continue;
-    return result(
-      { ok: true, ...evaluation.partial, confidence: evaluation.confidence ?? 0 },
-      model,
-      fallbackReason,
-    );
-  }
+  const fromFallback = usablePartial(fallback);
+  if (fromFallback) return result(fromFallback, settings.fallbackModel, fallbackReason);
+  const fromPrimary = primary && usablePartial(primary);
+  if (fromPrimary) return result(fromPrimary, settings.primaryModel, fallbackReason);
   throw new LlmOutputError([
     ...(primaryProblem ? [primaryProblem] : []),
     { model: settings.fallbackModel, problem: fallback.problem, detail: fallback.detail },

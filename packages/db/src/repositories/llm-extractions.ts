@@ -91,6 +91,7 @@ export async function queueLlmExtractions(
         tenantId: sql`excluded.tenant_id`,
         correlationId: sql`excluded.correlation_id`,
         attempts: 0,
+        modelCalls: 0,
         error: null,
         queuedAt: sql`now()`,
         startedAt: null,
@@ -256,6 +257,22 @@ export function failLlmExtraction(
     'queued',
     'processing',
   ]);
+}
+
+/**
+ * One model answer paid for by the extraction in flight (`model_calls`), and, when it is about to
+ * ask the fallback, why: a later attempt goes on from there instead of asking the primary again.
+ */
+export async function recordLlmAnswer(
+  db: Database,
+  subject: LlmSubject,
+  version: string,
+  change: { answered: boolean; fallbackReason?: string },
+): Promise<void> {
+  await finish(db, subject, version, {
+    ...(change.answered ? { modelCalls: sql`${llmExtractions.modelCalls} + 1` } : {}),
+    ...(change.fallbackReason === undefined ? {} : { fallbackReason: change.fallbackReason }),
+  });
 }
 
 /** processing → queued: a worker shutting down hands the extraction back, its attempt uncounted. */

@@ -192,7 +192,8 @@ export async function queueLlmReextractionBatch(
          ORDER BY e.id LIMIT $3 FOR UPDATE OF e SKIP LOCKED
        )
        UPDATE llm_extractions e
-       SET status = 'queued', version = $1, correlation_id = $4, attempts = 0, error = NULL,
+       SET status = 'queued', version = $1, correlation_id = $4, attempts = 0, model_calls = 0,
+           error = NULL,
            queued_at = now(), started_at = NULL, updated_at = now()
        FROM picked WHERE e.id = picked.id AND e.version <> $1
        RETURNING e.id, e.subject_type, e.subject_id`,

@@ -60,6 +60,7 @@ export function createLlmDeps(config: ExtractionConfig & QueueConfig, redis: Red
       reasoningEffort: config.EXTRACTION_REASONING_EFFORT,
       reasoningTokens: config.EXTRACTION_REASONING_TOKENS,
       responseFormat: config.EXTRACTION_RESPONSE_FORMAT,
+      maxCalls: config.EXTRACTION_MAX_ATTEMPTS,
       caps: {
         primarySkills: config.EXTRACTION_MAX_PRIMARY_SKILLS,
         recentTitles: config.EXTRACTION_MAX_RECENT_TITLES,

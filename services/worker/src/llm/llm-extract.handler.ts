@@ -3,17 +3,21 @@ import {
   compareExtractorVersions,
   getLlmExtraction,
   completeLlmExtraction,
+  recordLlmAnswer,
   releaseLlmExtraction,
   skipLlmExtraction,
+  type LlmExtractionRow,
   type LlmSubject,
 } from '@gleaner/db';
-import { isClassifiedError } from '@gleaner/errors';
+import { ClassifiedError, isClassifiedError } from '@gleaner/errors';
 import {
   extractFields,
   isExtractableText,
+  LlmOutputError,
   LlmProviderError,
   MIN_EXTRACTION_CHARS,
   type ExtractionResult,
+  type FallbackReason,
   type GroundingCount,
   type PostingFields as LlmPostingFields,
 } from '@gleaner/llm';
@@ -71,20 +75,39 @@ async function waitUntil(
   throw new DelayedError();
 }
 
-/** Calls the model(s) with every call passing the provider gate and charged to the tenant. */
+/**
+ * Calls the model(s) with every call passing the provider gate and charged to the tenant, each
+ * answer counted on the row (`model_calls`) so that a retried job goes on from where it stopped.
+ */
 async function callModel(
   context: HandlerContext,
   llm: LlmDeps,
   source: LlmSource,
-  tenantId: string,
+  row: LlmExtractionRow,
 ): Promise<ExtractionResult> {
+  const subject: LlmSubject = { subjectType: row.subjectType, subjectId: row.subjectId };
   let reservation: { id: string; gate: ProviderGate } | undefined;
   return extractFields(llm.client, {
     kind: source.subjectType === 'document' ? 'resume' : 'posting',
     text: source.text,
     settings: llm.settings,
     signal: context.signal,
+    progress: {
+      answeredCalls: row.modelCalls,
+      fallbackReason: row.fallbackReason as FallbackReason | null,
+    },
     hooks: {
+      async beforeFallback(reason) {
+        // Seed 002's runbook line, word for word: operators grep for it.
+        context.log.info(
+          { reason, model: llm.settings.fallbackModel },
+          'Falling back to larger model',
+        );
+        await recordLlmAnswer(context.db, subject, row.version, {
+          answered: false,
+          fallbackReason: reason,
+        });
+      },
       async beforeCall({ model, estimatedTokens }) {
         // A refused key pauses every replica's calls: the backlog waits instead of failing.
         const pausedMs = await llmCallsPausedForMs(llm.redis, llm.prefix);
@@ -96,7 +119,8 @@ async function callModel(
         });
         reservation = { id, gate };
       },
-      async afterCall({ model, usage, rateLimit, error }) {
+      async afterCall({ model, answered, usage, rateLimit, error }) {
+        if (answered) await recordLlmAnswer(context.db, subject, row.version, { answered });
         const held = reservation!;
         reservation = undefined;
         context.counters.llmCall({
@@ -119,7 +143,7 @@ async function callModel(
           rateLimit,
           retryAfterMs,
         });
-        if (usage) await llm.budget.charge(tenantId, usage.totalTokens);
+        if (usage) await llm.budget.charge(row.tenantId, usage.totalTokens);
       },
     },
   });
@@ -172,10 +196,27 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
         'tenant daily token budget spent',
       );
 
+    const maxCalls = llm.settings.maxCalls ?? Infinity;
+    if (row.modelCalls >= maxCalls)
+      throw new ClassifiedError(
+        `${row.modelCalls} model answers spent (EXTRACTION_MAX_ATTEMPTS ${maxCalls}), none usable`,
+        'LLM_INVALID_OUTPUT',
+        'permanent',
+      );
     let result: ExtractionResult;
     try {
-      result = await callModel(context, llm, source, row.tenantId);
+      result = await callModel(context, llm, source, row);
     } catch (error) {
+      // No answer left to pay for: another attempt could only fail the same way.
+      if (error instanceof LlmOutputError) {
+        const spent = (await getLlmExtraction(db, subject))?.modelCalls ?? 0;
+        if (spent >= maxCalls)
+          throw new ClassifiedError(
+            `${error.message}; EXTRACTION_MAX_ATTEMPTS (${maxCalls}) model answers spent`,
+            'LLM_INVALID_OUTPUT',
+            'permanent',
+          );
+      }
       if (error instanceof LlmProviderBusyError)
         await waitUntil(context, subject, payload.version, Date.now() + error.waitMs, error.code);
       if (error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED')
@@ -219,13 +260,9 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
       },
     );
     if (!completed) return { skipped: true };
-    // Seed 002's runbook lines, word for word: operators grep for them.
-    if (result.fallbackUsed)
-      log.info(
-        { reason: result.fallbackReason, model: result.model },
-        'Falling back to larger model',
-      );
-    else log.info({ model: result.model }, 'Extraction succeeded with primary model');
+    // Seed 002's runbook line, word for word (the fallback's is written as it is asked).
+    if (!result.fallbackUsed)
+      log.info({ model: result.model }, 'Extraction succeeded with primary model');
     if (result.dropped.length > 0)
       log.info({ dropped: result.dropped }, 'values not found in the text were dropped');
     if (source.subjectType === 'posting')
