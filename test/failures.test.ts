@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertSite } from '@gleaner/db';
+import { insertSite, listSiteAlerts } from '@gleaner/db';
 import { waitFor } from '@gleaner/testing';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
 
@@ -123,5 +123,72 @@ describe('failing postings', () => {
       }),
     ]);
     expect(letters[0]!.payload).toMatchObject({ runId: run.id, siteId: site.id });
+  });
+});
+
+describe("a site's answers retried away", () => {
+  it('count under their run, and a run whose 5xx share jumps raises http_errors with every posting read', async () => {
+    const pages = Array.from({ length: 12 }, (_, i) => `/jobs/${i}`);
+    /** Pages that answer 500 the first time they are asked in the current run. */
+    let failingOnce = new Set<string>();
+    const flaky = createServer((request, response) => {
+      const path = request.url ?? '/';
+      if (path === '/sitemap.xml') {
+        response
+          .writeHead(200, { 'content-type': 'application/xml' })
+          .end(
+            `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${pages
+              .map((p) => `<url><loc>${flakyOrigin}${p}</loc></url>`)
+              .join('')}</urlset>`,
+          );
+        return;
+      }
+      if (!pages.includes(path)) return void response.writeHead(404).end('not found');
+      if (failingOnce.delete(path)) return void response.writeHead(500).end('busy');
+      const job = { ...posting, title: `Engineer ${path.slice('/jobs/'.length)}` };
+      response
+        .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+        .end(
+          `<html><head><script type="application/ld+json">${JSON.stringify(job)}</script></head><body></body></html>`,
+        );
+    });
+    await new Promise<void>((resolve) => flaky.listen(0, '127.0.0.1', resolve));
+    const flakyOrigin = `http://127.0.0.1:${(flaky.address() as AddressInfo).port}`;
+    try {
+      const site = await insertSite(system.handle.db, {
+        siteName: 'busy-at-times',
+        kind: 'career-site',
+        minPauseSeconds: 0,
+        maxPauseSeconds: 0,
+        config: { url: flakyOrigin, sitemapUrl: `${flakyOrigin}/sitemap.xml` },
+      });
+      const calm = [await system.runToEnd(site.id), await system.runToEnd(site.id)];
+      for (const run of calm) {
+        expect(run).toMatchObject({ status: 'succeeded', serverErrorsCount: 0 });
+        // The sitemap and the twelve pages, and whatever else the site was asked (robots.txt).
+        expect(run.requestsCount).toBeGreaterThanOrEqual(13);
+      }
+      // Four pages answer 500 once: each crawl job's retry reads its page.
+      failingOnce = new Set(pages.slice(0, 4));
+      const busy = await system.runToEnd(site.id);
+      expect(busy).toMatchObject({
+        status: 'succeeded',
+        errorsCount: 0,
+        serverErrorsCount: 4,
+        requestsCount: calm[0]!.requestsCount! + 4,
+      });
+      expect(await listSiteAlerts(system.handle.db, { siteId: site.id })).toEqual([
+        expect.objectContaining({
+          kind: 'http_errors',
+          runId: busy.runId,
+          details: expect.objectContaining({
+            classes: ['5xx'],
+            answers: expect.objectContaining({ '5xx': 4 }),
+          }),
+        }),
+      ]);
+    } finally {
+      await new Promise((resolve) => flaky.close(resolve));
+    }
   });
 });

@@ -17,6 +17,7 @@ import {
   type DbHandle,
   type ExpiryPolicy,
   type PostingSettle,
+  type RunRequestCounts,
 } from '@gleaner/db';
 import { createTestDatabase, runWholeListing, type TestDatabase } from '@gleaner/testing';
 import { seedRunWithPostings } from './support/seed.js';
@@ -477,6 +478,67 @@ describe('drift alerts', () => {
       "fields missing: of the 10 postings the run read, 4 have no location (40%, against a median of 5% over the site's last runs)",
     );
     await runMissing(site.id, 0);
+    expect(await openAlerts(site.id)).toEqual([]);
+  });
+
+  it("raises http_errors for the class of answers whose share of the run's requests jumps, retried ones included", async () => {
+    const site = await newSite();
+    const answers = (answered: Partial<RunRequestCounts>) => ({
+      requests: 40,
+      clientErrors: 0,
+      serverErrors: 0,
+      rateLimited: 0,
+      unanswered: 0,
+      ...answered,
+    });
+    /** A clean run of ten postings: whatever the site answered was retried away. */
+    const runAnswering = (requests: RunRequestCounts | undefined, policy?: ExpiryPolicy) =>
+      runWholeListing(handle.db, site.id, range(10), {
+        ...(requests && { requests }),
+        ...(policy && { policy }),
+      });
+    // A board that always answers a few 404s (dead links in its listing): its usual.
+    await runAnswering(answers({ clientErrors: 4 }));
+    await runAnswering(answers({ clientErrors: 4, serverErrors: 1 }));
+    const flaky = await runAnswering(
+      answers({ clientErrors: 5, serverErrors: 14, rateLimited: 10 }),
+    );
+    // Every posting was read in the end: error_rate sees nothing, http_errors does.
+    expect(flaky).toMatchObject({
+      status: 'succeeded',
+      errorsCount: 0,
+      requestsCount: 40,
+      clientErrorsCount: 5,
+      serverErrorsCount: 14,
+      rateLimitedCount: 10,
+      unansweredCount: 0,
+    });
+    const [raised] = await openAlerts(site.id);
+    expect(raised).toMatchObject({
+      kind: 'http_errors',
+      runId: flaky.runId,
+      details: {
+        requests: 40,
+        classes: ['5xx', '429'],
+        answers: { '4xx': 5, '5xx': 14, '429': 10, unanswered: 0 },
+        median_share: { '4xx': 0.1, '5xx': 0.0125, '429': 0, unanswered: 0 },
+        rise: 0.2,
+      },
+    });
+    expect(raised!.message).toBe(
+      "http errors: of the 40 requests the run made to the site, 14 were answered 5xx (35%, against a median of 1% over the site's last runs); 10 were answered 429 (25%, against a median of 0% over the site's last runs)",
+    );
+    // A run whose requests were not counted (Redis forgot them), or too few, is not judged.
+    await runAnswering(undefined);
+    await runAnswering(answers({ requests: 9, serverErrors: 9 }));
+    expect(await openAlerts(site.id)).toHaveLength(1);
+    // The next run answered as usual resolves it; HTTP_ERRORS_ALERT_RISE=1 raises nothing.
+    await runAnswering(answers({ clientErrors: 4 }));
+    expect(await openAlerts(site.id)).toEqual([]);
+    await runAnswering(answers({ serverErrors: 40 }), {
+      ...DEFAULT_EXPIRY_POLICY,
+      httpErrorsRise: 1,
+    });
     expect(await openAlerts(site.id)).toEqual([]);
   });
 

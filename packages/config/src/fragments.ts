@@ -338,6 +338,11 @@ export const expiryFragment = {
    * without a location (each field on its own): the site's `fields_missing` alert. 1 turns it off.
    */
   FIELDS_MISSING_ALERT_RISE: numberFromEnv(0.2, { min: 0.01, max: 1 }),
+  /**
+   * The same for the shares of a run's requests to its site answered 4xx (429 aside), 5xx, 429
+   * or not at all, each on its own, over runs of at least 10 requests: `http_errors`.
+   */
+  HTTP_ERRORS_ALERT_RISE: numberFromEnv(0.2, { min: 0.01, max: 1 }),
 };
 
 /**
@@ -349,12 +354,14 @@ export function expiryPolicyOf(config: {
   LISTING_DROP_GUARD: number;
   ERROR_RATE_ALERT_RISE: number;
   FIELDS_MISSING_ALERT_RISE: number;
+  HTTP_ERRORS_ALERT_RISE: number;
 }) {
   return {
     expireAfterMisses: config.EXPIRE_AFTER_MISSES,
     listingDropGuard: config.LISTING_DROP_GUARD,
     errorRateRise: config.ERROR_RATE_ALERT_RISE,
     fieldsMissingRise: config.FIELDS_MISSING_ALERT_RISE,
+    httpErrorsRise: config.HTTP_ERRORS_ALERT_RISE,
   };
 }
 

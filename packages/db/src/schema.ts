@@ -141,6 +141,18 @@ export const scrapeRuns = pgTable(
     missingTitleCount: integer('missing_title_count'),
     missingCompanyCount: integer('missing_company_count'),
     missingLocationCount: integer('missing_location_count'),
+    /**
+     * Requests to the site's server during the run (its listing and its pages) and, of those,
+     * answered 4xx other than 429, 5xx, 429, or not at all (a timeout, a refused connection),
+     * retried ones included: what the `http_errors` drift alert compares with the site's recent
+     * runs (decision 0021). Counted in Redis as they happen, kept here when the run is finalized;
+     * null when that count was not to be had.
+     */
+    requestsCount: integer('requests_count'),
+    clientErrorsCount: integer('client_errors_count'),
+    serverErrorsCount: integer('server_errors_count'),
+    rateLimitedCount: integer('rate_limited_count'),
+    unansweredCount: integer('unanswered_count'),
     /** Upper bound on postings this run handles (`results_wanted`); null means all. */
     resultsWanted: integer('results_wanted'),
     /** The scrape job finished listing: the run may finalize once nothing is pending. */
@@ -176,7 +188,13 @@ export const scrapeRuns = pgTable(
  * error share or its share of postings read without title, company or location jumping above
  * the site's recent runs', and a site no run has finished for several of its intervals.
  */
-export const siteAlertKinds = ['listing_drop', 'error_rate', 'fields_missing', 'overdue'] as const;
+export const siteAlertKinds = [
+  'listing_drop',
+  'error_rate',
+  'fields_missing',
+  'http_errors',
+  'overdue',
+] as const;
 export type SiteAlertKind = (typeof siteAlertKinds)[number];
 
 /**

@@ -1,7 +1,14 @@
 import { createTestRedisNamespace, freePort } from '@gleaner/testing';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createRedisConnection, waitForRedis } from './connection.js';
-import { createCounters, readJobCounts, readLlmCounts, readSiteCounts } from './counters.js';
+import {
+  createCounters,
+  readJobCounts,
+  readLlmCounts,
+  readRunRequests,
+  readSiteCounts,
+  runRequestsKey,
+} from './counters.js';
 
 const namespace = createTestRedisNamespace('counters');
 const redis = createRedisConnection(namespace.url, 'producer');
@@ -20,15 +27,35 @@ describe('counters', () => {
       counters.jobFailed('crawl', { errorClass: 'transient', code: 'HTTP_STATUS_429' });
       // A worker died under one of its jobs: a stall, not a failure.
       counters.jobStalled('crawl');
-      counters.siteRequest('site-a', { status: 200 });
-      counters.siteRequest('site-a', { status: 429 });
-      counters.siteRequest('site-a', { failed: true });
+      counters.siteRequest('site-a', { status: 200 }, 'run-1');
+      counters.siteRequest('site-a', { status: 429 }, 'run-1');
+      counters.siteRequest('site-a', { failed: true }, 'run-1');
+      counters.siteRequest('site-a', { status: 404 }, 'run-1');
+      counters.siteRequest('site-a', { status: 503 });
       // Refused or never sent: no verdict on the site, not a request to it.
-      counters.siteRequest('site-a', {});
+      counters.siteRequest('site-a', {}, 'run-1');
     }
     await expect
       .poll(() => readSiteCounts(redis, namespace.prefix))
-      .toEqual(new Map([['site-a', { requests: 6, rateLimited: 2 }]]));
+      .toEqual(
+        new Map([
+          [
+            'site-a',
+            { requests: 10, rateLimited: 2, errors: { '4xx': 2, '5xx': 2, unanswered: 2 } },
+          ],
+        ]),
+      );
+    // Under its run too, for the run's http_errors alert, kept a week.
+    expect(await replicas[0]!.runRequests('run-1')).toEqual({
+      requests: 8,
+      clientErrors: 2,
+      serverErrors: 0,
+      rateLimited: 2,
+      unanswered: 2,
+    });
+    const ttl = await redis.ttl(runRequestsKey(namespace.prefix, 'run-1'));
+    expect(ttl).toBeGreaterThan(6 * 24 * 3600);
+    expect(await readRunRequests(redis, namespace.prefix, 'run-2')).toBeNull();
     expect(await readJobCounts(redis, namespace.prefix)).toEqual({
       completed: [{ queue: 'crawl', count: 2 }],
       failed: [{ queue: 'crawl', errorClass: 'transient', code: 'HTTP_STATUS_429', count: 2 }],

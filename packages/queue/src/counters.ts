@@ -1,4 +1,5 @@
 import { assertAllSent, sendTogether, type RedisClient, type RedisCommand } from './connection.js';
+import type { RunRequestCounts } from '@gleaner/db';
 import type { QueueName } from './catalogue.js';
 import type { PassReport, RepairCounts } from './scheduler-status.js';
 
@@ -24,6 +25,24 @@ export const counterKeys = (prefix: string) => ({
   scheduler: `${prefix}:metrics:scheduler`,
   api: `${prefix}:metrics:api`,
 });
+
+/**
+ * One run's requests to its site by answer (`RunRequestCounts`), read by whoever closes the run
+ * (decision 0021's `http_errors`). Kept a week after its last count: a run lasts less.
+ */
+export const runRequestsKey = (prefix: string, runId: string) => `${prefix}:run-requests:${runId}`;
+const RUN_REQUESTS_TTL_SECONDS = 7 * 24 * 3600;
+
+/** How a site answered a request, as the site counts and a run's `http_errors` class it. */
+export type SiteAnswerClass = '4xx' | '5xx' | '429' | 'unanswered';
+
+export function classOfAnswer({ status, failed }: SiteAnswer): SiteAnswerClass | undefined {
+  if (status === undefined) return failed ? 'unanswered' : undefined;
+  if (status === 429) return '429';
+  if (status >= 500) return '5xx';
+  if (status >= 400) return '4xx';
+  return undefined;
+}
 
 /** Hash fields join their label values with this; no queue, code, model or uuid contains it. */
 const SEPARATOR = '|';
@@ -67,7 +86,7 @@ export interface Counters {
    * A request to a site's server. Only answers and failures of the site's own server count (what
    * the gate's outcome records); a request we refused or never sent is not counted.
    */
-  siteRequest(siteId: string, answer: SiteAnswer): void;
+  siteRequest(siteId: string, answer: SiteAnswer, runId?: string): void;
   llmCall(call: LlmCall): void;
   /** An extraction the fallback model answered, by why the primary's answer was not kept. */
   llmFallback(reason: string): void;
@@ -79,6 +98,11 @@ export interface Counters {
   llmGrounding(source: GroundingSource, kept: number, dropped: number): void;
   /** A request the API refused unstarted (`503`), by why (`in-flight`, `pool-waiting`, …). */
   apiShed(reason: string): void;
+  /**
+   * A run's requests by answer (`readRunRequests`), after sending this writer's own: null when
+   * none were counted, or Redis did not answer (the run is then not judged on them).
+   */
+  runRequests(runId: string): Promise<RunRequestCounts | null>;
   /** Sends the increments added so far. */
   flush(): Promise<void>;
   /** Sends what is left; later increments are ignored. */
@@ -101,6 +125,7 @@ export function createCounters({
   flushIntervalMs = 250,
 }: CountersOptions): Counters {
   const keys = counterKeys(prefix);
+  const runRequestsPrefix = runRequestsKey(prefix, '');
   /** Increments not sent yet, by hash key, then by field. */
   let pending = new Map<string, Map<string, number>>();
   let timer: NodeJS.Timeout | undefined;
@@ -122,8 +147,11 @@ export function createCounters({
     const batch = pending;
     pending = new Map();
     const commands: RedisCommand[] = [];
-    for (const [key, fields] of batch)
+    for (const [key, fields] of batch) {
       for (const [name, by] of fields) commands.push(['hincrby', key, name, by]);
+      if (key.startsWith(runRequestsPrefix))
+        commands.push(['expire', key, RUN_REQUESTS_TTL_SECONDS]);
+    }
     try {
       assertAllSent(await sendTogether(redis, commands));
       failing = false;
@@ -143,10 +171,16 @@ export function createCounters({
     jobStalled(queue) {
       add(keys.jobs, field('stalled', queue));
     },
-    siteRequest(siteId, { status, failed }) {
-      if (status === undefined && !failed) return;
+    siteRequest(siteId, answer, runId) {
+      if (answer.status === undefined && !answer.failed) return;
+      const answerClass = classOfAnswer(answer);
       add(keys.sites, field(siteId, 'requests'));
-      if (status === 429) add(keys.sites, field(siteId, 'rate-limited'));
+      if (answerClass === '429') add(keys.sites, field(siteId, 'rate-limited'));
+      else if (answerClass) add(keys.sites, field(siteId, answerClass));
+      if (runId === undefined) return;
+      const run = runRequestsKey(prefix, runId);
+      add(run, 'requests');
+      if (answerClass) add(run, answerClass);
     },
     llmCall({ model, outcome, promptTokens, completionTokens }) {
       add(keys.llm, field('requests', model, outcome));
@@ -162,6 +196,10 @@ export function createCounters({
     },
     apiShed(reason) {
       add(keys.api, field('shed', reason));
+    },
+    async runRequests(runId) {
+      await flush();
+      return readRunRequests(redis, prefix, runId).catch(() => null);
     },
     flush,
     async close() {
@@ -215,20 +253,54 @@ export async function readJobCounts(redis: RedisClient, prefix: string): Promise
   return counts;
 }
 
-/** Per site id: requests its server answered or failed, and how many of them were 429s. */
+/** A site's requests that its server answered or failed, and how many were 429s or errors. */
+export interface SiteCounts {
+  requests: number;
+  rateLimited: number;
+  /** Answered 4xx other than 429, 5xx, or not at all. */
+  errors: Record<'4xx' | '5xx' | 'unanswered', number>;
+}
+
+/** Per site id: its requests by answer. */
 export async function readSiteCounts(
   redis: RedisClient,
   prefix: string,
-): Promise<Map<string, { requests: number; rateLimited: number }>> {
-  const sites = new Map<string, { requests: number; rateLimited: number }>();
+): Promise<Map<string, SiteCounts>> {
+  const sites = new Map<string, SiteCounts>();
   for (const { parts, value } of await readFamily(redis, counterKeys(prefix).sites)) {
     const [siteId = '', kind] = parts;
-    const site = sites.get(siteId) ?? { requests: 0, rateLimited: 0 };
+    const site = sites.get(siteId) ?? {
+      requests: 0,
+      rateLimited: 0,
+      errors: { '4xx': 0, '5xx': 0, unanswered: 0 },
+    };
     if (kind === 'requests') site.requests = value;
     else if (kind === 'rate-limited') site.rateLimited = value;
+    else if (kind === '4xx' || kind === '5xx' || kind === 'unanswered') site.errors[kind] = value;
     sites.set(siteId, site);
   }
   return sites;
+}
+
+/**
+ * A run's requests by answer as the workers counted them (each worker sends its counts within
+ * its flush interval), or null when none were counted or Redis has forgotten them.
+ */
+export async function readRunRequests(
+  redis: RedisClient,
+  prefix: string,
+  runId: string,
+): Promise<RunRequestCounts | null> {
+  const fields = await redis.hgetall(runRequestsKey(prefix, runId));
+  if (fields.requests === undefined) return null;
+  const count = (name: string) => Number(fields[name] ?? 0);
+  return {
+    requests: count('requests'),
+    clientErrors: count('4xx'),
+    serverErrors: count('5xx'),
+    rateLimited: count('429'),
+    unanswered: count('unanswered'),
+  };
 }
 
 export interface LlmCounts {

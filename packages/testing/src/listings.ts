@@ -11,6 +11,7 @@ import {
   type FinalizedRun,
   type ExtractedFields,
   type PostingSettle,
+  type RunRequestCounts,
 } from '@gleaner/db';
 
 /** How a posting of a whole listing settles: unchanged, failed, or read with these fields. */
@@ -30,8 +31,11 @@ export async function runWholeListing(
     policy = DEFAULT_EXPIRY_POLICY,
     urlBase = 'https://example.com/jobs',
     outcome = () => 'skipped',
+    requests,
   }: {
     policy?: ExpiryPolicy;
+    /** The run's requests by answer, as the workers' counts would give them. */
+    requests?: RunRequestCounts;
     urlBase?: string;
     outcome?: (index: number) => ListedOutcome;
   } = {},
@@ -64,7 +68,9 @@ export async function runWholeListing(
         };
       }),
     );
-  const closed = await finalizeRun(db, run.id, policy);
+  const closed = await finalizeRun(db, run.id, policy, {
+    ...(requests && { requests: async () => requests }),
+  });
   if (!closed) throw new Error(`run ${run.runId} did not close`);
   return closed;
 }

@@ -9,7 +9,7 @@ import {
 } from '@gleaner/config';
 import { startService } from '@gleaner/service';
 import { pingDb } from '@gleaner/db';
-import { waitForRedis, writeSchedulerReplica } from '@gleaner/queue';
+import { readRunRequests, waitForRedis, writeSchedulerReplica } from '@gleaner/queue';
 import { startForcedPasses } from './forced-passes.js';
 import { createBackfillResumer } from './backfill.js';
 import { createBodySweeper } from './body-sweeper.js';
@@ -62,6 +62,8 @@ const started = await startService({
         runDeadlineMs: config.RUN_DEADLINE_MS,
         graceMs: config.RECONCILE_GRACE_MS,
         expiry: expiryPolicyOf(config),
+        runRequests: (runId) =>
+          readRunRequests(redis, config.QUEUE_PREFIX, runId).catch(() => null),
         documents: {
           maxRetries: config.DOCUMENT_MAX_RETRIES,
           staleAfterMs: config.DOCUMENT_STALE_AFTER_MS,

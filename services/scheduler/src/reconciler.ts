@@ -7,6 +7,7 @@ import {
   type ActiveRun,
   type Database,
   type ExpiryPolicy,
+  type RunRequestCounts,
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import {
@@ -47,6 +48,8 @@ export interface ReconcilerOptions {
   llm?: ReconcileScope['llm'];
   /** When the runs it finalizes expire postings; the defaults of `@gleaner/db` when absent. */
   expiry?: ExpiryPolicy;
+  /** A run's requests by answer, for its `http_errors` alert; not judged when absent. */
+  runRequests?: (runId: string) => Promise<RunRequestCounts | null>;
 }
 
 /** Ids logged with a repair at most; the count says how many there were. */
@@ -197,7 +200,10 @@ export function createReconciler(options: ReconcilerOptions) {
   async function finalizeDone(runs: ActiveRun[], repairs: RepairCounts): Promise<void> {
     for (const run of runs) {
       if (run.status !== 'running' || !run.listingDone) continue;
-      const closed = await finalizeRun(db, run.id, options.expiry);
+      const { runRequests } = options;
+      const closed = await finalizeRun(db, run.id, options.expiry, {
+        ...(runRequests && { requests: () => runRequests(run.id) }),
+      });
       if (!closed) continue;
       repairs.runsFinalized += 1;
       const { level, fields } = finalizedRunLog(closed);

@@ -364,7 +364,10 @@ async function within(promise: Promise<'done'>, ms: number): Promise<'done' | 't
 }
 
 export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerRuntime {
-  const settlement = createSettlement(deps.db, deps.logger, { expiry: options.expiry });
+  const settlement = createSettlement(deps.db, deps.logger, {
+    expiry: options.expiry,
+    runRequests: (runId) => deps.counters.runRequests(runId),
+  });
   // A replica that serves no queue reading pages (scrape, documents only) starts no thread.
   const readsPages = options.queues.some((queue) => PAGE_READING_QUEUES.includes(queue));
   const analyser = createPageAnalyser({

@@ -200,6 +200,25 @@ export interface ExpiryPolicy {
   errorRateRise: number;
   /** The same for the share of the postings a run read without title, company or location. */
   fieldsMissingRise: number;
+  /**
+   * The same for the shares of a run's requests to its site answered 4xx (429 aside), 5xx, 429
+   * or not at all, each on its own: `http_errors`.
+   */
+  httpErrorsRise: number;
+}
+
+/**
+ * A run's requests to its site's server (its listing and its pages, retries included) by how they
+ * were answered; what `http_errors` judges. Counted in Redis while the run goes on.
+ */
+export interface RunRequestCounts {
+  requests: number;
+  /** 4xx other than 429. */
+  clientErrors: number;
+  serverErrors: number;
+  rateLimited: number;
+  /** No answer: a timeout, a refused or reset connection. */
+  unanswered: number;
 }
 
 export const DEFAULT_EXPIRY_POLICY: ExpiryPolicy = {
@@ -207,6 +226,7 @@ export const DEFAULT_EXPIRY_POLICY: ExpiryPolicy = {
   listingDropGuard: 0.3,
   errorRateRise: 0.2,
   fieldsMissingRise: 0.2,
+  httpErrorsRise: 0.2,
 };
 
 /** Complete listings of a site, before this run's, whose median the listing guard compares with. */
@@ -222,6 +242,17 @@ const RUN_MAY_CLOSE = `r.status = 'running' AND r.listing_done
 /** A run's postings (errors) or postings read (fields missing) below which its shares raise nothing. */
 export const DRIFT_ALERT_MIN_POSTINGS = 5;
 
+/** A run's requests below which their shares raise nothing. */
+export const DRIFT_ALERT_MIN_REQUESTS = 10;
+
+/** The answers `http_errors` judges: its class name, the run's count column, how the message says it. */
+const REQUEST_CLASSES = [
+  ['4xx', 'client_errors', 'answered 4xx'],
+  ['5xx', 'server_errors', 'answered 5xx'],
+  ['429', 'rate_limited', 'answered 429'],
+  ['unanswered', 'unanswered', 'not answered'],
+] as const;
+
 /**
  * The median over the site's last LISTING_HISTORY closed runs (other than run `r`) of a share of
  * theirs, `numerator / denominator`, both expressions over `scrape_runs h`; runs whose
@@ -235,6 +266,20 @@ const historyMedian = (numerator: string, denominator: string) => `
                       AND h.status IN ('succeeded', 'partial', 'failed') AND ${denominator} > 0
                       AND ${numerator} IS NOT NULL
                     ORDER BY h.created_at DESC LIMIT ${LISTING_HISTORY}) h)`;
+
+/** Per class: the median of its share over the site's last runs (`median_<column>`). */
+const REQUEST_MEDIANS = REQUEST_CLASSES.map(
+  ([, column]) => `${historyMedian(`h.${column}_count`, 'h.requests_count')} AS median_${column}`,
+).join(',\n');
+/** Per class: its name when the run's share rose past its median, else null. */
+const REQUEST_DRIFTS = REQUEST_CLASSES.map(
+  ([name, column]) =>
+    `CASE WHEN run.${column}::float8 / run.requests >= run.median_${column} + $11::float8 THEN '${name}' END`,
+).join(',\n');
+/** Per class, for the alert's message: its name, the run's count, its median, how it is said. */
+const REQUEST_ROWS = REQUEST_CLASSES.map(
+  ([name, column, label]) => `('${name}', c.${column}, c.median_${column}, '${label}')`,
+).join(',\n');
 
 const FINALIZE_RUN = `
     WITH counts AS (
@@ -261,6 +306,9 @@ const FINALIZE_RUN = `
              ${historyMedian('h.missing_title_count', 'h.ready_count')} AS median_missing_title,
              ${historyMedian('h.missing_company_count', 'h.ready_count')} AS median_missing_company,
              ${historyMedian('h.missing_location_count', 'h.ready_count')} AS median_missing_location,
+             $6::int AS requests, $7::int AS client_errors, $8::int AS server_errors,
+             $9::int AS rate_limited, $10::int AS unanswered,
+             ${REQUEST_MEDIANS},
              -- A listing that may count misses: whole, clean, and with at least one posting.
              (t.errors = 0 AND t.total > 0 AND r.listing_complete) AS counts_misses,
              r.listing_complete,
@@ -290,17 +338,28 @@ const FINALIZE_RUN = `
                  CASE WHEN run.missing_company::float8 / nullif(run.ready, 0) >= run.median_missing_company + $5::float8 THEN 'company' END,
                  CASE WHEN run.missing_location::float8 / nullif(run.ready, 0) >= run.median_missing_location + $5::float8 THEN 'location' END
                ], NULL)
-             ELSE '{}'::text[] END AS drifted_fields
+             ELSE '{}'::text[] END AS drifted_fields,
+             coalesce(run.requests >= ${DRIFT_ALERT_MIN_REQUESTS}
+              AND run.median_client_errors IS NOT NULL, false) AS judges_requests,
+             -- The classes of answers whose share of the run's requests rose.
+             CASE WHEN coalesce(run.requests >= ${DRIFT_ALERT_MIN_REQUESTS}, false)
+                   AND $11::float8 < 1 THEN
+               array_remove(ARRAY[
+                 ${REQUEST_DRIFTS}
+               ], NULL)
+             ELSE '{}'::text[] END AS drifted_requests
       FROM run
     ), closed AS (
       UPDATE scrape_runs r
       SET (status, ready_count, skipped_count, errors_count, missing_title_count,
-           missing_company_count, missing_location_count, completed_pages, expired_count,
-           message, finished_at, updated_at) = (
+           missing_company_count, missing_location_count, requests_count, client_errors_count,
+           server_errors_count, rate_limited_count, unanswered_count, completed_pages,
+           expired_count, message, finished_at, updated_at) = (
         CASE WHEN j.errors = 0 THEN CASE WHEN j.held THEN 'partial' ELSE 'succeeded' END
              WHEN j.errors::float8 / j.total <= ${PARTIAL_ERROR_RATIO} THEN 'partial'
              ELSE 'failed' END,
         j.ready, j.skipped, j.errors, j.missing_title, j.missing_company, j.missing_location,
+        j.requests, j.client_errors, j.server_errors, j.rate_limited, j.unanswered,
         j.ready + j.skipped,
         CASE WHEN j.counts_misses AND NOT j.held THEN (
           SELECT count(*) FROM postings s
@@ -348,7 +407,21 @@ const FINALIZE_RUN = `
                             'median_share', jsonb_build_object('title', c.median_missing_title,
                               'company', c.median_missing_company,
                               'location', c.median_missing_location),
-                            'rise', $5::float8))
+                            'rise', $5::float8)),
+        ('http_errors', cardinality(c.drifted_requests) > 0,
+         format('http errors: of the %s requests the run made to the site, %s',
+                c.requests,
+                array_to_string(ARRAY(
+                  SELECT format('%s were %s (%s%%, against a median of %s%% over the site''s last runs)',
+                                f.answered, f.label, round(100.0 * f.answered / nullif(c.requests, 0)),
+                                round(100 * f.median::numeric))
+                  FROM (VALUES ${REQUEST_ROWS})
+                       AS f(class, answered, median, label)
+                  WHERE f.class = ANY (c.drifted_requests)), '; ')),
+         jsonb_build_object('requests', c.requests, 'classes', to_jsonb(c.drifted_requests),
+                            'answers', jsonb_build_object(${REQUEST_CLASSES.map(([name, column]) => `'${name}', c.${column}`).join(', ')}),
+                            'median_share', jsonb_build_object(${REQUEST_CLASSES.map(([name, column]) => `'${name}', c.median_${column}`).join(', ')}),
+                            'rise', $11::float8))
       ) AS a(kind, raise, message, details)
       WHERE a.raise
       ON CONFLICT (site_id, kind) WHERE resolved_at IS NULL DO UPDATE
@@ -364,6 +437,7 @@ const FINALIZE_RUN = `
               WHEN 'listing_drop' THEN c.counts_misses AND NOT c.held
               WHEN 'error_rate' THEN c.judges_errors AND NOT c.error_drift
               WHEN 'fields_missing' THEN c.judges_fields AND cardinality(c.drifted_fields) = 0
+              WHEN 'http_errors' THEN c.judges_requests AND cardinality(c.drifted_requests) = 0
               WHEN 'overdue' THEN true
               ELSE false
             END
@@ -437,14 +511,20 @@ export function finalizedRunLog(run: FinalizedRun): {
  * expires those missed by `policy.expireAfterMisses` listings in a row; unless the listing guard
  * holds it, which ends the run `partial` with the guard's reason as its message and raises the
  * site's `listing_drop` alert (or counts it again), which the site's next normal listing resolves.
- * The same statement raises and resolves the site's `error_rate` and `fields_missing` alerts
- * (decision 0021). Then an adaptive site's interval follows the run's changes (decision 0022).
+ * The same statement raises and resolves the site's `error_rate`, `fields_missing` and
+ * `http_errors` alerts (decision 0021), the last from `requests`, which it keeps on the run. Then an adaptive site's interval follows the run's changes (decision 0022).
  * Returns the closed run, or undefined when this call did not close it.
  */
 export async function finalizeRun(
   db: Database,
   id: string,
   policy: ExpiryPolicy = DEFAULT_EXPIRY_POLICY,
+  {
+    requests,
+  }: {
+    /** The run's requests by answer, read only for a run that may close; null when unknown. */
+    requests?: () => Promise<RunRequestCounts | null>;
+  } = {},
 ): Promise<FinalizedRun | undefined> {
   // Run after every settled batch, and almost always with postings still pending: a small
   // statement answers that, so that the closing one, whose plan costs about 0.3 ms each time
@@ -455,6 +535,7 @@ export async function finalizeRun(
     values: [id],
   });
   if (closable.rowCount === 0) return undefined;
+  const counted = (await requests?.()) ?? null;
   const result = await db.$client.query<{
     id: string;
     held: boolean;
@@ -470,6 +551,12 @@ export async function finalizeRun(
       policy.listingDropGuard,
       policy.errorRateRise,
       policy.fieldsMissingRise,
+      counted?.requests ?? null,
+      counted?.clientErrors ?? null,
+      counted?.serverErrors ?? null,
+      counted?.rateLimited ?? null,
+      counted?.unanswered ?? null,
+      policy.httpErrorsRise,
     ],
   });
   const row = result.rows[0];

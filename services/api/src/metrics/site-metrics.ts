@@ -78,6 +78,12 @@ export const siteMetrics: CollectorFactory = (registry, { db, redis, prefix }) =
     labelNames: ['site'] as const,
     registers,
   });
+  const requestErrors = new Counter({
+    name: 'gleaner_site_request_errors_total',
+    help: "Requests a site answered 4xx other than 429 (class 4xx), 5xx (5xx), or not at all (unanswered), retried ones included: what a run's http_errors alert judges, with 429s.",
+    labelNames: ['site', 'class'] as const,
+    registers,
+  });
   const parked = new Gauge({
     name: 'gleaner_site_parked_jobs',
     help: "Crawl jobs parked until their reserved slot in the site's schedule.",
@@ -96,7 +102,16 @@ export const siteMetrics: CollectorFactory = (registry, { db, redis, prefix }) =
     labelNames: ['site'] as const,
     registers,
   });
-  const families = [sites, omitted, requests, rateLimited, parked, circuitOpen, cooldown];
+  const families = [
+    sites,
+    omitted,
+    requests,
+    rateLimited,
+    requestErrors,
+    parked,
+    circuitOpen,
+    cooldown,
+  ];
 
   return {
     name: 'sites',
@@ -118,6 +133,8 @@ export const siteMetrics: CollectorFactory = (registry, { db, redis, prefix }) =
         const gate = gates[index]!;
         requests.inc({ site }, count?.requests ?? 0);
         rateLimited.inc({ site }, count?.rateLimited ?? 0);
+        for (const answerClass of ['4xx', '5xx', 'unanswered'] as const)
+          requestErrors.inc({ site, class: answerClass }, count?.errors[answerClass] ?? 0);
         parked.set({ site }, gate.parked);
         circuitOpen.set({ site }, gate.circuitOpen ? 1 : 0);
         cooldown.set({ site }, gate.cooldownSeconds);

@@ -33,7 +33,7 @@ export const crawlHandler: JobHandler<'crawl'> = {
           }
         : await fetchPolitely(posting.url, posting.site, payload.siteId, {
             ...context,
-            fetcher: countSiteRequests(context.fetcher, context.counters, payload.siteId),
+            fetcher: countSiteRequests(context.fetcher, context.counters, payload),
           });
     log.debug(
       { url: posting.url, bytes: response.body.byteLength },

@@ -46,7 +46,7 @@ export const scrapeHandler: JobHandler<'scrape'> = {
 
     const listing = await adapter.list(
       config.data,
-      { fetcher: countSiteRequests(fetcher, context.counters, site.id) },
+      { fetcher: countSiteRequests(fetcher, context.counters, { siteId: site.id, runId: run.id }) },
       { limit: run.resultsWanted, signal },
     );
     // An abort (the job's timeout, the run's cancellation) after the adapter's last request

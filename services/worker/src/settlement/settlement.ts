@@ -7,6 +7,7 @@ import {
   type ExpiryPolicy,
   type PostingForWork,
   type PostingSettle,
+  type RunRequestCounts,
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import DataLoader from 'dataloader';
@@ -43,6 +44,8 @@ export interface SettlementOptions {
   maxBatchSize?: number;
   /** When the runs it finalizes expire postings; the defaults of `@gleaner/db` when absent. */
   expiry?: ExpiryPolicy;
+  /** A run's requests by answer, for its `http_errors` alert; not judged when absent. */
+  runRequests?: (runId: string) => Promise<RunRequestCounts | null>;
 }
 
 /** One batch in flight per loader; requests arriving meanwhile form the next batch. */
@@ -97,10 +100,12 @@ async function eachOrAlone<K, V>(
 export function createSettlement(
   db: Database,
   logger: Logger,
-  { maxBatchSize = 64, expiry }: SettlementOptions = {},
+  { maxBatchSize = 64, expiry, runRequests }: SettlementOptions = {},
 ): Settlement {
   async function closeRunIfDone(runId: string): Promise<void> {
-    const closed = await finalizeRun(db, runId, expiry);
+    const closed = await finalizeRun(db, runId, expiry, {
+      ...(runRequests && { requests: () => runRequests(runId) }),
+    });
     if (!closed) return;
     const { level, fields } = finalizedRunLog(closed);
     logger[level](fields, 'run finalized');

@@ -1,1 +1,0 @@
-ALTER TABLE "llm_extractions" ADD COLUMN "model_calls" integer DEFAULT 0 NOT NULL;
