@@ -385,7 +385,7 @@ export interface paths {
                     "application/json": {
                         site_name: string;
                         /** @enum {string} */
-                        kind: "career-site" | "greenhouse" | "lever" | "ashby" | "smartrecruiters" | "recruitee" | "bamboohr" | "breezy" | "teamtailor" | "workable" | "workday" | "personio";
+                        kind: "career-site" | "greenhouse" | "lever" | "ashby" | "smartrecruiters" | "recruitee" | "bamboohr" | "breezy" | "teamtailor" | "workable" | "workday" | "personio" | "adzuna" | "usajobs" | "remotive";
                         config: {
                             [key: string]: unknown;
                         };
@@ -730,7 +730,7 @@ export interface paths {
                     "application/json": {
                         site_name?: string;
                         /** @enum {string} */
-                        kind?: "career-site" | "greenhouse" | "lever" | "ashby" | "smartrecruiters" | "recruitee" | "bamboohr" | "breezy" | "teamtailor" | "workable" | "workday" | "personio";
+                        kind?: "career-site" | "greenhouse" | "lever" | "ashby" | "smartrecruiters" | "recruitee" | "bamboohr" | "breezy" | "teamtailor" | "workable" | "workday" | "personio" | "adzuna" | "usajobs" | "remotive";
                         config?: {
                             [key: string]: unknown;
                         };
@@ -1425,7 +1425,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start a scrape of a registered site (async by default; ?mode=sync for small diagnostic runs) */
+        /**
+         * Start a scrape of a registered site (async by default; ?mode=sync for small diagnostic runs)
+         * @description Starts a run of the site. For a site of a search-driven kind (`adzuna`, `usajobs`, `remotive`), `search_term`, `location` and `is_remote` replace the fields of its saved search for this run only; such a run never expires postings, since a one-off query does not see the saved search's inventory. Other kinds refuse these fields with a 400 naming each. `results_wanted` caps the postings (at most 25 in sync mode).
+         */
         post: {
             parameters: {
                 query?: {
@@ -1447,6 +1450,12 @@ export interface paths {
                         site_id?: string;
                         /** @description Stop after this many postings */
                         results_wanted?: number;
+                        /** @description Search-driven kinds only: this run's search words, over the site's saved search */
+                        search_term?: string;
+                        /** @description Search-driven kinds only: this run's location (a place, or `remote`) */
+                        location?: string;
+                        /** @description Search-driven kinds only: this run lists remote jobs only */
+                        is_remote?: boolean;
                     };
                 };
             };
@@ -1488,6 +1497,12 @@ export interface paths {
                                 /** @description Postings still pending */
                                 pending_count?: number;
                                 results_wanted: number | null;
+                                /** @description The run's own search over its site's saved search (search-driven kinds); null: the saved search. Such a run never expires postings */
+                                search: {
+                                    search_term?: string;
+                                    location?: string;
+                                    is_remote?: boolean;
+                                } | null;
                                 /** @description The listing covered the whole site */
                                 listing_complete: boolean;
                                 message: string | null;
@@ -1552,6 +1567,12 @@ export interface paths {
                                 /** @description Postings still pending */
                                 pending_count?: number;
                                 results_wanted: number | null;
+                                /** @description The run's own search over its site's saved search (search-driven kinds); null: the saved search. Such a run never expires postings */
+                                search: {
+                                    search_term?: string;
+                                    location?: string;
+                                    is_remote?: boolean;
+                                } | null;
                                 /** @description The listing covered the whole site */
                                 listing_complete: boolean;
                                 message: string | null;
@@ -1719,6 +1740,12 @@ export interface paths {
                                 /** @description Postings still pending */
                                 pending_count?: number;
                                 results_wanted: number | null;
+                                /** @description The run's own search over its site's saved search (search-driven kinds); null: the saved search. Such a run never expires postings */
+                                search: {
+                                    search_term?: string;
+                                    location?: string;
+                                    is_remote?: boolean;
+                                } | null;
                                 /** @description The listing covered the whole site */
                                 listing_complete: boolean;
                                 message: string | null;
@@ -6810,6 +6837,12 @@ export interface components {
             /** @description Postings still pending */
             pending_count?: number;
             results_wanted: number | null;
+            /** @description The run's own search over its site's saved search (search-driven kinds); null: the saved search. Such a run never expires postings */
+            search: {
+                search_term?: string;
+                location?: string;
+                is_remote?: boolean;
+            } | null;
             /** @description The listing covered the whole site */
             listing_complete: boolean;
             message: string | null;

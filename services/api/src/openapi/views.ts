@@ -143,6 +143,16 @@ export const runView = z
       ),
     pending_count: z.int().optional().describe('Postings still pending'),
     results_wanted: z.int().nullable(),
+    search: z
+      .object({
+        search_term: z.string().optional(),
+        location: z.string().optional(),
+        is_remote: z.boolean().optional(),
+      })
+      .nullable()
+      .describe(
+        "The run's own search over its site's saved search (search-driven kinds); null: the saved search. Such a run never expires postings",
+      ),
     listing_complete: z.boolean().describe('The listing covered the whole site'),
     message: z.string().nullable(),
     scheduled_for: isoDateTime.nullable(),

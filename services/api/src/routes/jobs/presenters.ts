@@ -35,6 +35,7 @@ export function presentRun(
           },
     ...(run.pendingCount === undefined ? {} : { pending_count: run.pendingCount }),
     results_wanted: run.resultsWanted,
+    search: run.search ?? null,
     listing_complete: run.listingComplete,
     message: run.message,
     scheduled_for: run.scheduledFor?.toISOString() ?? null,
