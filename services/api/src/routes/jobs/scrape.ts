@@ -124,7 +124,7 @@ function runSearchOf(body: z.output<typeof scrapeBody>, kind: string): RunSearch
       },
     );
   }
-  return Object.fromEntries(given.map((field) => [field, body[field]])) as RunSearch;
+  return Object.fromEntries(given.map((field) => [field, body[field]]));
 }
 
 const scrapeQuery = z.object({ mode: z.enum(['async', 'sync']).default('async') }).strict();
