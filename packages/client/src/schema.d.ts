@@ -385,7 +385,7 @@ export interface paths {
                     "application/json": {
                         site_name: string;
                         /** @enum {string} */
-                        kind: "career-site" | "greenhouse" | "lever" | "ashby" | "smartrecruiters" | "recruitee" | "bamboohr" | "breezy" | "teamtailor" | "workable" | "workday" | "personio";
+                        kind: "career-site" | "greenhouse" | "lever" | "ashby" | "smartrecruiters" | "recruitee" | "bamboohr" | "breezy" | "teamtailor" | "workable" | "workday" | "personio" | "adzuna" | "usajobs" | "remotive";
                         config: {
                             [key: string]: unknown;
                         };
@@ -730,7 +730,7 @@ export interface paths {
                     "application/json": {
                         site_name?: string;
                         /** @enum {string} */
-                        kind?: "career-site" | "greenhouse" | "lever" | "ashby" | "smartrecruiters" | "recruitee" | "bamboohr" | "breezy" | "teamtailor" | "workable" | "workday" | "personio";
+                        kind?: "career-site" | "greenhouse" | "lever" | "ashby" | "smartrecruiters" | "recruitee" | "bamboohr" | "breezy" | "teamtailor" | "workable" | "workday" | "personio" | "adzuna" | "usajobs" | "remotive";
                         config?: {
                             [key: string]: unknown;
                         };
@@ -1425,7 +1425,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Start a scrape of a registered site (async by default; ?mode=sync for small diagnostic runs) */
+        /**
+         * Start a scrape of a registered site (async by default; ?mode=sync for small diagnostic runs)
+         * @description Starts a run of the site. For a site of a search-driven kind (`adzuna`, `usajobs`, `remotive`), `search_term`, `location` and `is_remote` replace the fields of its saved search for this run only; such a run never expires postings, since a one-off query does not see the saved search's inventory. Other kinds refuse these fields with a 400 naming each. `results_wanted` caps the postings (at most 25 in sync mode).
+         */
         post: {
             parameters: {
                 query?: {
@@ -1447,6 +1450,12 @@ export interface paths {
                         site_id?: string;
                         /** @description Stop after this many postings */
                         results_wanted?: number;
+                        /** @description Search-driven kinds only: this run's search words, over the site's saved search */
+                        search_term?: string;
+                        /** @description Search-driven kinds only: this run's location (a place, or `remote`) */
+                        location?: string;
+                        /** @description Search-driven kinds only: this run lists remote jobs only */
+                        is_remote?: boolean;
                     };
                 };
             };
@@ -1485,9 +1494,23 @@ export interface paths {
                                     company: number;
                                     location: number;
                                 } | null;
+                                /** @description The run's requests to its site (its listing and its pages, retried ones included) and, of those, answered 4xx other than 429, 5xx, 429, or not at all: what its site's `http_errors` alert judges. Kept when the run is finalized (null before, and when they were not counted) */
+                                requests: {
+                                    total: number;
+                                    client_errors: number;
+                                    server_errors: number;
+                                    rate_limited: number;
+                                    unanswered: number;
+                                } | null;
                                 /** @description Postings still pending */
                                 pending_count?: number;
                                 results_wanted: number | null;
+                                /** @description The run's own search over its site's saved search (search-driven kinds); null: the saved search. Such a run never expires postings */
+                                search: {
+                                    search_term?: string;
+                                    location?: string;
+                                    is_remote?: boolean;
+                                } | null;
                                 /** @description The listing covered the whole site */
                                 listing_complete: boolean;
                                 message: string | null;
@@ -1549,9 +1572,23 @@ export interface paths {
                                     company: number;
                                     location: number;
                                 } | null;
+                                /** @description The run's requests to its site (its listing and its pages, retried ones included) and, of those, answered 4xx other than 429, 5xx, 429, or not at all: what its site's `http_errors` alert judges. Kept when the run is finalized (null before, and when they were not counted) */
+                                requests: {
+                                    total: number;
+                                    client_errors: number;
+                                    server_errors: number;
+                                    rate_limited: number;
+                                    unanswered: number;
+                                } | null;
                                 /** @description Postings still pending */
                                 pending_count?: number;
                                 results_wanted: number | null;
+                                /** @description The run's own search over its site's saved search (search-driven kinds); null: the saved search. Such a run never expires postings */
+                                search: {
+                                    search_term?: string;
+                                    location?: string;
+                                    is_remote?: boolean;
+                                } | null;
                                 /** @description The listing covered the whole site */
                                 listing_complete: boolean;
                                 message: string | null;
@@ -1716,9 +1753,23 @@ export interface paths {
                                     company: number;
                                     location: number;
                                 } | null;
+                                /** @description The run's requests to its site (its listing and its pages, retried ones included) and, of those, answered 4xx other than 429, 5xx, 429, or not at all: what its site's `http_errors` alert judges. Kept when the run is finalized (null before, and when they were not counted) */
+                                requests: {
+                                    total: number;
+                                    client_errors: number;
+                                    server_errors: number;
+                                    rate_limited: number;
+                                    unanswered: number;
+                                } | null;
                                 /** @description Postings still pending */
                                 pending_count?: number;
                                 results_wanted: number | null;
+                                /** @description The run's own search over its site's saved search (search-driven kinds); null: the saved search. Such a run never expires postings */
+                                search: {
+                                    search_term?: string;
+                                    location?: string;
+                                    is_remote?: boolean;
+                                } | null;
                                 /** @description The listing covered the whole site */
                                 listing_complete: boolean;
                                 message: string | null;
@@ -4553,7 +4604,7 @@ export interface paths {
         };
         /**
          * Sites' alerts, the most recently seen first
-         * @description Kinds: `listing_drop`, `error_rate`, `fields_missing`, `overdue`; one open per site and kind. `listing_drop`: a site's complete listing found fewer than (1 − LISTING_DROP_GUARD) of the median of its last five (its postings are kept, its run ends `partial`); resolved by the site's next normal listing. `error_rate`: the share of a run's postings that ended in `error` is ERROR_RATE_ALERT_RISE (0.2) or more above its median over the site's last five closed runs; `fields_missing`: the same, field by field, for the shares of the postings a run read without a title, a company or a location (FIELDS_MISSING_ALERT_RISE), naming the fields that rose. Judged on runs of at least 5 postings of sites with earlier closed runs, and resolved by the next such run that is not. `overdue`: no run of an enabled site has finished for SITE_OVERDUE_INTERVALS (3) of its intervals; resolved when one finishes. Each is seen again (`occurrences`, `last_seen_at`) while its cause lasts.
+         * @description Kinds: `listing_drop`, `error_rate`, `fields_missing`, `http_errors`, `overdue`; one open per site and kind. `listing_drop`: a site's complete listing found fewer than (1 − LISTING_DROP_GUARD) of the median of its last five (its postings are kept, its run ends `partial`); resolved by the site's next normal listing. `error_rate`: the share of a run's postings that ended in `error` is ERROR_RATE_ALERT_RISE (0.2) or more above its median over the site's last five closed runs; `fields_missing`: the same, field by field, for the shares of the postings a run read without a title, a company or a location (FIELDS_MISSING_ALERT_RISE), naming the fields that rose. Judged on runs of at least 5 postings of sites with earlier closed runs, and resolved by the next such run that is not. `http_errors`: the same, class by class, for the shares of a run's requests to the site (its listing and its pages, retried ones included) answered 4xx other than 429, 5xx, 429, or not at all (HTTP_ERRORS_ALERT_RISE), naming the classes that rose; judged on runs of at least 10 requests. `overdue`: no run of an enabled site has finished for SITE_OVERDUE_INTERVALS (3) of its intervals; resolved when one finishes. Each is seen again (`occurrences`, `last_seen_at`) while its cause lasts.
          */
         get: {
             parameters: {
@@ -6701,7 +6752,7 @@ export interface components {
             site_id: string;
             site_name: string;
             /** @enum {string} */
-            kind: "listing_drop" | "error_rate" | "fields_missing" | "overdue";
+            kind: "listing_drop" | "error_rate" | "fields_missing" | "http_errors" | "overdue";
             message: string;
             /** @description For `listing_drop`: `listed`, `median_listed`, `listing_drop_guard`; `error_rate`: `errors`, `postings`, `median_share`, `rise`; `fields_missing`: `read`, `fields` (those that rose), `missing` and `median_share` by field, `rise`; `overdue`: `last_finished_at`, `quiet_minutes`, `interval_minutes`, `overdue_intervals` */
             details: {
@@ -6807,9 +6858,23 @@ export interface components {
                 company: number;
                 location: number;
             } | null;
+            /** @description The run's requests to its site (its listing and its pages, retried ones included) and, of those, answered 4xx other than 429, 5xx, 429, or not at all: what its site's `http_errors` alert judges. Kept when the run is finalized (null before, and when they were not counted) */
+            requests: {
+                total: number;
+                client_errors: number;
+                server_errors: number;
+                rate_limited: number;
+                unanswered: number;
+            } | null;
             /** @description Postings still pending */
             pending_count?: number;
             results_wanted: number | null;
+            /** @description The run's own search over its site's saved search (search-driven kinds); null: the saved search. Such a run never expires postings */
+            search: {
+                search_term?: string;
+                location?: string;
+                is_remote?: boolean;
+            } | null;
             /** @description The listing covered the whole site */
             listing_complete: boolean;
             message: string | null;

@@ -313,6 +313,24 @@ export const fetchFragment = {
 };
 
 /**
+ * Keys of the job-search APIs the search-driven kinds read (decision 0024). Deployment secrets,
+ * read by the worker only: a site's config is shown to its tenant by `GET /sites`, so keys never
+ * go there. All optional; a site of a kind whose key is unset fails its runs with the permanent
+ * `SOURCE_CREDENTIALS_MISSING`, naming the variable.
+ */
+export const searchApiFragment = {
+  /** Adzuna's application id and key (developer.adzuna.com), sent as `app_id` and `app_key`. */
+  ADZUNA_APP_ID: z.string().trim().min(1).optional(),
+  ADZUNA_APP_KEY: z.string().trim().min(1).optional(),
+  /** The USAJOBS API key (`Authorization-Key`)... */
+  USAJOBS_API_KEY: z.string().trim().min(1).optional(),
+  /** ...and the e-mail address it was issued to, sent as `User-Agent` as USAJOBS requires. */
+  USAJOBS_USER_AGENT: z
+    .email({ message: 'must be the e-mail address the key was issued to' })
+    .optional(),
+};
+
+/**
  * When postings expire (decision 0019). Read where runs are finalized: the worker and the
  * scheduler's reconciler.
  */
@@ -584,6 +602,7 @@ export type WebhookConfig = ConfigOf<typeof webhookFragment>;
 export type ExpiryConfig = ConfigOf<typeof expiryFragment>;
 export type DocumentConfig = ConfigOf<typeof documentFragment>;
 export type ExtractionConfig = ConfigOf<typeof extractionFragment>;
+export type SearchApiConfig = ConfigOf<typeof searchApiFragment>;
 
 /**
  * Webhooks (decision 0023): the worker sends messages, the scheduler's dispatcher makes them from

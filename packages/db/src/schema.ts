@@ -16,6 +16,13 @@ import {
 } from 'drizzle-orm/pg-core';
 import type { FieldProvenance, PostingFieldKey, PostingFields } from './posting-fields.js';
 
+/** A run's one-off job search (seed 003's `POST /jobs/scrape` fields); unset fields are absent. */
+export interface RunSearch {
+  search_term?: string;
+  location?: string;
+  is_remote?: boolean;
+}
+
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' });
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 
@@ -155,6 +162,11 @@ export const scrapeRuns = pgTable(
     unansweredCount: integer('unanswered_count'),
     /** Upper bound on postings this run handles (`results_wanted`); null means all. */
     resultsWanted: integer('results_wanted'),
+    /**
+     * The run's own search (`search_term`, `location`, `is_remote` of `POST /jobs/scrape`) over a
+     * search-driven site's saved search; null for a run of the saved search (decision 0024).
+     */
+    search: jsonb('search').$type<RunSearch>(),
     /** The scrape job finished listing: the run may finalize once nothing is pending. */
     listingDone: boolean('listing_done').notNull().default(false),
     /** The listing covered the whole site (no limit hit): only then may it expire postings. */
@@ -842,7 +854,10 @@ export const webhookEndpoints = pgTable(
     url: text('url').notNull(),
     description: text('description'),
     /** The event types it receives; empty: all of them. */
-    eventTypes: text('event_types').array().notNull().default(sql`'{}'::text[]`),
+    eventTypes: text('event_types')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
     /** `whsec_` and the base64 of 32 random bytes: the key messages are signed with. */
     secret: text('secret').notNull(),
     /** The secret before the last rotation: messages carry a signature by each until it expires. */

@@ -7,6 +7,7 @@ import {
   startScheduledSlots,
   type Database,
   type RunRow,
+  type RunSearch,
   type RunTrigger,
   type SlotOutcome,
 } from '@gleaner/db';
@@ -21,6 +22,11 @@ export interface StartRunInput {
   resultsWanted?: number | null;
   /** Carried from the request (or scheduler pass) into every job and log line of the run. */
   correlationId?: string;
+  /**
+   * The run's own search over a search-driven site's saved search (`POST /jobs/scrape`); stored
+   * on the run, where the scrape job reads it. Such a run never expires postings.
+   */
+  search?: RunSearch | null;
 }
 
 /**

@@ -86,3 +86,30 @@ export {
   personioBaseUrl,
   type PersonioConfig,
 } from './adapters/personio.js';
+export {
+  adzunaAdapter,
+  adzunaConfig,
+  adzunaCountries,
+  ADZUNA_API,
+  type AdzunaConfig,
+} from './adapters/adzuna.js';
+export {
+  usaJobsAdapter,
+  usaJobsConfig,
+  USAJOBS_API,
+  USAJOBS_RESULT_CAP,
+  type UsaJobsConfig,
+} from './adapters/usajobs.js';
+export {
+  remotiveAdapter,
+  remotiveConfig,
+  REMOTIVE_API,
+  type RemotiveConfig,
+} from './adapters/remotive.js';
+export {
+  resolveSearch,
+  savedSearchShape,
+  SourceCredentialsMissingError,
+  SOURCE_CREDENTIALS_MISSING,
+  type EffectiveSearch,
+} from './adapters/search-api.js';

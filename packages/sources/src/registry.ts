@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { adzunaAdapter } from './adapters/adzuna.js';
 import { ashbyAdapter } from './adapters/ashby.js';
 import { bambooHrAdapter } from './adapters/bamboohr.js';
 import { breezyAdapter } from './adapters/breezy.js';
@@ -6,9 +7,11 @@ import { careerSiteAdapter } from './adapters/career-site.js';
 import { greenhouseAdapter } from './adapters/greenhouse.js';
 import { leverAdapter } from './adapters/lever.js';
 import { recruiteeAdapter } from './adapters/recruitee.js';
+import { remotiveAdapter } from './adapters/remotive.js';
 import { smartRecruitersAdapter } from './adapters/smartrecruiters.js';
 import { personioAdapter } from './adapters/personio.js';
 import { teamtailorAdapter } from './adapters/teamtailor.js';
+import { usaJobsAdapter } from './adapters/usajobs.js';
 import { workableAdapter } from './adapters/workable.js';
 import { workdayAdapter } from './adapters/workday.js';
 import type { SiteAdapter } from './types.js';
@@ -27,6 +30,9 @@ export const adapters = {
   workable: workableAdapter,
   workday: workdayAdapter,
   personio: personioAdapter,
+  adzuna: adzunaAdapter,
+  usajobs: usaJobsAdapter,
+  remotive: remotiveAdapter,
 } as const satisfies Record<string, SiteAdapter>;
 
 export type SiteKind = keyof typeof adapters;
@@ -34,6 +40,11 @@ export const siteKinds = Object.keys(adapters) as SiteKind[];
 
 export function getAdapter(kind: string): SiteAdapter | undefined {
   return (adapters as Record<string, SiteAdapter>)[kind];
+}
+
+/** Kinds that list a job search a run may override (`search_term`, `location`, `is_remote`). */
+export function kindSearches(kind: string): boolean {
+  return getAdapter(kind)?.searches === true;
 }
 
 /** What `GET /jobs/sites` shows for each kind: its description and config JSON Schema. */

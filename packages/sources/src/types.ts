@@ -64,10 +64,38 @@ export interface ListOptions {
   /** Stop after this many postings (`results_wanted`). */
   limit?: number | null;
   signal?: AbortSignal;
+  /**
+   * A run's one-off search (`POST /jobs/scrape` with `search_term`, `location`, `is_remote`), for
+   * kinds that search (`SiteAdapter.searches`): each field set here replaces the saved search's.
+   * A listing whose search differs from the saved one is never complete (it must not expire the
+   * saved search's postings). Other kinds never receive one: the API refuses it for them.
+   */
+  search?: JobSearch;
+}
+
+/** A job search: what a search-driven kind's saved search holds and a run may override. */
+export interface JobSearch {
+  search_term?: string | null;
+  location?: string | null;
+  is_remote?: boolean | null;
+}
+
+/**
+ * Keys of the job-search APIs: deployment secrets read from the worker's environment (never a
+ * site's config, which `GET /sites` shows to tenants). A kind that needs one it lacks fails with
+ * the permanent `SOURCE_CREDENTIALS_MISSING`.
+ */
+export interface SourceCredentials {
+  /** `ADZUNA_APP_ID` and `ADZUNA_APP_KEY`. */
+  adzuna?: { appId?: string | undefined; appKey?: string | undefined };
+  /** `USAJOBS_API_KEY` (`Authorization-Key`) and `USAJOBS_USER_AGENT` (the key's e-mail). */
+  usajobs?: { apiKey?: string | undefined; userAgent?: string | undefined };
 }
 
 export interface SourceContext {
   fetcher: Fetcher;
+  /** The deployment's job-search API keys (search-driven kinds only). */
+  credentials?: SourceCredentials;
 }
 
 /** A kind of site Gleaner can list postings from. */
@@ -75,6 +103,11 @@ export interface SiteAdapter<S extends z.ZodType = z.ZodType> {
   kind: string;
   description: string;
   configSchema: S;
+  /**
+   * The kind lists a job search (a saved `search_term`, `location`, `is_remote` that a run may
+   * override), not a board's inventory.
+   */
+  searches?: boolean;
   list(config: z.output<S>, context: SourceContext, options?: ListOptions): Promise<ListingResult>;
   /**
    * Maps a `ListedPosting.payload` of this adapter to Gleaner's fields (the conventions of

@@ -7,6 +7,7 @@ export * from './redis.js';
 export * from './redis-server.js';
 export * from './redis-cluster.js';
 export * from './ats/index.js';
+export * from './search/index.js';
 export * from './canary.js';
 export * from './hostile-site.js';
 export * from './process-memory.js';

@@ -1,6 +1,7 @@
 import type { Database } from '@gleaner/db';
 import type { DocumentLimits, DocumentParserPool } from '@gleaner/extraction/documents';
 import type { Fetcher, RobotsCache, SiteGate } from '@gleaner/http';
+import type { SourceCredentials } from '@gleaner/sources';
 import type { Logger } from '@gleaner/logger';
 import type { ExtractionSettings, LlmClient } from '@gleaner/llm';
 import type {
@@ -48,6 +49,8 @@ export interface WorkerDeps {
   backfill?: BackfillSettings;
   /** Required by a worker that serves `webhooks`, built in main.ts only for one that does. */
   webhooks?: WebhookDeps;
+  /** Keys of the job-search APIs (ADZUNA_*, USAJOBS_*), handed to the search-driven adapters. */
+  sourceCredentials?: SourceCredentials;
 }
 
 /** What sending webhook messages needs (decision 0023). */

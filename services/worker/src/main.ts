@@ -4,6 +4,7 @@ import {
   expiryPolicyOf,
   extractionFragment,
   fetchFragment,
+  searchApiFragment,
   webhookFragment,
   workerFragment,
 } from '@gleaner/config';
@@ -30,6 +31,7 @@ const started = await startService({
     ...extractionFragment,
     ...expiryFragment,
     ...webhookFragment,
+    ...searchApiFragment,
   },
   // More connections than jobs at once would only sit idle.
   poolMax: (config) =>
@@ -185,6 +187,10 @@ const started = await startService({
         llm,
         backfill,
         webhooks,
+        sourceCredentials: {
+          adzuna: { appId: config.ADZUNA_APP_ID, appKey: config.ADZUNA_APP_KEY },
+          usajobs: { apiKey: config.USAJOBS_API_KEY, userAgent: config.USAJOBS_USER_AGENT },
+        },
       },
       {
         connection: workerConnection(),

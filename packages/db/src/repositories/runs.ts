@@ -14,6 +14,7 @@ import {
   type PostingStatus,
   type RunRow,
   type RunTrigger,
+  type RunSearch,
 } from '../schema.js';
 
 /** Share of errored postings up to which a run is `partial` rather than `failed` (seed 003). */
@@ -29,6 +30,8 @@ export interface CreateRunInput {
   trigger: RunTrigger;
   resultsWanted?: number | null;
   correlationId?: string | null;
+  /** The run's own search over a search-driven site's saved one; none for the saved search. */
+  search?: RunSearch | null;
 }
 
 /** Creates a queued run; throws ActiveRunExistsError when the site already has one. */
@@ -42,6 +45,7 @@ export async function createRun(db: Database, input: CreateRunInput): Promise<Ru
         trigger: input.trigger,
         resultsWanted: input.resultsWanted ?? null,
         correlationId: input.correlationId ?? null,
+        search: input.search ?? null,
       })
       .returning();
     return row!;

@@ -16,6 +16,13 @@ export interface VendorRequest {
   signal?: AbortSignal | undefined;
   /** A JSON body to POST instead of a GET (Workday's job search). */
   json?: unknown;
+  /** Headers of the vendor's own (USAJOBS' `Authorization-Key` and `User-Agent`). */
+  headers?: Readonly<Record<string, string>>;
+  /**
+   * The URL as errors name it, when `url` carries a secret (Adzuna's `app_key` is a query
+   * parameter): errors then keep neither `url` nor the fetcher's error, whose message names it.
+   */
+  shownUrl?: string;
 }
 
 export interface VendorResponse<T> {
@@ -67,6 +74,7 @@ export async function fetchVendorJson<S extends z.ZodType>(
         url: request.url,
         accept: 'application/json',
         signal: request.signal,
+        ...(request.headers === undefined ? {} : { headers: request.headers }),
         ...(request.json === undefined
           ? {}
           : { body: { contentType: 'application/json', data: JSON.stringify(request.json) } }),
@@ -112,19 +120,23 @@ function validateVendorBody<S extends z.ZodType>(
  * code. Marking it permanent would fail a board for good on one bad answer.
  */
 function invalidResponse(request: VendorRequest, what: string, cause: unknown): AtsRequestError {
+  const url = request.shownUrl ?? request.url;
   return new AtsRequestError(
-    `${request.vendor} answered ${request.url} with ${what}`,
+    `${request.vendor} answered ${url} with ${what}`,
     atsErrorCodes.responseInvalid,
     'transient',
-    { url: request.url, cause },
+    { url, cause },
   );
 }
 
 /** Fetcher errors in ATS terms; anything that is not an HttpError (an abort) passes through. */
 export function translateFetchError(error: unknown, request: VendorRequest): unknown {
-  const { vendor, url } = request;
+  const { vendor } = request;
+  const url = request.shownUrl ?? request.url;
+  // The fetcher's error names the URL it fetched, secret and all.
+  const cause = request.shownUrl === undefined ? error : undefined;
   if (error instanceof HttpStatusError) {
-    const details = { url, status: error.status, retryAfterMs: error.retryAfterMs, cause: error };
+    const details = { url, status: error.status, retryAfterMs: error.retryAfterMs, cause };
     if (error.status === 404 || error.status === 410) {
       return request.notFound === 'board'
         ? new AtsRequestError(
@@ -165,18 +177,18 @@ export function translateFetchError(error: unknown, request: VendorRequest): unk
   }
   if (error instanceof HttpBodyTooLargeError) {
     return new AtsRequestError(
-      `${vendor}: ${error.message}`,
+      `${vendor}: ${cause === undefined ? `${url} answered a body over the cap` : error.message}`,
       atsErrorCodes.responseTooLarge,
       'permanent',
-      { url, cause: error },
+      { url, cause },
     );
   }
   if (error instanceof HttpError) {
     return new AtsRequestError(
-      `${vendor}: ${error.message}`,
+      `${vendor}: ${cause === undefined ? `${url} failed (${error.code})` : error.message}`,
       atsErrorCodes.fetchFailed,
       error.retryClass,
-      { url, cause: error },
+      { url, cause },
     );
   }
   return error;

@@ -1,6 +1,6 @@
 import type { ExtractedPosting } from '@gleaner/extraction';
 import { describe, expect, it } from 'vitest';
-import { adapters, describeAdapters, getAdapter } from '../registry.js';
+import { adapters, describeAdapters, getAdapter, kindSearches } from '../registry.js';
 import {
   countryText,
   decodeHtmlEntities,
@@ -229,11 +229,16 @@ describe('ATS adapters in the registry', () => {
       'workable',
       'workday',
       'personio',
+      'adzuna',
+      'usajobs',
+      'remotive',
     ]);
     for (const kind of ['greenhouse', 'lever', 'ashby', 'smartrecruiters', 'recruitee']) {
       expect(getAdapter(kind)?.kind).toBe(kind);
       expect(typeof getAdapter(kind)?.mapPosting).toBe('function');
     }
+    // Only the search-driven kinds take a run's search.
+    expect(Object.keys(adapters).filter(kindSearches)).toEqual(['adzuna', 'usajobs', 'remotive']);
   });
 
   it('describe their config with a JSON Schema', () => {

@@ -3,7 +3,12 @@
  * log, and faults injected for the next N matching requests (an error status with
  * Retry-After, malformed JSON, or JSON of the wrong shape).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import type { ExpectedPostingFields } from '../career-site.js';
 import type { AtsPostingSpec } from './content.js';
 import { listenOrigin } from '../listen.js';
@@ -65,6 +70,8 @@ export interface AtsRequest {
   method: string;
   path: string;
   query: URLSearchParams;
+  /** Request headers (names lower-case): what keyed APIs such as USAJOBS read their key from. */
+  headers: IncomingHttpHeaders;
 }
 
 export interface AtsReply {
@@ -129,7 +136,7 @@ export async function startAtsServer(
     return send(
       request,
       response,
-      route({ method: request.method, path: decodePath(path), query }),
+      route({ method: request.method, path: decodePath(path), query, headers: request.headers }),
     );
   };
 

@@ -141,8 +141,30 @@ export const runView = z
       .describe(
         'Of the postings the run read, how many have no title, no company, no location; counted when the run is finalized (null before, and for a cancelled run)',
       ),
+    requests: z
+      .object({
+        total: z.int(),
+        client_errors: z.int(),
+        server_errors: z.int(),
+        rate_limited: z.int(),
+        unanswered: z.int(),
+      })
+      .nullable()
+      .describe(
+        "The run's requests to its site (its listing and its pages, retried ones included) and, of those, answered 4xx other than 429, 5xx, 429, or not at all: what its site's `http_errors` alert judges. Kept when the run is finalized (null before, and when they were not counted)",
+      ),
     pending_count: z.int().optional().describe('Postings still pending'),
     results_wanted: z.int().nullable(),
+    search: z
+      .object({
+        search_term: z.string().optional(),
+        location: z.string().optional(),
+        is_remote: z.boolean().optional(),
+      })
+      .nullable()
+      .describe(
+        "The run's own search over its site's saved search (search-driven kinds); null: the saved search. Such a run never expires postings",
+      ),
     listing_complete: z.boolean().describe('The listing covered the whole site'),
     message: z.string().nullable(),
     scheduled_for: isoDateTime.nullable(),

@@ -46,8 +46,12 @@ export const scrapeHandler: JobHandler<'scrape'> = {
 
     const listing = await adapter.list(
       config.data,
-      { fetcher: countSiteRequests(fetcher, context.counters, { siteId: site.id, runId: run.id }) },
-      { limit: run.resultsWanted, signal },
+      {
+        fetcher: countSiteRequests(fetcher, context.counters, { siteId: site.id, runId: run.id }),
+        ...(context.sourceCredentials && { credentials: context.sourceCredentials }),
+      },
+      // A run's own search (the API accepts one only for kinds that search).
+      { limit: run.resultsWanted, signal, ...(run.search && { search: run.search }) },
     );
     // An abort (the job's timeout, the run's cancellation) after the adapter's last request
     // ends the listing here: nothing more is written.

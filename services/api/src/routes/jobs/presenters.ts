@@ -33,8 +33,19 @@ export function presentRun(
             company: run.missingCompanyCount,
             location: run.missingLocationCount,
           },
+    requests:
+      run.requestsCount === null
+        ? null
+        : {
+            total: run.requestsCount,
+            client_errors: run.clientErrorsCount ?? 0,
+            server_errors: run.serverErrorsCount ?? 0,
+            rate_limited: run.rateLimitedCount ?? 0,
+            unanswered: run.unansweredCount ?? 0,
+          },
     ...(run.pendingCount === undefined ? {} : { pending_count: run.pendingCount }),
     results_wanted: run.resultsWanted,
+    search: run.search ?? null,
     listing_complete: run.listingComplete,
     message: run.message,
     scheduled_for: run.scheduledFor?.toISOString() ?? null,

@@ -10,9 +10,11 @@ import {
   listRunPostings,
   postingStatuses,
   withProgress,
+  type RunSearch,
   type RunWithProgress,
   type SiteRow,
 } from '@gleaner/db';
+import { kindSearches, siteKinds } from '@gleaner/sources';
 import { cancelScrapeRun, startScrapeRun } from '@gleaner/queue';
 import type { FastifyBaseLogger } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -77,12 +79,53 @@ const scrapeBody = z
       .max(100_000)
       .optional()
       .describe('Stop after this many postings'),
+    search_term: storableText()
+      .trim()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe("Search-driven kinds only: this run's search words, over the site's saved search"),
+    location: storableText()
+      .trim()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe("Search-driven kinds only: this run's location (a place, or `remote`)"),
+    is_remote: z
+      .boolean()
+      .optional()
+      .describe('Search-driven kinds only: this run lists remote jobs only'),
   })
   .strict()
   .refine((body) => body.site_name !== undefined || body.site_id !== undefined, {
     message: 'site_name or site_id is required',
     path: ['site_name'],
   });
+
+const SEARCH_FIELDS = ['search_term', 'location', 'is_remote'] as const;
+
+/**
+ * The run's own search, for a kind that searches; null when the body sets none. A kind that
+ * lists a board rather than a search refuses each field by name.
+ */
+function runSearchOf(body: z.output<typeof scrapeBody>, kind: string): RunSearch | null {
+  const given = SEARCH_FIELDS.filter((field) => body[field] !== undefined);
+  if (given.length === 0) return null;
+  if (!kindSearches(kind)) {
+    throw new ProblemError(
+      400,
+      'Validation Failed',
+      `a site of kind "${kind}" does not search: ${given.join(', ')} apply to search-driven kinds only (${siteKinds.filter(kindSearches).join(', ')})`,
+      {
+        errors: given.map((field) => ({
+          field: `body.${field}`,
+          message: `kind "${kind}" does not search`,
+        })),
+      },
+    );
+  }
+  return Object.fromEntries(given.map((field) => [field, body[field]]));
+}
 
 const scrapeQuery = z.object({ mode: z.enum(['async', 'sync']).default('async') }).strict();
 
@@ -141,6 +184,8 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
         tags: ['jobs'],
         summary:
           'Start a scrape of a registered site (async by default; ?mode=sync for small diagnostic runs)',
+        description:
+          "Starts a run of the site. For a site of a search-driven kind (`adzuna`, `usajobs`, `remotive`), `search_term`, `location` and `is_remote` replace the fields of its saved search for this run only; such a run never expires postings, since a one-off query does not see the saved search's inventory. Other kinds refuse these fields with a 400 naming each. `results_wanted` caps the postings (at most 25 in sync mode).",
         body: scrapeBody,
         querystring: scrapeQuery,
         response: {
@@ -195,6 +240,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
       }
       const resultsWanted =
         query.mode === 'sync' ? (body.results_wanted ?? SYNC_MAX_RESULTS) : body.results_wanted;
+      const search = runSearchOf(body, site.kind);
 
       let run;
       try {
@@ -203,6 +249,7 @@ export const scrapeRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app
           trigger: 'manual',
           resultsWanted,
           correlationId: request.id,
+          search,
         });
       } catch (error) {
         if (error instanceof ActiveRunExistsError) {
