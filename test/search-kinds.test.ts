@@ -1,10 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getRunByPublicId, insertSite, type RunRow } from '@gleaner/db';
 import {
+  createFixtureAdzuna,
   createFixtureGreenhouse,
+  createFixtureRemotive,
   createFixtureUsaJobs,
   waitFor,
+  type FixtureAdzuna,
   type FixtureGreenhouse,
+  type FixtureRemotive,
   type FixtureUsaJobs,
 } from '@gleaner/testing';
 import { startTestApi, type TestApp } from './support/api-server.js';
@@ -15,6 +19,8 @@ import { startInProcessSystem, type InProcessSystem } from './support/in-process
  * speaks its Search API: headers, paging, filtering), through the API, workers and Postgres.
  */
 let usajobs: FixtureUsaJobs;
+let adzuna: FixtureAdzuna;
+let remotive: FixtureRemotive;
 let greenhouse: FixtureGreenhouse;
 let system: InProcessSystem;
 let api: Awaited<ReturnType<typeof startTestApi>>;
@@ -22,13 +28,18 @@ let app: TestApp;
 
 beforeAll(async () => {
   usajobs = await createFixtureUsaJobs({ jobs: 240 });
+  adzuna = await createFixtureAdzuna({ jobs: 240 });
+  remotive = await createFixtureRemotive({ jobs: 240 });
   greenhouse = await createFixtureGreenhouse({ postings: 5, seed: 3 });
   system = await startInProcessSystem('search-kinds', {
     crawlConcurrency: 4,
     extractConcurrency: 4,
     more: () => ({
       deps: {
-        sourceCredentials: { usajobs: { apiKey: usajobs.apiKey, userAgent: usajobs.userAgent } },
+        sourceCredentials: {
+          usajobs: { apiKey: usajobs.apiKey, userAgent: usajobs.userAgent },
+          adzuna: { appId: adzuna.appId, appKey: adzuna.appKey },
+        },
       },
       queues: [],
     }),
@@ -44,6 +55,23 @@ beforeAll(async () => {
       pageSize: 20,
     },
   });
+  // Seed 003's saved search on the other two kinds (Adzuna's `where` is its location).
+  await insertSite(system.handle.db, {
+    siteName: 'adzuna-python',
+    kind: 'adzuna',
+    config: {
+      search_term: 'python developer',
+      location: 'remote',
+      is_remote: true,
+      country: 'us',
+      baseUrl: adzuna.baseUrl,
+    },
+  });
+  await insertSite(system.handle.db, {
+    siteName: 'remotive-python',
+    kind: 'remotive',
+    config: { search_term: 'python developer', is_remote: true, baseUrl: remotive.baseUrl },
+  });
   await insertSite(system.handle.db, {
     siteName: 'acme-board',
     kind: 'greenhouse',
@@ -57,6 +85,8 @@ afterAll(async () => {
   await api?.close();
   await system?.close();
   await usajobs?.close();
+  await adzuna?.close();
+  await remotive?.close();
   await greenhouse?.close();
 });
 
@@ -124,6 +154,34 @@ describe('POST /jobs/scrape with a search', () => {
       location: 'remote',
       is_remote: true,
     });
+  });
+
+  it.each([
+    ['adzuna', 'adzuna-python'],
+    ['remotive', 'remotive-python'],
+  ])("runs seed 003's example body to exactly 50 postings on %s too", async (_kind, siteName) => {
+    const started = await app.inject({
+      method: 'POST',
+      url: '/jobs/scrape',
+      payload: {
+        site_name: siteName,
+        search_term: 'python developer',
+        location: 'remote',
+        is_remote: true,
+        results_wanted: 50,
+      },
+    });
+    expect(started.statusCode).toBe(202);
+    const { run_id: runId } = started.json<{ data: { run_id: string } }>().data;
+    expect(await runToEnd(runId)).toMatchObject({
+      status: 'succeeded',
+      requestedPages: 50,
+      readyCount: 50,
+      errorsCount: 0,
+    });
+    const postings = await postingsOf(runId);
+    expect(postings).toHaveLength(50);
+    expect(postings.every((posting) => /python|developer/i.test(posting.title))).toBe(true);
   });
 
   it('answers ?mode=sync with results_wanted 15 with those 15 postings', async () => {
