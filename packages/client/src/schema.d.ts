@@ -412,6 +412,11 @@ export interface paths {
                          */
                         llm_extraction?: boolean;
                         /**
+                         * @description Seed 004's `use_llm_sync` (decision 0025): before a run closes, the model is asked which postings it found for the first time are postings it did not list again under another URL (a renamed title, a moved location); a match whose evidence is in both keeps the earlier posting's id and history. Needs EXTRACTION_ENABLED. Off: a posting at a new URL is a new posting
+                         * @default false
+                         */
+                        use_llm_sync?: boolean;
+                        /**
                          * @description Complete listings in a row that must miss a posting before it expires; null: the fleet default (EXPIRE_AFTER_MISSES, 2)
                          * @default null
                          */
@@ -744,6 +749,8 @@ export interface paths {
                         max_concurrency?: number;
                         /** @description Pages the rules cannot read (no posting, or a required field missing) go to the LLM stage while EXTRACTION_ENABLED is on */
                         llm_extraction?: boolean;
+                        /** @description Seed 004's `use_llm_sync` (decision 0025): before a run closes, the model is asked which postings it found for the first time are postings it did not list again under another URL (a renamed title, a moved location); a match whose evidence is in both keeps the earlier posting's id and history. Needs EXTRACTION_ENABLED. Off: a posting at a new URL is a new posting */
+                        use_llm_sync?: boolean;
                         /** @description Complete listings in a row that must miss a posting before it expires; null: the fleet default (EXPIRE_AFTER_MISSES, 2) */
                         expire_after_misses?: number | null;
                         /** @description The interval follows the change rate its runs show, between min_interval_minutes and max_interval_minutes (decision 0022) */
@@ -800,6 +807,15 @@ export interface paths {
                 };
                 /** @description Not found */
                 404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/problem+json": components["schemas"]["Problem"];
+                    };
+                };
+                /** @description Conflicts with the current state */
+                409: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2326,6 +2342,8 @@ export interface paths {
                                         documentsFailed?: number;
                                         webhooksRequeued?: number;
                                         webhooksFailed?: number;
+                                        syncRequeued?: number;
+                                        syncFailed?: number;
                                     };
                                     last_pass: {
                                         replica: string;
@@ -2361,6 +2379,8 @@ export interface paths {
                                             documentsFailed?: number;
                                             webhooksRequeued?: number;
                                             webhooksFailed?: number;
+                                            syncRequeued?: number;
+                                            syncFailed?: number;
                                         };
                                         /** @enum {string} */
                                         redis: "ok" | "unavailable";
@@ -2404,6 +2424,8 @@ export interface paths {
                                         documentsFailed?: number;
                                         webhooksRequeued?: number;
                                         webhooksFailed?: number;
+                                        syncRequeued?: number;
+                                        syncFailed?: number;
                                     };
                                     /** @enum {string} */
                                     redis: "ok" | "unavailable";
@@ -2586,6 +2608,8 @@ export interface paths {
                                     documentsFailed?: number;
                                     webhooksRequeued?: number;
                                     webhooksFailed?: number;
+                                    syncRequeued?: number;
+                                    syncFailed?: number;
                                 };
                                 /** @enum {string} */
                                 redis: "ok" | "unavailable";
@@ -5128,7 +5152,7 @@ export interface paths {
             parameters: {
                 query?: {
                     /** @description The queue the job failed in: scrape, crawl, extract, documents, llm-extract */
-                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "backfill" | "webhooks";
+                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "llm-sync" | "backfill" | "webhooks";
                     /** @description A site's id or site_name: its scrape, crawl, extract and posting LLM jobs */
                     site?: string;
                     /** @description A tenant: its documents' jobs, and those of the sites it owns */
@@ -5256,7 +5280,7 @@ export interface paths {
             parameters: {
                 query?: {
                     /** @description The queue the job failed in: scrape, crawl, extract, documents, llm-extract */
-                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "backfill" | "webhooks";
+                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "llm-sync" | "backfill" | "webhooks";
                     /** @description A site's id or site_name: its scrape, crawl, extract and posting LLM jobs */
                     site?: string;
                     /** @description A tenant: its documents' jobs, and those of the sites it owns */
@@ -5409,7 +5433,7 @@ export interface paths {
                          * @description The queue the job failed in: scrape, crawl, extract, documents, llm-extract
                          * @enum {string}
                          */
-                        queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "backfill" | "webhooks";
+                        queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "llm-sync" | "backfill" | "webhooks";
                         /** @description A site's id or site_name: its scrape, crawl, extract and posting LLM jobs */
                         site?: string;
                         /** @description A tenant: its documents' jobs, and those of the sites it owns */
@@ -6726,6 +6750,8 @@ export interface components {
             rate_limit_rps: number | null;
             max_concurrency: number;
             llm_extraction: boolean;
+            /** @description Before a run closes, postings at new URLs are matched by the LLM with those it did not list again */
+            use_llm_sync: boolean;
             /** @description Complete listings that must miss a posting before it expires; null: EXPIRE_AFTER_MISSES */
             expire_after_misses: number | null;
             /** @description Its interval follows its change rate between min_ and max_interval_minutes (decision 0022) */
@@ -6812,6 +6838,8 @@ export interface components {
             rate_limit_rps: number | null;
             max_concurrency: number;
             llm_extraction: boolean;
+            /** @description Before a run closes, postings at new URLs are matched by the LLM with those it did not list again */
+            use_llm_sync: boolean;
             /** @description Complete listings that must miss a posting before it expires; null: EXPIRE_AFTER_MISSES */
             expire_after_misses: number | null;
             /** @description Its interval follows its change rate between min_ and max_interval_minutes (decision 0022) */
@@ -6992,6 +7020,19 @@ export interface components {
             content_simhash: string | null;
             /** @description When a newer field set replaced these; null for the current one */
             replaced_at: string | null;
+            /** @description When an LLM sync (`use_llm_sync`) found this posting again under a new URL and the fields there replaced these: its grounded decision; null otherwise */
+            replaced_by_sync: {
+                /** @constant */
+                method: "llm";
+                model: string;
+                /** @description The passage found in both postings */
+                evidence: string;
+                reason: string | null;
+                /** @description The run's internal id */
+                run_id: string;
+                /** @description The posting found at the new URL, now closed */
+                merged_posting_id: string;
+            } | null;
             fields: {
                 title: string | null;
                 company: string | null;

@@ -213,6 +213,8 @@ export const workerFragment = {
   WORKER_CONCURRENCY_DOCUMENTS: integerFromEnv(6, { min: 1, max: 64 }),
   /** Webhook messages sent at once per worker; each mostly waits on its receiver. */
   WORKER_CONCURRENCY_WEBHOOKS: integerFromEnv(8, { min: 1, max: 256 }),
+  /** Runs' LLM syncs at once per worker (decision 0025): one model call each, a few per run. */
+  WORKER_CONCURRENCY_LLM_SYNC: integerFromEnv(2, { min: 1, max: 64 }),
   /**
    * Child processes parsing documents (PDF, DOCX, HTML, text) for a worker that serves
    * `documents`: a parse that runs past its timeout is stopped by killing its process, which the
@@ -237,6 +239,8 @@ export const workerFragment = {
   JOB_TIMEOUT_SCRAPE_MS: integerFromEnv(5 * 60_000, { min: 1000, max: 3_600_000 }),
   JOB_TIMEOUT_CRAWL_MS: integerFromEnv(2 * 60_000, { min: 1000, max: 3_600_000 }),
   JOB_TIMEOUT_EXTRACT_MS: integerFromEnv(10 * 60_000, { min: 1000, max: 3_600_000 }),
+  /** One run's LLM sync: seed 004's SyncPostsJob timeout, 5 minutes. */
+  JOB_TIMEOUT_LLM_SYNC_MS: integerFromEnv(5 * 60_000, { min: 1000, max: 3_600_000 }),
   /**
    * How jobs whose worker died are found (BullMQ's stall check): a job's lock lasts
    * `WORKER_LOCK_DURATION_MS` unless renewed, and every `WORKER_STALLED_INTERVAL_MS` a worker
@@ -265,6 +269,7 @@ export const workerFragment = {
   FLEET_CONCURRENCY_DOCUMENTS: integerFromEnv(0, { min: 0, max: 100_000 }),
   FLEET_CONCURRENCY_LLM_EXTRACT: integerFromEnv(0, { min: 0, max: 100_000 }),
   FLEET_CONCURRENCY_WEBHOOKS: integerFromEnv(0, { min: 0, max: 100_000 }),
+  FLEET_CONCURRENCY_LLM_SYNC: integerFromEnv(0, { min: 0, max: 100_000 }),
   /**
    * The lowest level of the job lines copied to their run's log in Redis (the run page), apart
    * from LOG_LEVEL: per-posting lines are debug, so the page shows each posting's fate while

@@ -34,3 +34,4 @@ export * from './repositories/metrics.js';
 export * from './repositories/storage.js';
 export * from './repositories/webhooks.js';
 export * from './repositories/worker-heartbeats.js';
+export * from './repositories/posting-sync.js';

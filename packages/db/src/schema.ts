@@ -13,6 +13,7 @@ import {
   timestamp,
   uniqueIndex,
   uuid,
+  type AnyPgColumn,
 } from 'drizzle-orm/pg-core';
 import type { FieldProvenance, PostingFieldKey, PostingFields } from './posting-fields.js';
 
@@ -61,6 +62,12 @@ export const siteSchedules = pgTable(
      * field missing) go to the LLM stage while EXTRACTION_ENABLED is on.
      */
     llmExtraction: boolean('llm_extraction').notNull().default(false),
+    /**
+     * Seed 004's `use_llm_sync`: before a run closes, the model is asked which of the postings it
+     * found for the first time are postings it did not list again under another URL (a renamed
+     * title, a moved location); a grounded match keeps the earlier posting's id and history.
+     */
+    useLlmSync: boolean('use_llm_sync').notNull().default(false),
     /** The tenant that owns the site: its tenant keys see the site's runs. Null: operators only. */
     tenantId: text('tenant_id'),
     /**
@@ -119,6 +126,10 @@ export const activeRunStatuses = ['queued', 'running'] as const satisfies readon
 export const runTriggers = ['schedule', 'manual'] as const;
 export type RunTrigger = (typeof runTriggers)[number];
 
+/** A run's LLM sync (decision 0025). */
+export const runSyncStates = ['pending', 'done', 'failed'] as const;
+export type RunSyncState = (typeof runSyncStates)[number];
+
 /** One scrape of one site (seed 003's `scrape_runs`, with counters and listing flags). */
 export const scrapeRuns = pgTable(
   'scrape_runs',
@@ -171,6 +182,13 @@ export const scrapeRuns = pgTable(
     listingDone: boolean('listing_done').notNull().default(false),
     /** The listing covered the whole site (no limit hit): only then may it expire postings. */
     listingComplete: boolean('listing_complete').notNull().default(false),
+    /**
+     * The LLM sync of a run of a `use_llm_sync` site (decision 0025): `pending` from its start
+     * until its sync job has matched its new postings with those it did not list, then `done`, or
+     * `failed` when that job gave up (the run closes all the same); null for other sites. A
+     * `pending` run does not close.
+     */
+    syncState: text('sync_state', { enum: runSyncStates }),
     correlationId: text('correlation_id'),
     message: text('message'),
     /**
@@ -186,6 +204,10 @@ export const scrapeRuns = pgTable(
       sql`${t.status} IN ('queued','running','succeeded','partial','failed','cancelled')`,
     ),
     check('scrape_runs_trigger_valid', sql`${t.trigger} IN ('schedule','manual')`),
+    check(
+      'scrape_runs_sync_state_valid',
+      sql`${t.syncState} IS NULL OR ${t.syncState} IN ('pending','done','failed')`,
+    ),
     // At most one active run per site, whatever the number of schedulers or API replicas.
     uniqueIndex('scrape_runs_one_active_per_site')
       .on(t.siteScheduleId)
@@ -298,6 +320,13 @@ export const postings = pgTable(
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
     /** Complete listings of its site in a row that did not list it; listing it again sets 0. */
     missedListings: integer('missed_listings').notNull().default(0),
+    /**
+     * The posting this one turned out to be (an LLM sync's match, decision 0025): closed, its URL
+     * now the other's. Null for every posting that stands on its own.
+     */
+    duplicateOf: uuid('duplicate_of').references((): AnyPgColumn => postings.id, {
+      onDelete: 'set null',
+    }),
     fetchedAt: timestamp('fetched_at', { withTimezone: true }),
     extractedAt: timestamp('extracted_at', { withTimezone: true }),
     /**
@@ -327,6 +356,10 @@ export const postings = pgTable(
     index('postings_run_idx').on(t.runId, t.id),
     // The body sweeper asks, per stored body, whether any posting still points at it.
     index('postings_body_sha256_idx').using('hash', t.bodySha256),
+    // The postings merged into one (its `ON DELETE SET NULL` reads it: a site's deletion).
+    index('postings_duplicate_of_idx')
+      .on(t.duplicateOf)
+      .where(sql`${t.duplicateOf} IS NOT NULL`),
     index('postings_search_idx').using('gin', t.search),
     // The search indexer's queue: the postings whose vector is behind their text.
     index('postings_search_pending_idx')

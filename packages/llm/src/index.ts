@@ -66,3 +66,13 @@ export {
   type PostingFields,
   type ResumeFields,
 } from './schemas.js';
+export {
+  buildSyncMessage,
+  matchPostings,
+  MIN_EVIDENCE_WORDS,
+  SYNC_SYSTEM_PROMPT,
+  type SyncCandidate,
+  type SyncMatch,
+  type SyncRequest,
+  type SyncResult,
+} from './sync.js';

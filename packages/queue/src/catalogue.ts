@@ -5,6 +5,7 @@ import { deadLetterJob } from './jobs/dead-letter.js';
 import { documentJob } from './jobs/documents.js';
 import { extractJob } from './jobs/extract.js';
 import { llmExtractJob } from './jobs/llm-extract.js';
+import { llmSyncJob } from './jobs/llm-sync.js';
 import { schedulerPassJob } from './jobs/scheduler-pass.js';
 import { scrapeJob } from './jobs/scrape.js';
 import { webhookJob } from './jobs/webhooks.js';
@@ -21,6 +22,7 @@ export const jobs = {
   extract: extractJob,
   documents: documentJob,
   'llm-extract': llmExtractJob,
+  'llm-sync': llmSyncJob,
   backfill: backfillJob,
   webhooks: webhookJob,
   'dead-letter': deadLetterJob,

@@ -59,6 +59,10 @@ export interface RepairCounts {
   webhooksRequeued: number;
   /** Webhook deliveries whose job failed for good: failed now. */
   webhooksFailed: number;
+  /** Runs waiting for their LLM sync with no job to do it: queued again. */
+  syncRequeued: number;
+  /** Runs whose LLM sync job failed for good: their sync `failed`, so that they close. */
+  syncFailed: number;
 }
 
 export const noRepairs = (): RepairCounts => ({
@@ -76,6 +80,8 @@ export const noRepairs = (): RepairCounts => ({
   documentsFailed: 0,
   webhooksRequeued: 0,
   webhooksFailed: 0,
+  syncRequeued: 0,
+  syncFailed: 0,
 });
 
 /** One scheduling pass, as the replica that ran it reports it. */

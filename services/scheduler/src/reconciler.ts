@@ -101,6 +101,8 @@ export function createReconciler(options: ReconcilerOptions) {
         repairs.postingsSettled += settled.size;
         return settled;
       },
+      // This pass's finalize step closes it.
+      closeRun: async () => {},
     };
   }
 

@@ -41,10 +41,11 @@ const started = await startService({
     ),
   healthPort: (config) => config.WORKER_HEALTH_PORT,
   async start({ config, logger, database, redis, queues, workerConnection, onShutdown }) {
-    // The LLM stage is served only while extraction is on; off, nothing is ever queued for it.
+    // The LLM stages are served only while extraction is on; off, no extraction is queued, and
+    // the reconciler gives up the syncs of use_llm_sync sites' runs so that they close.
     const queueNames = config.EXTRACTION_ENABLED
       ? config.WORKER_QUEUES
-      : config.WORKER_QUEUES.filter((queue) => queue !== 'llm-extract');
+      : config.WORKER_QUEUES.filter((queue) => queue !== 'llm-extract' && queue !== 'llm-sync');
     const extraction = config.EXTRACTION_ENABLED
       ? {
           version: config.EXTRACTION_VERSION,
@@ -52,7 +53,10 @@ const started = await startService({
           retryBaseMs: config.EXTRACTION_RETRY_BASE_SECONDS * 1000,
         }
       : undefined;
-    const llm = queueNames.includes('llm-extract') ? createLlmDeps(config, redis) : undefined;
+    const llm =
+      queueNames.includes('llm-extract') || queueNames.includes('llm-sync')
+        ? createLlmDeps(config, redis)
+        : undefined;
     // After the workers (steps run in reverse): their calls have ended or been aborted by then.
     if (llm) onShutdown('llm client', () => llm.client.close());
     // On the worker's own health port (compose's 8080), that endpoint answers for both.

@@ -367,6 +367,11 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
   const settlement = createSettlement(deps.db, deps.logger, {
     expiry: options.expiry,
     runRequests: (runId) => deps.counters.runRequests(runId),
+    // One job per run (its id is the run's): offered again by every settle that finds the run
+    // closable, it is added once.
+    awaitingSync: async (runId) => {
+      await enqueue(deps.queues, 'llm-sync', { runId });
+    },
   });
   // A replica that serves no queue reading pages (scrape, documents only) starts no thread.
   const readsPages = options.queues.some((queue) => PAGE_READING_QUEUES.includes(queue));
@@ -404,6 +409,7 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
       const moved = await Promise.all(settles.map((settle) => settlement.settle(settle)));
       return new Set(settles.filter((_, index) => moved[index]).map((settle) => settle.postingId));
     },
+    closeRun: (runId) => settlement.closeRunIfDone(runId),
   };
   const parts: ProcessorParts = {
     settlement,

@@ -46,6 +46,9 @@ export async function createRun(db: Database, input: CreateRunInput): Promise<Ru
         resultsWanted: input.resultsWanted ?? null,
         correlationId: input.correlationId ?? null,
         search: input.search ?? null,
+        // A use_llm_sync site's run syncs before it closes (decision 0025).
+        syncState: sql`(SELECT CASE WHEN s.use_llm_sync THEN 'pending' END
+                        FROM site_schedules s WHERE s.id = ${input.siteId})`,
       })
       .returning();
     return row!;
@@ -240,8 +243,11 @@ export const LISTING_HISTORY = 5;
  * When the run `r` (id $1) may close: running, listed, and nothing of it pending. Asked first on
  * its own (`RUN_CLOSABLE`), then again by the closing statement on the row it updates.
  */
-const RUN_MAY_CLOSE = `r.status = 'running' AND r.listing_done
+const RUN_SETTLED = `r.status = 'running' AND r.listing_done
         AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = $1 AND p.status = 'pending')`;
+
+/** … and, for a `use_llm_sync` site, its sync done (decision 0025). */
+const RUN_MAY_CLOSE = `${RUN_SETTLED} AND r.sync_state IS DISTINCT FROM 'pending'`;
 
 /** A run's postings (errors) or postings read (fields missing) below which its shares raise nothing. */
 export const DRIFT_ALERT_MIN_POSTINGS = 5;
@@ -463,7 +469,8 @@ const FINALIZE_RUN = `
     FROM closed c
   `;
 
-const RUN_CLOSABLE = `SELECT 1 FROM scrape_runs r WHERE r.id = $1 AND ${RUN_MAY_CLOSE}`;
+const RUN_CLOSABLE = `SELECT r.sync_state = 'pending' AS awaiting_sync FROM scrape_runs r
+  WHERE r.id = $1 AND ${RUN_SETTLED}`;
 
 /** A run `finalizeRun` closed: its row, what its listing expired and missed, and the guard's say. */
 export type FinalizedRun = RunRow & {
@@ -516,7 +523,9 @@ export function finalizedRunLog(run: FinalizedRun): {
  * holds it, which ends the run `partial` with the guard's reason as its message and raises the
  * site's `listing_drop` alert (or counts it again), which the site's next normal listing resolves.
  * The same statement raises and resolves the site's `error_rate`, `fields_missing` and
- * `http_errors` alerts (decision 0021), the last from `requests`, which it keeps on the run. Then an adaptive site's interval follows the run's changes (decision 0022).
+ * `http_errors` alerts (decision 0021), the last from `requests`, which it keeps on the run. Then
+ * an adaptive site's interval follows the run's changes (decision 0022). A run of a
+ * `use_llm_sync` site closes only once its sync is over; until then `awaitingSync` is told.
  * Returns the closed run, or undefined when this call did not close it.
  */
 export async function finalizeRun(
@@ -525,20 +534,30 @@ export async function finalizeRun(
   policy: ExpiryPolicy = DEFAULT_EXPIRY_POLICY,
   {
     requests,
+    awaitingSync,
   }: {
     /** The run's requests by answer, read only for a run that may close; null when unknown. */
     requests?: () => Promise<RunRequestCounts | null>;
+    /**
+     * Told when the run would close but for its LLM sync (a `use_llm_sync` site, decision
+     * 0025): its sync job is to be queued, and the run closes once it is done.
+     */
+    awaitingSync?: (runId: string) => Promise<void>;
   } = {},
 ): Promise<FinalizedRun | undefined> {
   // Run after every settled batch, and almost always with postings still pending: a small
   // statement answers that, so that the closing one, whose plan costs about 0.3 ms each time
   // Postgres makes it, runs only for a run that may close. That one checks everything again.
-  const closable = await db.$client.query({
+  const closable = await db.$client.query<{ awaiting_sync: boolean | null }>({
     name: 'gleaner-run-closable',
     text: RUN_CLOSABLE,
     values: [id],
   });
   if (closable.rowCount === 0) return undefined;
+  if (closable.rows[0]?.awaiting_sync) {
+    await awaitingSync?.(id);
+    return undefined;
+  }
   const counted = (await requests?.()) ?? null;
   const result = await db.$client.query<{
     id: string;

@@ -158,15 +158,17 @@ export async function startScheduledSlots(
           AS i(site_id, slot, id, run_id, task_id, factor, correlation_id)
       ), claimed AS (
         SELECT s.id, ${EFFECTIVE_INTERVAL} AS interval_minutes, i.slot, i.id AS run_uuid,
-               i.run_id, i.task_id, i.factor, i.correlation_id
+               i.run_id, i.task_id, i.factor, i.correlation_id, s.use_llm_sync
         FROM site_schedules s JOIN input i ON i.site_id = s.id
         -- The slot came back from JavaScript at millisecond precision.
         WHERE s.enabled AND date_trunc('milliseconds', s.next_run_at) = i.slot
         FOR UPDATE OF s SKIP LOCKED
       ), started AS (
         INSERT INTO scrape_runs (id, run_id, site_schedule_id, task_id, trigger, scheduled_for,
-                                 correlation_id)
-        SELECT run_uuid, run_id, id, task_id, 'schedule', slot, correlation_id FROM claimed
+                                 correlation_id, sync_state)
+        SELECT run_uuid, run_id, id, task_id, 'schedule', slot, correlation_id,
+               CASE WHEN use_llm_sync THEN 'pending' END
+        FROM claimed
         ON CONFLICT DO NOTHING
         RETURNING site_schedule_id
       ), started_ids AS (

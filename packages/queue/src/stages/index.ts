@@ -4,6 +4,7 @@ import { documentsLedger } from './documents.js';
 import { extractLedger } from './extract.js';
 import type { LedgerMap } from './ledger.js';
 import { llmExtractLedger } from './llm-extract.js';
+import { llmSyncLedger } from './llm-sync.js';
 import { scrapeLedger } from './scrape.js';
 import { webhooksLedger } from './webhooks.js';
 
@@ -18,6 +19,7 @@ export const ledgers: LedgerMap = {
   extract: extractLedger,
   documents: documentsLedger,
   'llm-extract': llmExtractLedger,
+  'llm-sync': llmSyncLedger,
   backfill: backfillLedger,
   webhooks: webhooksLedger,
 };

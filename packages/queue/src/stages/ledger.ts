@@ -81,6 +81,10 @@ export interface StageSettings {
   FLEET_CONCURRENCY_LLM_EXTRACT: number;
   WORKER_CONCURRENCY_WEBHOOKS: number;
   FLEET_CONCURRENCY_WEBHOOKS: number;
+  WORKER_CONCURRENCY_LLM_SYNC: number;
+  FLEET_CONCURRENCY_LLM_SYNC: number;
+  /** One run's LLM sync (seed 004: 5 minutes). */
+  JOB_TIMEOUT_LLM_SYNC_MS: number;
   /** One webhook attempt's deadline (the receiver's whole answer). */
   WEBHOOK_TIMEOUT_MS: number;
   JOB_TIMEOUT_SCRAPE_MS: number;
@@ -121,6 +125,11 @@ export interface LedgerContext {
   settlePostings(
     settles: readonly Extract<PostingSettle, { status: 'error' }>[],
   ): Promise<ReadonlySet<string>>;
+  /**
+   * Closes a run that may close now (its LLM sync given up). The worker closes it at once; the
+   * reconciler leaves it to its finalize step.
+   */
+  closeRun(this: void, runId: string): Promise<void>;
 }
 
 /** What one reconciliation pass gives every stage. */

@@ -1,4 +1,8 @@
-import { failWebhookDeliveries, listQuietWebhookDeliveries, type DeliveryJobRef } from '@gleaner/db';
+import {
+  failWebhookDeliveries,
+  listQuietWebhookDeliveries,
+  type DeliveryJobRef,
+} from '@gleaner/db';
 import { webhookJob } from '../jobs/webhooks.js';
 import { stallLimit, type StageLedger } from './ledger.js';
 

@@ -41,6 +41,11 @@ export const siteView = z
     rate_limit_rps: z.number().nullable(),
     max_concurrency: z.int(),
     llm_extraction: z.boolean(),
+    use_llm_sync: z
+      .boolean()
+      .describe(
+        'Before a run closes, postings at new URLs are matched by the LLM with those it did not list again',
+      ),
     expire_after_misses: z
       .int()
       .nullable()
@@ -439,6 +444,19 @@ export const postingVersionView = z
     replaced_at: isoDateTime
       .nullable()
       .describe('When a newer field set replaced these; null for the current one'),
+    replaced_by_sync: z
+      .object({
+        method: z.literal('llm'),
+        model: z.string(),
+        evidence: z.string().describe('The passage found in both postings'),
+        reason: z.string().nullable(),
+        run_id: z.string().describe("The run's internal id"),
+        merged_posting_id: z.string().describe('The posting found at the new URL, now closed'),
+      })
+      .nullable()
+      .describe(
+        'When an LLM sync (`use_llm_sync`) found this posting again under a new URL and the fields there replaced these: its grounded decision; null otherwise',
+      ),
     fields: z.strictObject({
       ...postingFieldViews,
       provenance: z.record(z.string(), z.string().optional()).nullable(),

@@ -191,6 +191,7 @@ function presentCurrent(posting: PostingRow, earlier: PostingVersionRow[]) {
     body_sha256: posting.bodySha256,
     content_simhash: posting.contentSimhash,
     replaced_at: null,
+    replaced_by_sync: null,
     fields: { ...snakeCasePostingFields(posting), provenance: posting.provenance },
   };
 }
@@ -218,6 +219,7 @@ function presentEarlier(row: PostingVersionRow) {
     body_sha256: row.bodySha256,
     content_simhash: row.contentSimhash,
     replaced_at: row.createdAt.toISOString(),
+    replaced_by_sync: syncDecisionOf(stored.sync),
     fields: {
       ...fields,
       provenance:
@@ -227,5 +229,27 @@ function presentEarlier(row: PostingVersionRow) {
             ) as Record<string, string>)
           : null,
     },
+  };
+}
+
+/** The LLM sync decision an earlier field set was kept with, when it is whole (decision 0025). */
+function syncDecisionOf(value: unknown) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+  const decision = value as Record<string, unknown>;
+  const text = (key: string) => (typeof decision[key] === 'string' ? decision[key] : null);
+  const [model, evidence, runId, mergedId] = [
+    text('model'),
+    text('evidence'),
+    text('run_id'),
+    text('merged_posting_id'),
+  ];
+  if (decision.method !== 'llm' || !model || !evidence || !runId || !mergedId) return null;
+  return {
+    method: 'llm' as const,
+    model,
+    evidence,
+    reason: text('reason'),
+    run_id: runId,
+    merged_posting_id: mergedId,
   };
 }

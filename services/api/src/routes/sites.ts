@@ -59,6 +59,11 @@ const siteFields = {
     .describe(
       'Pages the rules cannot read (no posting, or a required field missing) go to the LLM stage while EXTRACTION_ENABLED is on',
     ),
+  use_llm_sync: z
+    .boolean()
+    .describe(
+      "Seed 004's `use_llm_sync` (decision 0025): before a run closes, the model is asked which postings it found for the first time are postings it did not list again under another URL (a renamed title, a moved location); a match whose evidence is in both keeps the earlier posting's id and history. Needs EXTRACTION_ENABLED. Off: a posting at a new URL is a new posting",
+    ),
   expire_after_misses: z
     .int()
     .min(1)
@@ -104,6 +109,7 @@ const createSiteBody = z
     rate_limit_rps: siteFields.rate_limit_rps.default(null),
     max_concurrency: siteFields.max_concurrency.default(4),
     llm_extraction: siteFields.llm_extraction.default(false),
+    use_llm_sync: siteFields.use_llm_sync.default(false),
     expire_after_misses: siteFields.expire_after_misses.default(null),
     adaptive: siteFields.adaptive.default(false),
     min_interval_minutes: siteFields.min_interval_minutes.default(null),
@@ -189,6 +195,7 @@ function toRow(body: SiteBody): Partial<NewSiteRow> {
   if (body.rate_limit_rps !== undefined) row.rateLimitRps = body.rate_limit_rps;
   if (body.max_concurrency !== undefined) row.maxConcurrency = body.max_concurrency;
   if (body.llm_extraction !== undefined) row.llmExtraction = body.llm_extraction;
+  if (body.use_llm_sync !== undefined) row.useLlmSync = body.use_llm_sync;
   if (body.expire_after_misses !== undefined) row.expireAfterMisses = body.expire_after_misses;
   if (body.adaptive !== undefined) row.adaptive = body.adaptive;
   if (body.min_interval_minutes !== undefined) row.minIntervalMinutes = body.min_interval_minutes;
@@ -198,6 +205,16 @@ function toRow(body: SiteBody): Partial<NewSiteRow> {
 }
 
 export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, { deps }) => {
+  /** The sync asks the LLM: with extraction off, no worker would, and runs would wait for it. */
+  const refuseSyncWithoutExtraction = (useLlmSync: boolean | undefined) => {
+    if (useLlmSync && !deps.config.EXTRACTION_ENABLED)
+      throw new ProblemError(
+        409,
+        'Extraction Disabled',
+        'use_llm_sync asks the LLM provider, and EXTRACTION_ENABLED is off',
+        { errors: [{ field: 'body.use_llm_sync', message: 'needs EXTRACTION_ENABLED' }] },
+      );
+  };
   const { db } = deps;
   // The fetcher's own address policy: a site the crawler could not fetch is refused here.
   const addressPolicy: AddressPolicyOptions = {
@@ -255,6 +272,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
       const body = request.body;
       request.audit = { target: body.site_name };
       const config = validatedConfig(body.kind, body.config, addressPolicy);
+      refuseSyncWithoutExtraction(body.use_llm_sync);
       // A name already taken throws DB_SITE_EXISTS, which the problem handler answers with 409.
       const site = await insertSite(db, {
         ...(toRow(body) as NewSiteRow),
@@ -343,7 +361,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         body: updateSiteBody,
         response: {
           200: success(siteView).describe('The site as changed'),
-          ...problemResponses(400, 404),
+          ...problemResponses(400, 404, 409),
         },
       },
     },
@@ -351,6 +369,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
       const site = await findSite(request.params.site);
       const body = request.body;
       const kind = body.kind ?? site.kind;
+      refuseSyncWithoutExtraction(body.use_llm_sync);
       const changes = toRow(body);
       if (body.config !== undefined || body.kind !== undefined)
         changes.config = validatedConfig(kind, body.config ?? site.config, addressPolicy);

@@ -9,7 +9,7 @@ import {
   type LlmExtractionRow,
   type LlmSubject,
 } from '@gleaner/db';
-import { ClassifiedError, isClassifiedError } from '@gleaner/errors';
+import { ClassifiedError } from '@gleaner/errors';
 import {
   extractFields,
   isExtractableText,
@@ -23,7 +23,6 @@ import {
 } from '@gleaner/llm';
 import {
   clearLlmAlert,
-  llmCallsPausedForMs,
   pauseLlmCalls,
   publishExtractionEvent,
   raiseLlmAlert,
@@ -33,7 +32,7 @@ import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { HandlerContext, JobHandler, LlmDeps } from '../context.js';
 import { LlmProviderBusyError } from './errors.js';
 import { mergeLlmPostingFields, missingPostingFields } from './posting-fields.js';
-import type { ProviderGate } from './provider-gate.js';
+import { providerCallHooks } from './provider-calls.js';
 import { loadLlmSource, LlmSubjectUnavailable, type LlmSource } from './subject.js';
 
 /**
@@ -86,7 +85,6 @@ async function callModel(
   row: LlmExtractionRow,
 ): Promise<ExtractionResult> {
   const subject: LlmSubject = { subjectType: row.subjectType, subjectId: row.subjectId };
-  let reservation: { id: string; gate: ProviderGate } | undefined;
   return extractFields(llm.client, {
     kind: source.subjectType === 'document' ? 'resume' : 'posting',
     text: source.text,
@@ -108,43 +106,9 @@ async function callModel(
           fallbackReason: reason,
         });
       },
-      async beforeCall({ model, estimatedTokens }) {
-        // A refused key pauses every replica's calls: the backlog waits instead of failing.
-        const pausedMs = await llmCallsPausedForMs(llm.redis, llm.prefix);
-        if (pausedMs > 0) throw new LlmProviderBusyError(pausedMs);
-        const gate = llm.gateFor(model);
-        const id = await gate.acquire(estimatedTokens, {
-          signal: context.signal,
-          maxWaitMs: llm.maxGateWaitMs,
-        });
-        reservation = { id, gate };
-      },
-      async afterCall({ model, answered, usage, rateLimit, error }) {
-        if (answered) await recordLlmAnswer(context.db, subject, row.version, { answered });
-        const held = reservation!;
-        reservation = undefined;
-        context.counters.llmCall({
-          model,
-          outcome:
-            error === undefined ? 'ok' : isClassifiedError(error) ? error.code : 'UNCLASSIFIED',
-          promptTokens: usage?.promptTokens,
-          completionTokens: usage?.completionTokens,
-        });
-        // A 429 stops every replica until its retry-after has passed, not only this one; so
-        // does a 5xx's retry-after, for this model (the fallback may still answer).
-        const retryAfterMs =
-          error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED'
-            ? (error.retryAfterMs ?? 1000)
-            : error instanceof LlmProviderError && error.code === 'LLM_UNAVAILABLE'
-              ? error.retryAfterMs
-              : undefined;
-        await held.gate.settle(held.id, {
-          actualTokens: usage?.totalTokens,
-          rateLimit,
-          retryAfterMs,
-        });
-        if (usage) await llm.budget.charge(row.tenantId, usage.totalTokens);
-      },
+      ...providerCallHooks(context, llm, row.tenantId, () =>
+        recordLlmAnswer(context.db, subject, row.version, { answered: true }).then(() => {}),
+      ),
     },
   });
 }

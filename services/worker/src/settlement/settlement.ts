@@ -46,6 +46,8 @@ export interface SettlementOptions {
   expiry?: ExpiryPolicy;
   /** A run's requests by answer, for its `http_errors` alert; not judged when absent. */
   runRequests?: (runId: string) => Promise<RunRequestCounts | null>;
+  /** Queues the LLM sync of a run that would close but for it (decision 0025). */
+  awaitingSync?: (runId: string) => Promise<void>;
 }
 
 /** One batch in flight per loader; requests arriving meanwhile form the next batch. */
@@ -100,11 +102,12 @@ async function eachOrAlone<K, V>(
 export function createSettlement(
   db: Database,
   logger: Logger,
-  { maxBatchSize = 64, expiry, runRequests }: SettlementOptions = {},
+  { maxBatchSize = 64, expiry, runRequests, awaitingSync }: SettlementOptions = {},
 ): Settlement {
   async function closeRunIfDone(runId: string): Promise<void> {
     const closed = await finalizeRun(db, runId, expiry, {
       ...(runRequests && { requests: () => runRequests(runId) }),
+      ...(awaitingSync && { awaitingSync }),
     });
     if (!closed) return;
     const { level, fields } = finalizedRunLog(closed);

@@ -74,6 +74,7 @@ export function presentSite(site: SiteRow) {
     rate_limit_rps: site.rateLimitRps,
     max_concurrency: site.maxConcurrency,
     llm_extraction: site.llmExtraction,
+    use_llm_sync: site.useLlmSync,
     expire_after_misses: site.expireAfterMisses,
     adaptive: site.adaptive,
     min_interval_minutes: site.minIntervalMinutes,

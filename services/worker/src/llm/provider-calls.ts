@@ -1,0 +1,62 @@
+import { isClassifiedError } from '@gleaner/errors';
+import { LlmProviderError, type LlmCallEnd, type LlmCallStart } from '@gleaner/llm';
+import { llmCallsPausedForMs } from '@gleaner/queue';
+import type { HandlerContext, LlmDeps } from '../context.js';
+import { LlmProviderBusyError } from './errors.js';
+import type { ProviderGate } from './provider-gate.js';
+
+/**
+ * The hooks every call to the provider goes through, whatever asks it (an extraction, a run's
+ * sync): a paused key waits (`LlmProviderBusyError`), the call takes a reservation of the model's
+ * shared gate and settles it with the usage and the provider's limits, it is counted for
+ * `/metrics`, and its tokens are charged to `tenantId`'s daily budget. `answered` hears of each
+ * answer the model gave.
+ */
+export function providerCallHooks(
+  context: HandlerContext,
+  llm: LlmDeps,
+  tenantId: string,
+  answered?: (call: LlmCallEnd) => Promise<void>,
+) {
+  let reservation: { id: string; gate: ProviderGate } | undefined;
+  return {
+    async beforeCall({ model, estimatedTokens }: LlmCallStart) {
+      // A refused key pauses every replica's calls: the backlog waits instead of failing.
+      const pausedMs = await llmCallsPausedForMs(llm.redis, llm.prefix);
+      if (pausedMs > 0) throw new LlmProviderBusyError(pausedMs);
+      const gate = llm.gateFor(model);
+      const id = await gate.acquire(estimatedTokens, {
+        signal: context.signal,
+        maxWaitMs: llm.maxGateWaitMs,
+      });
+      reservation = { id, gate };
+    },
+    async afterCall(call: LlmCallEnd) {
+      const { model, usage, rateLimit, error } = call;
+      if (call.answered) await answered?.(call);
+      const held = reservation!;
+      reservation = undefined;
+      context.counters.llmCall({
+        model,
+        outcome:
+          error === undefined ? 'ok' : isClassifiedError(error) ? error.code : 'UNCLASSIFIED',
+        promptTokens: usage?.promptTokens,
+        completionTokens: usage?.completionTokens,
+      });
+      // A 429 stops every replica until its retry-after has passed, not only this one; so
+      // does a 5xx's retry-after, for this model (the fallback may still answer).
+      const retryAfterMs =
+        error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED'
+          ? (error.retryAfterMs ?? 1000)
+          : error instanceof LlmProviderError && error.code === 'LLM_UNAVAILABLE'
+            ? error.retryAfterMs
+            : undefined;
+      await held.gate.settle(held.id, {
+        actualTokens: usage?.totalTokens,
+        rateLimit,
+        retryAfterMs,
+      });
+      if (usage) await llm.budget.charge(tenantId, usage.totalTokens);
+    },
+  };
+}
