@@ -1,6 +1,5 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { getPosting, insertSite, type PostingRow, type SiteRow } from '@gleaner/db';
 import { SYNC_SYSTEM_PROMPT } from '@gleaner/llm';
 import {
@@ -10,10 +9,10 @@ import {
   type LlmReply,
   type LlmRequest,
 } from '@gleaner/testing';
-import { createLlmDeps } from '@gleaner/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApp } from './support/api-server.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
+import { llmStage } from './support/llm-postings.js';
 
 /**
  * Seed 004's `use_llm_sync` (decision 0025): a career site re-publishes a posting under a new URL
@@ -105,25 +104,7 @@ let app: TestApp;
 
 beforeAll(async () => {
   llm = await startLlmServer({ apiKey: 'test-key', responder: syncAnswer });
-  system = await startInProcessSystem('llm_sync', {
-    more: (producer, prefix) => ({
-      deps: {
-        llm: createLlmDeps(
-          {
-            ...fragmentDefaults(extractionFragment),
-            EXTRACTION_ENABLED: true,
-            EXTRACTION_RATE_LIMIT_RPM: 0,
-            EXTRACTION_RATE_LIMIT_TPM: 0,
-            QUEUE_PREFIX: prefix,
-            GROQ_API_KEY: 'test-key',
-            GROQ_BASE_URL: llm.baseURL,
-          },
-          producer,
-        ),
-      },
-      queues: ['llm-sync'],
-    }),
-  });
+  system = await startInProcessSystem('llm_sync', { more: llmStage(llm, ['llm-sync']) });
   api = await startTestApi(system, { EXTRACTION_ENABLED: true });
   app = api.app;
 });

@@ -108,29 +108,41 @@ const postingsOf = async (runId: string) =>
     )
   ).rows;
 
+/**
+ * Seed 003's example body against `siteName`: the run ends `succeeded` with exactly 50 postings,
+ * each one a match of the search.
+ */
+async function runSeedBody(siteName: string): Promise<RunRow> {
+  const started = await app.inject({
+    method: 'POST',
+    url: '/jobs/scrape',
+    payload: {
+      site_name: siteName,
+      search_term: 'python developer',
+      location: 'remote',
+      is_remote: true,
+      results_wanted: 50,
+    },
+  });
+  expect(started.statusCode).toBe(202);
+  const { run_id: runId } = started.json<{ data: { run_id: string } }>().data;
+  const run = await runToEnd(runId);
+  expect(run).toMatchObject({
+    status: 'succeeded',
+    requestedPages: 50,
+    readyCount: 50,
+    errorsCount: 0,
+  });
+  const postings = await postingsOf(runId);
+  expect(postings).toHaveLength(50);
+  expect(postings.every((posting) => /python|developer/i.test(posting.title))).toBe(true);
+  return run;
+}
+
 describe('POST /jobs/scrape with a search', () => {
   it("runs seed 003's example body to exactly 50 postings", async () => {
     usajobs.resetRequests();
-    const started = await app.inject({
-      method: 'POST',
-      url: '/jobs/scrape',
-      payload: {
-        site_name: 'federal-python',
-        search_term: 'python developer',
-        location: 'remote',
-        is_remote: true,
-        results_wanted: 50,
-      },
-    });
-    expect(started.statusCode).toBe(202);
-    const { run_id: runId } = started.json<{ data: { run_id: string } }>().data;
-    const run = await runToEnd(runId);
-    expect(run).toMatchObject({
-      status: 'succeeded',
-      requestedPages: 50,
-      readyCount: 50,
-      errorsCount: 0,
-    });
+    const run = await runSeedBody('federal-python');
     // The run's fields equal the saved search's: a run of the saved search, cut by results_wanted.
     expect(run.search).toEqual({
       search_term: 'python developer',
@@ -138,9 +150,6 @@ describe('POST /jobs/scrape with a search', () => {
       is_remote: true,
     });
     expect(run.listingComplete).toBe(false);
-    const postings = await postingsOf(runId);
-    expect(postings).toHaveLength(50);
-    expect(postings.every((posting) => /python|developer/i.test(posting.title))).toBe(true);
     expect(usajobs.requests().map((request) => request.query.Page)).toEqual(['1', '2', '3']);
     expect(usajobs.requests()[0]!.query).toMatchObject({
       Keyword: 'python developer',
@@ -148,7 +157,7 @@ describe('POST /jobs/scrape with a search', () => {
       RemoteIndicator: 'True',
     });
 
-    const view = await app.inject({ method: 'GET', url: `/jobs/scrape/${runId}?limit=0` });
+    const view = await app.inject({ method: 'GET', url: `/jobs/scrape/${run.runId}?limit=0` });
     expect(view.json<{ data: { search: unknown } }>().data.search).toEqual({
       search_term: 'python developer',
       location: 'remote',
@@ -160,28 +169,7 @@ describe('POST /jobs/scrape with a search', () => {
     ['adzuna', 'adzuna-python'],
     ['remotive', 'remotive-python'],
   ])("runs seed 003's example body to exactly 50 postings on %s too", async (_kind, siteName) => {
-    const started = await app.inject({
-      method: 'POST',
-      url: '/jobs/scrape',
-      payload: {
-        site_name: siteName,
-        search_term: 'python developer',
-        location: 'remote',
-        is_remote: true,
-        results_wanted: 50,
-      },
-    });
-    expect(started.statusCode).toBe(202);
-    const { run_id: runId } = started.json<{ data: { run_id: string } }>().data;
-    expect(await runToEnd(runId)).toMatchObject({
-      status: 'succeeded',
-      requestedPages: 50,
-      readyCount: 50,
-      errorsCount: 0,
-    });
-    const postings = await postingsOf(runId);
-    expect(postings).toHaveLength(50);
-    expect(postings.every((posting) => /python|developer/i.test(posting.title))).toBe(true);
+    await runSeedBody(siteName);
   });
 
   it('answers ?mode=sync with results_wanted 15 with those 15 postings', async () => {

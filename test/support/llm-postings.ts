@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { extractionFragment, fragmentDefaults } from '@gleaner/config';
+import type { WorkQueueName } from '@gleaner/queue';
 import type { FixtureLlmServer } from '@gleaner/testing';
 import { createLlmDeps } from '@gleaner/worker';
 import type { InProcessSystemOptions } from './in-process-system.js';
@@ -63,11 +64,14 @@ export const LLM_VERSION = '1.0.0';
 export const LLM_MAX_ATTEMPTS = 2;
 
 /**
- * `startInProcessSystem`'s `more`: each replica serves `llm-extract` too, with extraction on, no
+ * `startInProcessSystem`'s `more`: each replica serves `queues` too (`llm-extract` by default), with extraction on, no
  * provider limits and no model settings (Groq's defaults, `openai/gpt-oss-20b` then `-120b`),
  * against `llm` through the real client.
  */
-export function llmStage(llm: FixtureLlmServer): NonNullable<InProcessSystemOptions['more']> {
+export function llmStage(
+  llm: FixtureLlmServer,
+  queues: WorkQueueName[] = ['llm-extract'],
+): NonNullable<InProcessSystemOptions['more']> {
   return (producer, prefix) => ({
     deps: {
       extraction: { version: LLM_VERSION, maxAttempts: LLM_MAX_ATTEMPTS, retryBaseMs: 0 },
@@ -84,7 +88,7 @@ export function llmStage(llm: FixtureLlmServer): NonNullable<InProcessSystemOpti
         producer,
       ),
     },
-    queues: ['llm-extract'],
+    queues,
     concurrency: { 'llm-extract': 2 },
   });
 }
