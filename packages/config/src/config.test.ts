@@ -29,6 +29,7 @@ describe('parseConfig', () => {
       'extract',
       'documents',
       'llm-extract',
+      'llm-sync',
       'backfill',
       'webhooks',
     ]);

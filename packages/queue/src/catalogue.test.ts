@@ -16,6 +16,7 @@ describe('job catalogue', () => {
       'documents',
       'extract',
       'llm-extract',
+      'llm-sync',
       'scheduler',
       'scrape',
       'webhooks',
@@ -42,6 +43,7 @@ describe('job catalogue', () => {
       'documents',
       'extract',
       'llm-extract',
+      'llm-sync',
       'scrape',
       'webhooks',
     ]);

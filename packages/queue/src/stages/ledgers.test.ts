@@ -81,6 +81,7 @@ describe('stage policies', () => {
       extract: 5,
       documents: 0,
       'llm-extract': 12,
+      'llm-sync': 0,
       backfill: 1,
       webhooks: 0,
     });
