@@ -107,6 +107,11 @@ describe('the command line', () => {
       min_interval_minutes: 10,
     });
     expect(JSON.parse(api.requests[3]!.body)).not.toHaveProperty('max_interval_minutes');
+    await gleaner(['sites', 'add', 'acme', '--llm', '--llm-sync']);
+    expect(JSON.parse(api.requests[4]!.body)).toMatchObject({
+      llm_extraction: true,
+      use_llm_sync: true,
+    });
   });
 
   it('says when the API cannot be reached', async () => {
@@ -179,6 +184,27 @@ describe('runs', () => {
       'run manual_new queued; follow it with: gleaner runs watch manual_new\n',
     );
     expect(JSON.parse(api.requests[0]!.body)).toEqual({ site_name: 'acme', results_wanted: 5 });
+    // A search-driven site's run with its own search (seed 003's body).
+    await gleaner([
+      'runs',
+      'start',
+      '--site',
+      'federal-python',
+      '--search',
+      'python developer',
+      '--location',
+      'remote',
+      '--remote',
+      '--results',
+      '50',
+    ]);
+    expect(JSON.parse(api.requests[1]!.body)).toEqual({
+      site_name: 'federal-python',
+      search_term: 'python developer',
+      location: 'remote',
+      is_remote: true,
+      results_wanted: 50,
+    });
   });
 });
 

@@ -49,6 +49,15 @@ export async function watchRun(context: CliContext, runId: string): Promise<numb
   return runExitCode(run);
 }
 
+interface StartOptions {
+  site: string;
+  results?: number;
+  search?: string;
+  location?: string;
+  remote?: boolean;
+  watch?: boolean;
+}
+
 export function runsCommand(act: Act): Command {
   const runs = new Command('runs').description('start, watch and cancel scrape runs');
 
@@ -57,14 +66,20 @@ export function runsCommand(act: Act): Command {
     .description("start a run of a site now (the site's schedule is unchanged)")
     .requiredOption('--site <name>', 'site name')
     .option('--results <n>', 'stop after this many postings', integer(1, 100_000))
+    .option('--search <words>', "search-driven kinds: this run's search words")
+    .option('--location <place>', "search-driven kinds: this run's location (or remote)")
+    .option('--remote', 'search-driven kinds: remote jobs only')
     .option('--watch', 'follow the run until it ends; the exit status says how it ended')
     .action(
-      act(async (context, options: { site: string; results?: number; watch?: boolean }) => {
+      act(async (context, options: StartOptions) => {
         const answer = unwrap(
           await context.api.POST('/jobs/scrape', {
             body: {
               site_name: options.site,
               ...(options.results === undefined ? {} : { results_wanted: options.results }),
+              ...(options.search === undefined ? {} : { search_term: options.search }),
+              ...(options.location === undefined ? {} : { location: options.location }),
+              ...(options.remote ? { is_remote: true } : {}),
             },
           }),
         );

@@ -16,6 +16,7 @@ interface AddOptions {
   concurrency?: number;
   disabled?: boolean;
   llm?: boolean;
+  llmSync?: boolean;
   expireAfterMisses?: number;
   adaptive?: boolean;
   minInterval?: number;
@@ -36,6 +37,7 @@ export function newSiteBody(name: string, options: AddOptions): NewSite {
     ...(options.concurrency === undefined ? {} : { max_concurrency: options.concurrency }),
     ...(options.disabled ? { enabled: false } : {}),
     ...(options.llm ? { llm_extraction: true } : {}),
+    ...(options.llmSync ? { use_llm_sync: true } : {}),
     ...(options.expireAfterMisses === undefined
       ? {}
       : { expire_after_misses: options.expireAfterMisses }),
@@ -76,6 +78,10 @@ export function sitesCommand(act: Act): Command {
     .option('--concurrency <n>', 'requests in flight to the site at most', integer(1, 256))
     .option('--disabled', 'register it disabled (the scheduler leaves it alone)')
     .option('--llm', 'send pages the rules cannot read to the LLM stage')
+    .option(
+      '--llm-sync',
+      'before a run closes, let the LLM match postings at new URLs with those not listed again (decision 0025)',
+    )
     .option(
       '--expire-after-misses <n>',
       "complete listings that must miss a posting before it expires (default: the fleet's, 2)",
