@@ -78,8 +78,29 @@ function crawlWorker(): ServiceProcess {
 
 describe('worker heartbeats', () => {
   it('show a killed crawl worker dead within two beats, and the live ones with their jobs', async () => {
+    // Rows of workers long gone: one silent for 8 days, one for 3.
+    for (const [workerId, days] of [
+      ['gone-8d', 8],
+      ['gone-3d', 3],
+    ] as const)
+      await handle.pool.query(
+        `INSERT INTO worker_heartbeats (worker_id, hostname, pid, queues, status, started_at,
+           last_heartbeat, heartbeat_interval_ms)
+         VALUES ($1, 'old-host', 1, '{crawl}', 'running', now() - make_interval(days => $2),
+                 now() - make_interval(days => $2), 10000)`,
+        [workerId, days],
+      );
     const processes = [crawlWorker(), crawlWorker(), crawlWorker()];
     await Promise.all(processes.map((worker) => waitForLog(worker, 'worker started')));
+    // A worker starting forgets the workers silent for a week; the other stays a while.
+    await expect
+      .poll(async () => {
+        const { rows } = await handle.pool.query<{ worker_id: string }>(
+          `SELECT worker_id FROM worker_heartbeats WHERE hostname = 'old-host' ORDER BY worker_id`,
+        );
+        return rows.map((row) => row.worker_id);
+      })
+      .toEqual(['gone-3d']);
     const registered = await insertSite(handle.db, {
       siteName: 'heartbeats',
       kind: 'career-site',

@@ -1,6 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { writeWorkerBeat, type Database, type WorkerCurrentJob } from '@gleaner/db';
+import {
+  forgetSilentWorkers,
+  writeWorkerBeat,
+  type Database,
+  type WorkerCurrentJob,
+} from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import { createBeatLoop, type BeatLoop } from './beat-loop.js';
 
@@ -12,7 +17,7 @@ const LISTED_JOBS = 100;
  * `worker_heartbeats`, written every interval with the queues it serves, whether it is running,
  * stopping or stopped, the jobs it completed and failed, and the jobs it is running now. `GET
  * /workers` reads the rows and calls a worker silent for two of its intervals that never said
- * stopped dead.
+ * stopped dead. The rows of workers silent for a week are deleted as a worker starts.
  */
 export interface WorkerHeartbeat extends BeatLoop {
   /** `host-pid-random`: unique per process even when tests run several in one. */
@@ -36,6 +41,7 @@ export function createWorkerHeartbeat(options: {
   const current = new Set<WorkerCurrentJob>();
   let jobsCompleted = 0;
   let jobsFailed = 0;
+  let first = true;
   const loop = createBeatLoop(
     intervalMs,
     async (phase) => {
@@ -57,6 +63,11 @@ export function createWorkerHeartbeat(options: {
         startedAt,
         intervalMs,
       });
+      // Each process starting clears the rows of workers gone for a week.
+      if (first) {
+        first = false;
+        await forgetSilentWorkers(db);
+      }
     },
     (error) => logger.warn({ err: error, workerId }, 'could not write the worker heartbeat'),
   );

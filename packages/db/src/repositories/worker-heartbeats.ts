@@ -35,6 +35,26 @@ export async function writeWorkerBeat(db: Database, beat: WorkerBeat): Promise<v
     .onConflictDoUpdate({ target: workerHeartbeats.workerId, set: values });
 }
 
+/** How long the row of a worker that no longer beats is kept: a week of restarts to look back on. */
+export const WORKER_ROW_KEPT_MS = 7 * 24 * 3_600_000;
+
+/**
+ * Deletes the rows of workers silent for longer than `olderThanMs`: every process start adds a
+ * row (its id is new), so a fleet that restarts often would otherwise grow the table for ever.
+ * Returns how many it deleted.
+ */
+export async function forgetSilentWorkers(
+  db: Database,
+  olderThanMs = WORKER_ROW_KEPT_MS,
+): Promise<number> {
+  const { rowCount } = await db.$client.query(
+    `DELETE FROM worker_heartbeats
+     WHERE last_heartbeat < now() - make_interval(secs => $1::float8 / 1000)`,
+    [olderThanMs],
+  );
+  return rowCount ?? 0;
+}
+
 /** A worker silent for this many of its own intervals, and not stopped, is dead. */
 export const DEAD_AFTER_BEATS = 2;
 /** Stopped and dead workers are listed for a day after their last beat. */
