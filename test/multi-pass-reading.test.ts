@@ -2,11 +2,26 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { extractionFragment, fragmentDefaults } from '@gleaner/config';
 import { insertSite } from '@gleaner/db';
-import { normaliseForMatch, PAGE_READ_SYSTEM_PROMPT, POST_INVESTIGATE_SYSTEM_PROMPT } from '@gleaner/llm';
-import { reply, startLlmServer, type FixtureLlmServer, type LlmReply, type LlmRequest } from '@gleaner/testing';
-import { createLlmDeps } from '@gleaner/worker';
+import {
+  normaliseForMatch,
+  PAGE_READ_SYSTEM_PROMPT,
+  POST_INVESTIGATE_SYSTEM_PROMPT,
+} from '@gleaner/llm';
+import {
+  reply,
+  startLlmServer,
+  type FixtureLlmServer,
+  type LlmReply,
+  type LlmRequest,
+} from '@gleaner/testing';
+import { createRedisConnection } from '@gleaner/queue';
+import { createLlmDeps, startWorkers } from '@gleaner/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
+import {
+  startInProcessSystem,
+  testWorkerDeps,
+  type InProcessSystem,
+} from './support/in-process-system.js';
 
 /**
  * Seed 004's multi-pass reading (decision 0026): a career site without structured data whose
@@ -60,12 +75,18 @@ async function startSite(requests: string[]) {
     const path = request.url ?? '/';
     requests.push(path);
     const html = (body: string) =>
-      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html><html><body>${body}</body></html>`);
+      response
+        .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+        .end(`<!doctype html><html><body>${body}</body></html>`);
     if (path === '/robots.txt') return void response.writeHead(404).end();
     if (path === '/careers')
-      return html(`<h1>Open positions</h1>${POSTS.map(summary).join('')}<a rel="next" href="/careers?page=2">Next</a>`);
+      return html(
+        `<h1>Open positions</h1>${POSTS.map(summary).join('')}<a rel="next" href="/careers?page=2">Next</a>`,
+      );
     if (path === '/careers?page=2')
-      return html(`<h1>Open positions</h1>${[POSTS[0]!, POSTS[5]!, POSTS[11]!].map(summary).join('')}`);
+      return html(
+        `<h1>Open positions</h1>${[POSTS[0]!, POSTS[5]!, POSTS[11]!].map(summary).join('')}`,
+      );
     const post = POSTS.find((p) => p.slug && path === `/jobs/${p.slug}`);
     if (!post) return void response.writeHead(404).end();
     return html(
@@ -153,7 +174,9 @@ beforeAll(async () => {
         const answer = investigateAnswer(request);
         return slowInvestigationMs > 0 ? reply.slow(slowInvestigationMs, answer) : answer;
       }
-      return reply.status(400, { error: { message: 'unexpected prompt', type: 'invalid_request_error' } });
+      return reply.status(400, {
+        error: { message: 'unexpected prompt', type: 'invalid_request_error' },
+      });
     },
   });
   system = await startInProcessSystem('multi_pass', { more: llmMore });
@@ -201,7 +224,12 @@ describe('a career site whose listing pages carry the posts', () => {
       const before = { pages: pageReads(), details: detailReads() };
       const created = await siteOf('listed-posts', site.url);
       const run = await system.runToEnd(created.id);
-      expect(run).toMatchObject({ status: 'succeeded', readyCount: 12, errorsCount: 0, pagesState: 'done' });
+      expect(run).toMatchObject({
+        status: 'succeeded',
+        readyCount: 12,
+        errorsCount: 0,
+        pagesState: 'done',
+      });
       // Pass 1: two page reads; pass 3: four detail reads; pass 2 asked no model.
       expect(pageReads() - before.pages).toBe(2);
       expect(detailReads() - before.details).toBe(4);
@@ -240,7 +268,9 @@ describe('a career site whose listing pages carry the posts', () => {
       expect(unlinked.map((p) => p.title).sort()).toEqual(['Office Manager', 'Security Engineer']);
       // Only the 4 posts missing a location were fetched on their own.
       expect(requests.filter((path) => path.startsWith('/jobs/')).sort()).toEqual(
-        POSTS.filter((p) => p.detailLocation).map((p) => `/jobs/${p.slug}`).sort(),
+        POSTS.filter((p) => p.detailLocation)
+          .map((p) => `/jobs/${p.slug}`)
+          .sort(),
       );
       // The passes' progress is on the run's log.
       const progress = await system.handle.pool.query<{ pages_state: string }>(
@@ -249,6 +279,75 @@ describe('a career site whose listing pages carry the posts', () => {
       );
       expect(progress.rows[0]?.pages_state).toBe('done');
     } finally {
+      await site.close();
+    }
+  });
+
+  it('repeats only the pass whose worker was stopped mid-pass', async () => {
+    const requests: string[] = [];
+    const site = await startSite(requests);
+    const killed = await startInProcessSystem('multi_pass_killed', { more: llmMore });
+    try {
+      const before = { pages: pageReads(), details: detailReads() };
+      const created = await insertSite(killed.handle.db, {
+        siteName: 'listed-posts-killed',
+        kind: 'career-site',
+        config: { url: site.url, listingUrl: `${site.url}/careers`, postsOnListing: true },
+        minPauseSeconds: 0,
+        maxPauseSeconds: 0,
+        llmExtraction: true,
+      });
+      slowInvestigationMs = 3_000;
+      const ended = killed.runToEnd(created.id, 90_000);
+      // An investigation is under way (its detail read asked of the slow model)…
+      for (let waited = 0; detailReads() === before.details && waited < 30_000; waited += 25)
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      expect(detailReads()).toBeGreaterThan(before.details);
+      // …when the only replica stops without waiting for its jobs.
+      await killed.replicas[0]!.runtime.close(0);
+      slowInvestigationMs = 0;
+      const connection = createRedisConnection(killed.namespace.target, 'worker');
+      const producer = createRedisConnection(killed.namespace.target, 'producer');
+      const more = llmMore(producer, killed.namespace.prefix);
+      const replacement = startWorkers(
+        {
+          ...testWorkerDeps({
+            db: killed.handle.db,
+            queues: killed.queues,
+            fetcher: killed.fetcher,
+            producer,
+            prefix: killed.namespace.prefix,
+          }),
+          ...more.deps,
+        },
+        {
+          connection,
+          prefix: killed.namespace.prefix,
+          queues: ['scrape', 'crawl', 'extract', 'llm-pages'],
+          stalls: { lockDuration: 500, stalledInterval: 250 },
+        },
+      );
+      try {
+        const run = await ended;
+        expect(run).toMatchObject({ status: 'succeeded', readyCount: 12, errorsCount: 0 });
+        // Pass 1 was not asked again: its two page reads are the first run's.
+        expect(pageReads() - before.pages).toBe(2);
+        // Only investigations ran again: at most the interrupted ones on top of the four.
+        expect(detailReads() - before.details).toBeGreaterThanOrEqual(4);
+        const { rows } = await killed.handle.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM postings WHERE run_id = $1 AND status = 'ready'
+             AND location IS NOT NULL`,
+          [run.id],
+        );
+        expect(rows[0]?.n).toBe(12);
+      } finally {
+        await replacement.close(1_000);
+        connection.disconnect();
+        producer.disconnect();
+      }
+    } finally {
+      slowInvestigationMs = 0;
+      await killed.close();
       await site.close();
     }
   });

@@ -83,7 +83,9 @@ Rules:
 const nullableText = z
   .string()
   .nullish()
-  .transform((value) => (value === undefined || value === null || value.trim() === '' ? null : value));
+  .transform((value) =>
+    value === undefined || value === null || value.trim() === '' ? null : value,
+  );
 
 const readAnswer = z.object({
   posts: z.array(
@@ -197,7 +199,9 @@ async function askForJson(
   try {
     return { value: JSON.parse(content.trim().replace(/^```(?:json)?\s*|\s*```$/g, '')), usage };
   } catch {
-    throw new LlmOutputError([{ model, problem: 'invalid_json', detail: 'the answer is not JSON' }]);
+    throw new LlmOutputError([
+      { model, problem: 'invalid_json', detail: 'the answer is not JSON' },
+    ]);
   }
 }
 
@@ -290,7 +294,7 @@ Rules:
 
 const FIELD_HINTS: Record<InvestigatedField, string> = {
   title: '"title": the job title as written',
-  company: "\"company\": the hiring company's name as written",
+  company: '"company": the hiring company\'s name as written',
   location: '"location": the job\'s location as written (e.g. "Berlin, Germany" or "Remote")',
 };
 
@@ -394,7 +398,9 @@ function identity(fields: PagePostFields): string {
 
 /** The stable key of a post without its own link: a hash of its site and folded identity. */
 export function pagePostHashKey(siteId: string, fields: PagePostFields): string {
-  const digest = createHash('sha256').update(`${siteId}\u0000${identity(fields)}`).digest('hex');
+  const digest = createHash('sha256')
+    .update(`${siteId}\u0000${identity(fields)}`)
+    .digest('hex');
   return `post-${digest.slice(0, 32)}`;
 }
 

@@ -265,7 +265,9 @@ export async function settleInvestigation(
   outcome: { found: Partial<PagePostFields>; from: string } | { error: string },
 ): Promise<boolean> {
   const done = 'found' in outcome;
-  const sources = done ? Object.fromEntries(Object.keys(outcome.found).map((k) => [k, outcome.from])) : {};
+  const sources = done
+    ? Object.fromEntries(Object.keys(outcome.found).map((k) => [k, outcome.from]))
+    : {};
   const { rowCount } = await db.$client.query(
     `UPDATE listing_posts SET investigation = $3, fields = fields || $4::jsonb,
        sources = sources || $5::jsonb, error = $6, updated_at = now()

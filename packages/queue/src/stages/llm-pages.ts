@@ -1,4 +1,10 @@
-import { failRun, listQuietPagesWork, settleInvestigation, settleListingPage, type PagesWork } from '@gleaner/db';
+import {
+  failRun,
+  listQuietPagesWork,
+  settleInvestigation,
+  settleListingPage,
+  type PagesWork,
+} from '@gleaner/db';
 import { llmPagesJob } from '../jobs/llm-pages.js';
 import { stallLimit, type StageLedger } from './ledger.js';
 

@@ -225,9 +225,14 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
       config !== null &&
       (config as { postsOnListing?: unknown }).postsOnListing === true;
     if (postsOnListing && !llmExtraction)
-      throw new ProblemError(400, 'Validation Failed', 'config.postsOnListing needs llm_extraction', {
-        errors: [{ field: 'body.config.postsOnListing', message: 'needs llm_extraction' }],
-      });
+      throw new ProblemError(
+        400,
+        'Validation Failed',
+        'config.postsOnListing needs llm_extraction',
+        {
+          errors: [{ field: 'body.config.postsOnListing', message: 'needs llm_extraction' }],
+        },
+      );
   };
   const { db } = deps;
   // The fetcher's own address policy: a site the crawler could not fetch is refused here.

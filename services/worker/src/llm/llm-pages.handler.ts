@@ -211,13 +211,19 @@ async function investigate(
       });
       if (settled)
         context.log.info(
-          { url: post.link, found: Object.keys(result.found).join(' '), missing: missing.join(' ') },
+          {
+            url: post.link,
+            found: Object.keys(result.found).join(' '),
+            missing: missing.join(' '),
+          },
           'post investigated on its own page',
         );
     }
     await logProgress(context, payload.runId, 'investigation done');
   } else if (post) {
-    await settleInvestigation(context.db, payload.runId, payload.key, { error: 'no page of its own' });
+    await settleInvestigation(context.db, payload.runId, payload.key, {
+      error: 'no page of its own',
+    });
   } else context.log.debug('post not waiting for its investigation; skipping');
   return settlePosts(payload.runId, context);
 }
