@@ -2344,6 +2344,8 @@ export interface paths {
                                         webhooksFailed?: number;
                                         syncRequeued?: number;
                                         syncFailed?: number;
+                                        pagesRequeued?: number;
+                                        pagesFailed?: number;
                                     };
                                     last_pass: {
                                         replica: string;
@@ -2381,6 +2383,8 @@ export interface paths {
                                             webhooksFailed?: number;
                                             syncRequeued?: number;
                                             syncFailed?: number;
+                                            pagesRequeued?: number;
+                                            pagesFailed?: number;
                                         };
                                         /** @enum {string} */
                                         redis: "ok" | "unavailable";
@@ -2426,6 +2430,8 @@ export interface paths {
                                         webhooksFailed?: number;
                                         syncRequeued?: number;
                                         syncFailed?: number;
+                                        pagesRequeued?: number;
+                                        pagesFailed?: number;
                                     };
                                     /** @enum {string} */
                                     redis: "ok" | "unavailable";
@@ -2610,6 +2616,8 @@ export interface paths {
                                     webhooksFailed?: number;
                                     syncRequeued?: number;
                                     syncFailed?: number;
+                                    pagesRequeued?: number;
+                                    pagesFailed?: number;
                                 };
                                 /** @enum {string} */
                                 redis: "ok" | "unavailable";
@@ -5152,7 +5160,7 @@ export interface paths {
             parameters: {
                 query?: {
                     /** @description The queue the job failed in: scrape, crawl, extract, documents, llm-extract */
-                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "llm-sync" | "backfill" | "webhooks";
+                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "llm-sync" | "llm-pages" | "backfill" | "webhooks";
                     /** @description A site's id or site_name: its scrape, crawl, extract and posting LLM jobs */
                     site?: string;
                     /** @description A tenant: its documents' jobs, and those of the sites it owns */
@@ -5280,7 +5288,7 @@ export interface paths {
             parameters: {
                 query?: {
                     /** @description The queue the job failed in: scrape, crawl, extract, documents, llm-extract */
-                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "llm-sync" | "backfill" | "webhooks";
+                    queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "llm-sync" | "llm-pages" | "backfill" | "webhooks";
                     /** @description A site's id or site_name: its scrape, crawl, extract and posting LLM jobs */
                     site?: string;
                     /** @description A tenant: its documents' jobs, and those of the sites it owns */
@@ -5433,7 +5441,7 @@ export interface paths {
                          * @description The queue the job failed in: scrape, crawl, extract, documents, llm-extract
                          * @enum {string}
                          */
-                        queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "llm-sync" | "backfill" | "webhooks";
+                        queue?: "scrape" | "crawl" | "extract" | "documents" | "llm-extract" | "llm-sync" | "llm-pages" | "backfill" | "webhooks";
                         /** @description A site's id or site_name: its scrape, crawl, extract and posting LLM jobs */
                         site?: string;
                         /** @description A tenant: its documents' jobs, and those of the sites it owns */

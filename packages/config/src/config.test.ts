@@ -30,6 +30,7 @@ describe('parseConfig', () => {
       'documents',
       'llm-extract',
       'llm-sync',
+      'llm-pages',
       'backfill',
       'webhooks',
     ]);

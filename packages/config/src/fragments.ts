@@ -215,6 +215,8 @@ export const workerFragment = {
   WORKER_CONCURRENCY_WEBHOOKS: integerFromEnv(8, { min: 1, max: 256 }),
   /** Runs' LLM syncs at once per worker (decision 0025): one model call each, a few per run. */
   WORKER_CONCURRENCY_LLM_SYNC: integerFromEnv(2, { min: 1, max: 64 }),
+  /** Jobs of multi-pass readings at once per worker (decision 0026): one model call each. */
+  WORKER_CONCURRENCY_LLM_PAGES: integerFromEnv(4, { min: 1, max: 64 }),
   /**
    * Child processes parsing documents (PDF, DOCX, HTML, text) for a worker that serves
    * `documents`: a parse that runs past its timeout is stopped by killing its process, which the
@@ -241,6 +243,8 @@ export const workerFragment = {
   JOB_TIMEOUT_EXTRACT_MS: integerFromEnv(10 * 60_000, { min: 1000, max: 3_600_000 }),
   /** One run's LLM sync: seed 004's SyncPostsJob timeout, 5 minutes. */
   JOB_TIMEOUT_LLM_SYNC_MS: integerFromEnv(5 * 60_000, { min: 1000, max: 3_600_000 }),
+  /** One job of a multi-pass reading (a page, the merge, a post's own page): seed 004's 10 minutes. */
+  JOB_TIMEOUT_LLM_PAGES_MS: integerFromEnv(10 * 60_000, { min: 1000, max: 3_600_000 }),
   /**
    * How jobs whose worker died are found (BullMQ's stall check): a job's lock lasts
    * `WORKER_LOCK_DURATION_MS` unless renewed, and every `WORKER_STALLED_INTERVAL_MS` a worker
@@ -270,6 +274,7 @@ export const workerFragment = {
   FLEET_CONCURRENCY_LLM_EXTRACT: integerFromEnv(0, { min: 0, max: 100_000 }),
   FLEET_CONCURRENCY_WEBHOOKS: integerFromEnv(0, { min: 0, max: 100_000 }),
   FLEET_CONCURRENCY_LLM_SYNC: integerFromEnv(0, { min: 0, max: 100_000 }),
+  FLEET_CONCURRENCY_LLM_PAGES: integerFromEnv(0, { min: 0, max: 100_000 }),
   /**
    * The lowest level of the job lines copied to their run's log in Redis (the run page), apart
    * from LOG_LEVEL: per-posting lines are debug, so the page shows each posting's fate while

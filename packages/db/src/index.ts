@@ -35,3 +35,4 @@ export * from './repositories/storage.js';
 export * from './repositories/webhooks.js';
 export * from './repositories/worker-heartbeats.js';
 export * from './repositories/posting-sync.js';
+export * from './repositories/listing-posts.js';

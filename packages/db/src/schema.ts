@@ -8,6 +8,7 @@ import {
   integer,
   jsonb,
   pgTable,
+  primaryKey,
   real,
   text,
   timestamp,
@@ -130,6 +131,14 @@ export type RunTrigger = (typeof runTriggers)[number];
 export const runSyncStates = ['pending', 'done', 'failed'] as const;
 export type RunSyncState = (typeof runSyncStates)[number];
 
+/**
+ * Where a run of a `postsOnListing` site is in its multi-pass reading (decision 0026): its listing
+ * pages being read, their candidates being merged, merged posts being investigated on their own
+ * pages, then done (its postings settled). A run in any state but `done` does not close.
+ */
+export const runPagesStates = ['reading', 'merging', 'investigating', 'done'] as const;
+export type RunPagesState = (typeof runPagesStates)[number];
+
 /** One scrape of one site (seed 003's `scrape_runs`, with counters and listing flags). */
 export const scrapeRuns = pgTable(
   'scrape_runs',
@@ -189,6 +198,12 @@ export const scrapeRuns = pgTable(
      * `pending` run does not close.
      */
     syncState: text('sync_state', { enum: runSyncStates }),
+    /**
+     * The multi-pass reading of a `postsOnListing` site's run (decision 0026); null for other
+     * runs. Set by its scrape job, moved on by each pass's last job, `done` once its postings
+     * are settled.
+     */
+    pagesState: text('pages_state', { enum: runPagesStates }),
     correlationId: text('correlation_id'),
     message: text('message'),
     /**
@@ -207,6 +222,10 @@ export const scrapeRuns = pgTable(
     check(
       'scrape_runs_sync_state_valid',
       sql`${t.syncState} IS NULL OR ${t.syncState} IN ('pending','done','failed')`,
+    ),
+    check(
+      'scrape_runs_pages_state_valid',
+      sql`${t.pagesState} IS NULL OR ${t.pagesState} IN ('reading','merging','investigating','done')`,
     ),
     // At most one active run per site, whatever the number of schedulers or API replicas.
     uniqueIndex('scrape_runs_one_active_per_site')
@@ -758,6 +777,87 @@ export const llmExtractions = pgTable(
       sql`${t.status} IN ('queued','processing','ready','failed','skipped')`,
     ),
     check('llm_extractions_subject_type_valid', sql`${t.subjectType} IN ('document','posting')`),
+  ],
+);
+
+/** A post as the LLM read it off a page, every value grounded in that page's text. */
+export interface PagePostFields {
+  title: string | null;
+  company: string | null;
+  location: string | null;
+  description: string | null;
+  employment_type: string | null;
+}
+
+/** A candidate post of one listing page (pass 1): its fields and its own link, if any. */
+export interface PageCandidate {
+  fields: PagePostFields;
+  link: string | null;
+}
+
+export const listingPageStates = ['pending', 'read', 'failed'] as const;
+export type ListingPageState = (typeof listingPageStates)[number];
+
+/**
+ * Pass 1 of a `postsOnListing` run (decision 0026): one row per listing page its scrape job read,
+ * with the text the LLM is shown and the page's posting links, then the candidate posts the LLM
+ * read from it, each value grounded in `text`.
+ */
+export const listingPages = pgTable(
+  'listing_pages',
+  {
+    runId: uuid('run_id')
+      .notNull()
+      .references(() => scrapeRuns.id, { onDelete: 'cascade' }),
+    url: text('url').notNull(),
+    /** The page's place in the listing (0 the first, then its `rel="next"` pages). */
+    position: integer('position').notNull(),
+    /** The page's visible text, as the LLM reads it and as its values are grounded. */
+    text: text('text').notNull(),
+    links: jsonb('links').$type<{ url: string; text: string }[]>().notNull(),
+    state: text('state', { enum: listingPageStates }).notNull().default('pending'),
+    candidates: jsonb('candidates').$type<PageCandidate[]>(),
+    error: text('error'),
+    ...timestamps,
+  },
+  (t) => [
+    primaryKey({ columns: [t.runId, t.url] }),
+    check('listing_pages_state_valid', sql`${t.state} IN ('pending','read','failed')`),
+  ],
+);
+
+export const listingPostInvestigations = ['pending', 'done', 'failed'] as const;
+export type ListingPostInvestigation = (typeof listingPostInvestigations)[number];
+
+/**
+ * Passes 2 and 3 of a `postsOnListing` run (decision 0026): the run's posts once its pages'
+ * candidates are merged, keyed as their postings will be (the post's link, else a hash of site,
+ * title, company and location). `investigation` is `pending` for a post whose required fields
+ * are still empty and that has its own page; `sources` names, per field, the page it was read
+ * from.
+ */
+export const listingPosts = pgTable(
+  'listing_posts',
+  {
+    runId: uuid('run_id')
+      .notNull()
+      .references(() => scrapeRuns.id, { onDelete: 'cascade' }),
+    key: text('key').notNull(),
+    link: text('link'),
+    /** The listing pages the post was found on, in order. */
+    pages: jsonb('pages').$type<string[]>().notNull(),
+    fields: jsonb('fields').$type<PagePostFields>().notNull(),
+    sources: jsonb('sources').$type<Partial<Record<keyof PagePostFields, string>>>().notNull(),
+    investigation: text('investigation', { enum: listingPostInvestigations }),
+    error: text('error'),
+    ...timestamps,
+  },
+  (t) => [
+    primaryKey({ columns: [t.runId, t.key] }),
+    check(
+      'listing_posts_investigation_valid',
+      sql`${t.investigation} IS NULL OR ${t.investigation} IN ('pending','done','failed')`,
+    ),
   ],
 );
 

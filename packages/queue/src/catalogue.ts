@@ -5,6 +5,7 @@ import { deadLetterJob } from './jobs/dead-letter.js';
 import { documentJob } from './jobs/documents.js';
 import { extractJob } from './jobs/extract.js';
 import { llmExtractJob } from './jobs/llm-extract.js';
+import { llmPagesJob } from './jobs/llm-pages.js';
 import { llmSyncJob } from './jobs/llm-sync.js';
 import { schedulerPassJob } from './jobs/scheduler-pass.js';
 import { scrapeJob } from './jobs/scrape.js';
@@ -23,6 +24,7 @@ export const jobs = {
   documents: documentJob,
   'llm-extract': llmExtractJob,
   'llm-sync': llmSyncJob,
+  'llm-pages': llmPagesJob,
   backfill: backfillJob,
   webhooks: webhookJob,
   'dead-letter': deadLetterJob,

@@ -63,6 +63,10 @@ export interface RepairCounts {
   syncRequeued: number;
   /** Runs whose LLM sync job failed for good: their sync `failed`, so that they close. */
   syncFailed: number;
+  /** Jobs of multi-pass readings (page reads, merges, investigations) with no job: queued again. */
+  pagesRequeued: number;
+  /** Jobs of multi-pass readings that failed for good: their page or post given up, or their run failed. */
+  pagesFailed: number;
 }
 
 export const noRepairs = (): RepairCounts => ({
@@ -82,6 +86,8 @@ export const noRepairs = (): RepairCounts => ({
   webhooksFailed: 0,
   syncRequeued: 0,
   syncFailed: 0,
+  pagesRequeued: 0,
+  pagesFailed: 0,
 });
 
 /** One scheduling pass, as the replica that ran it reports it. */

@@ -39,6 +39,20 @@ export interface ListingResult {
   refused?: DiscoveryRefusals;
   /** How the postings were found, for adapters that discover them (career sites). */
   discovery?: ListingDiscovery;
+  /**
+   * The listing pages read, for a career site whose pages carry the posts themselves
+   * (`postsOnListing`, decision 0026): `postings` is then empty and the LLM reads these.
+   */
+  pages?: ListedPage[];
+}
+
+/** A listing page whose posts the LLM reads: its visible text and its posting links. */
+export interface ListedPage {
+  url: string;
+  /** The page's visible text. */
+  text: string;
+  /** Its links that pass discovery's checks and the posting pattern, absolute, once each. */
+  links: { url: string; text: string }[];
 }
 
 /** How a listing found its postings: sitemaps or pages (career sites). */

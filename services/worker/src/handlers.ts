@@ -4,6 +4,7 @@ import { crawlHandler } from './crawl/crawl.handler.js';
 import { documentsHandler } from './documents/documents.handler.js';
 import { extractHandler } from './extract/extract.handler.js';
 import { llmExtractHandler } from './llm/llm-extract.handler.js';
+import { llmPagesHandler } from './llm/llm-pages.handler.js';
 import { llmSyncHandler } from './llm/llm-sync.handler.js';
 import { scrapeHandler } from './scrape/scrape.handler.js';
 import { webhooksHandler } from './webhooks/webhooks.handler.js';
@@ -19,6 +20,7 @@ export const handlers: HandlerMap = {
   documents: documentsHandler,
   'llm-extract': llmExtractHandler,
   'llm-sync': llmSyncHandler,
+  'llm-pages': llmPagesHandler,
   backfill: backfillHandler,
   webhooks: webhooksHandler,
 };

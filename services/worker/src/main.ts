@@ -45,7 +45,9 @@ const started = await startService({
     // the reconciler gives up the syncs of use_llm_sync sites' runs so that they close.
     const queueNames = config.EXTRACTION_ENABLED
       ? config.WORKER_QUEUES
-      : config.WORKER_QUEUES.filter((queue) => queue !== 'llm-extract' && queue !== 'llm-sync');
+      : config.WORKER_QUEUES.filter(
+          (queue) => queue !== 'llm-extract' && queue !== 'llm-sync' && queue !== 'llm-pages',
+        );
     const extraction = config.EXTRACTION_ENABLED
       ? {
           version: config.EXTRACTION_VERSION,
@@ -54,7 +56,9 @@ const started = await startService({
         }
       : undefined;
     const llm =
-      queueNames.includes('llm-extract') || queueNames.includes('llm-sync')
+      queueNames.includes('llm-extract') ||
+      queueNames.includes('llm-sync') ||
+      queueNames.includes('llm-pages')
         ? createLlmDeps(config, redis)
         : undefined;
     // After the workers (steps run in reverse): their calls have ended or been aborted by then.

@@ -216,6 +216,7 @@ export async function listRunsAwaitingSync(
     `SELECT r.id AS run_id, r.site_schedule_id AS site_id, r.correlation_id
      FROM scrape_runs r
      WHERE r.status = 'running' AND r.sync_state = 'pending' AND r.listing_done
+       AND (r.pages_state IS NULL OR r.pages_state = 'done')
        AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = r.id AND p.status = 'pending')
        AND r.updated_at < now() - make_interval(secs => $1::float8 / 1000)
      ORDER BY r.updated_at LIMIT $2`,

@@ -240,11 +240,13 @@ export const DEFAULT_EXPIRY_POLICY: ExpiryPolicy = {
 export const LISTING_HISTORY = 5;
 
 /**
- * When the run `r` (id $1) may close: running, listed, and nothing of it pending. Asked first on
+ * When the run `r` (id $1) may close: running, listed, nothing of it pending, and a
+ * `postsOnListing` site's pages read through all their passes (decision 0026). Asked first on
  * its own (`RUN_CLOSABLE`), then again by the closing statement on the row it updates.
  */
 const RUN_SETTLED = `r.status = 'running' AND r.listing_done
-        AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = $1 AND p.status = 'pending')`;
+        AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = $1 AND p.status = 'pending')
+        AND coalesce(r.pages_state, 'done') = 'done'`;
 
 /** … and, for a `use_llm_sync` site, its sync done (decision 0025). */
 const RUN_MAY_CLOSE = `${RUN_SETTLED} AND r.sync_state IS DISTINCT FROM 'pending'`;

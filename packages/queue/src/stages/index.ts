@@ -4,6 +4,7 @@ import { documentsLedger } from './documents.js';
 import { extractLedger } from './extract.js';
 import type { LedgerMap } from './ledger.js';
 import { llmExtractLedger } from './llm-extract.js';
+import { llmPagesLedger } from './llm-pages.js';
 import { llmSyncLedger } from './llm-sync.js';
 import { scrapeLedger } from './scrape.js';
 import { webhooksLedger } from './webhooks.js';
@@ -20,6 +21,7 @@ export const ledgers: LedgerMap = {
   documents: documentsLedger,
   'llm-extract': llmExtractLedger,
   'llm-sync': llmSyncLedger,
+  'llm-pages': llmPagesLedger,
   backfill: backfillLedger,
   webhooks: webhooksLedger,
 };

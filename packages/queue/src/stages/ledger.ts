@@ -85,6 +85,10 @@ export interface StageSettings {
   FLEET_CONCURRENCY_LLM_SYNC: number;
   /** One run's LLM sync (seed 004: 5 minutes). */
   JOB_TIMEOUT_LLM_SYNC_MS: number;
+  WORKER_CONCURRENCY_LLM_PAGES: number;
+  FLEET_CONCURRENCY_LLM_PAGES: number;
+  /** One job of a multi-pass reading: a page read, a merge, an investigation (seed 004: 10 minutes). */
+  JOB_TIMEOUT_LLM_PAGES_MS: number;
   /** One webhook attempt's deadline (the receiver's whole answer). */
   WEBHOOK_TIMEOUT_MS: number;
   JOB_TIMEOUT_SCRAPE_MS: number;

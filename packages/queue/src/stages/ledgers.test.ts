@@ -26,6 +26,9 @@ const settings: StageSettings = {
   WORKER_CONCURRENCY_LLM_SYNC: 2,
   FLEET_CONCURRENCY_LLM_SYNC: 0,
   JOB_TIMEOUT_LLM_SYNC_MS: 300_000,
+  WORKER_CONCURRENCY_LLM_PAGES: 4,
+  FLEET_CONCURRENCY_LLM_PAGES: 0,
+  JOB_TIMEOUT_LLM_PAGES_MS: 600_000,
 };
 
 describe('ledger map', () => {
@@ -62,6 +65,11 @@ describe('stage policies', () => {
   it('take each stage’s concurrency and deadline from the settings', () => {
     expect(ledgers.crawl.policy(settings)).toMatchObject({ concurrency: 16, timeoutMs: 120_000 });
     expect(ledgers.documents.policy(settings)).toMatchObject({ concurrency: 6, timeoutMs: 30_000 });
+    // Each pass of a multi-pass reading is its own job, each with seed 004's 10 minutes.
+    expect(ledgers['llm-pages'].policy(settings)).toMatchObject({
+      concurrency: 4,
+      timeoutMs: 600_000,
+    });
     // Up to four calls to the provider, each bounded by the request timeout.
     expect(ledgers['llm-extract'].policy(settings).timeoutMs).toBe(4 * 30_000 + 60_000);
     // One batch job at a time, whatever the settings, on each replica and across them.
@@ -84,6 +92,7 @@ describe('stage policies', () => {
       'llm-sync': 0,
       backfill: 1,
       webhooks: 0,
+      'llm-pages': 0,
     });
   });
 

@@ -1,7 +1,8 @@
-import { boundNesting } from '@gleaner/extraction';
+import { boundNesting, htmlToText } from '@gleaner/extraction';
 import * as cheerio from 'cheerio/slim';
 import { z } from 'zod';
 import type {
+  ListedPage,
   ListedPosting,
   ListingDiscovery,
   ListOptions,
@@ -58,8 +59,19 @@ export const careerSiteConfig = z
     maxPages: z.int().min(1).max(1000).default(100),
     /** Budget of postings per run. */
     maxPostings: z.int().min(1).max(100_000).default(10_000),
+    /**
+     * The listing pages carry the posts themselves (seed 004's multi-pass reading, decision
+     * 0026): each page's text goes to the LLM, which reads the posts on it, instead of each link
+     * being crawled. Needs `listingUrl` here and the site's `llm_extraction` (the API refuses it
+     * otherwise).
+     */
+    postsOnListing: z.boolean().optional(),
   })
-  .strict();
+  .strict()
+  .refine((config) => !config.postsOnListing || config.listingUrl !== undefined, {
+    message: 'postsOnListing needs listingUrl',
+    path: ['postsOnListing'],
+  });
 
 export type CareerSiteConfig = z.output<typeof careerSiteConfig>;
 
@@ -99,6 +111,8 @@ type PostingFilter = (pathname: string, search: string) => boolean;
 
 class Collector {
   readonly postings: ListedPosting[] = [];
+  /** The listing pages read, with their text and posting links (`postsOnListing`). */
+  readonly pages: ListedPage[] = [];
   readonly refusals = new RefusalLog();
   private readonly seen = new Set<string>();
   truncated = false;
@@ -118,16 +132,8 @@ class Collector {
    * that does but may not be crawled is refused with its reason.
    */
   add(raw: string, relativeTo: string): void {
-    const checked = checkDiscoveredUrl(raw, relativeTo, this.site);
-    if (this.isPosting) {
-      const { pathname, search } = checked.accepted ? checked.url : locationParts(checked);
-      if (!this.isPosting(pathname, search)) return;
-    }
-    if (!checked.accepted) {
-      this.refusals.record(checked.code, checked.url);
-      return;
-    }
-    const { url } = checked;
+    const url = this.postingLink(raw, relativeTo);
+    if (!url) return;
     const externalId = externalIdFromUrl(url);
     if (this.seen.has(externalId)) return;
     if (this.full) {
@@ -136,6 +142,23 @@ class Collector {
     }
     this.seen.add(externalId);
     this.postings.push({ externalId, url: postingUrl(url).toString() });
+  }
+
+  /**
+   * The posting URL a link names, when it matches the posting pattern and passes discovery's
+   * checks (same host, http(s), no credentials); a refused one is recorded with its reason.
+   */
+  postingLink(raw: string, relativeTo: string): URL | undefined {
+    const checked = checkDiscoveredUrl(raw, relativeTo, this.site);
+    if (this.isPosting) {
+      const { pathname, search } = checked.accepted ? checked.url : locationParts(checked);
+      if (!this.isPosting(pathname, search)) return undefined;
+    }
+    if (!checked.accepted) {
+      this.refusals.record(checked.code, checked.url);
+      return undefined;
+    }
+    return checked.url;
   }
 
   /** A sitemap or listing page to fetch next, or undefined (refused ones are recorded). */
@@ -226,12 +249,24 @@ async function listFromListingPages(
     const pageUrl: string = next;
     const html = await fetchText(context, pageUrl, 'text/html', signal);
     // Nested at most 512 deep: a tree 200,000 levels deep takes minutes to build.
-    const $ = cheerio.load(boundNesting(html));
+    const bounded = boundNesting(html);
+    const $ = cheerio.load(bounded);
+    const links: ListedPage['links'] = [];
+    const linked = new Set<string>();
     $('a[href]').each((_, element) => {
       const link = $(element);
       if ((link.attr('rel') ?? '').split(/\s+/).includes('next')) return;
-      collector.add(link.attr('href')!, pageUrl);
+      if (!config.postsOnListing) return void collector.add(link.attr('href')!, pageUrl);
+      // The posts are read from the page: its posting links are what a post may name as its own.
+      const url = collector.postingLink(link.attr('href')!, pageUrl);
+      if (!url) return;
+      const href = postingUrl(url).toString();
+      if (linked.has(href)) return;
+      linked.add(href);
+      links.push({ url: href, text: link.text().replace(/\s+/g, ' ').trim() });
     });
+    if (config.postsOnListing)
+      collector.pages.push({ url: pageUrl, text: htmlToText(bounded) ?? '', links });
     if (collector.truncated) return false;
     const nextHref = $('a[rel~="next"], link[rel~="next"]').first().attr('href');
     next = nextHref ? collector.follow(nextHref, pageUrl) : undefined;
@@ -263,6 +298,7 @@ export async function listCareerSite(
     discovery: Omit<CareerSiteDiscovery, 'sitemapsRead' | 'skipped'>,
   ): CareerSiteListing => ({
     postings: collector.postings,
+    ...(config.postsOnListing && { pages: collector.pages }),
     complete: complete && !collector.truncated,
     refused: collector.refusals.summary(),
     discovery: { ...discovery, sitemapsRead: report.read, skipped: report.skipped },

@@ -215,6 +215,25 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         { errors: [{ field: 'body.use_llm_sync', message: 'needs EXTRACTION_ENABLED' }] },
       );
   };
+  /**
+   * Posts read off the listing pages (decision 0026) are read by the LLM stage: a site without
+   * `llm_extraction` would list pages nobody reads.
+   */
+  const refusePagesWithoutLlm = (config: unknown, llmExtraction: boolean) => {
+    const postsOnListing =
+      typeof config === 'object' &&
+      config !== null &&
+      (config as { postsOnListing?: unknown }).postsOnListing === true;
+    if (postsOnListing && !llmExtraction)
+      throw new ProblemError(
+        400,
+        'Validation Failed',
+        'config.postsOnListing needs llm_extraction',
+        {
+          errors: [{ field: 'body.config.postsOnListing', message: 'needs llm_extraction' }],
+        },
+      );
+  };
   const { db } = deps;
   // The fetcher's own address policy: a site the crawler could not fetch is refused here.
   const addressPolicy: AddressPolicyOptions = {
@@ -273,6 +292,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
       request.audit = { target: body.site_name };
       const config = validatedConfig(body.kind, body.config, addressPolicy);
       refuseSyncWithoutExtraction(body.use_llm_sync);
+      refusePagesWithoutLlm(config, body.llm_extraction);
       // A name already taken throws DB_SITE_EXISTS, which the problem handler answers with 409.
       const site = await insertSite(db, {
         ...(toRow(body) as NewSiteRow),
@@ -373,6 +393,10 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
       const changes = toRow(body);
       if (body.config !== undefined || body.kind !== undefined)
         changes.config = validatedConfig(kind, body.config ?? site.config, addressPolicy);
+      refusePagesWithoutLlm(
+        changes.config ?? site.config,
+        body.llm_extraction ?? site.llmExtraction,
+      );
       const minPause = body.min_pause_seconds ?? site.minPauseSeconds;
       const maxPause = body.max_pause_seconds ?? site.maxPauseSeconds;
       if (maxPause < minPause) {

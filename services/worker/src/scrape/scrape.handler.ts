@@ -2,6 +2,7 @@ import {
   completeListing,
   getRun,
   getSiteById,
+  recordListingPages,
   settleIfCancelled,
   startRun,
   upsertListedPostings,
@@ -56,6 +57,31 @@ export const scrapeHandler: JobHandler<'scrape'> = {
     // An abort (the job's timeout, the run's cancellation) after the adapter's last request
     // ends the listing here: nothing more is written.
     signal?.throwIfAborted();
+    if (listing.pages) {
+      // The pages carry the posts (decision 0026): the LLM reads them, one job per page.
+      if (!site.llmExtraction)
+        throw new SourceError('postsOnListing needs llm_extraction', 'SOURCE_CONFIG_INVALID');
+      const pending = await recordListingPages(db, run.id, listing.pages);
+      await completeListing(db, run.id, {
+        requestedPages: 0,
+        listingComplete: listing.complete,
+      });
+      await enqueueBulk(
+        queues,
+        'llm-pages',
+        pending.map((url) => ({
+          pass: 'read' as const,
+          runId: run.id,
+          url,
+          correlationId: payload.correlationId,
+        })),
+      );
+      log.info(
+        { pages: listing.pages.length, pagesQueued: pending.length, complete: listing.complete },
+        'listing pages queued to be read',
+      );
+      return { pages: listing.pages.length, complete: listing.complete };
+    }
     // Upserted and enqueued in slices, so crawling starts while the rest is still being written.
     const rows: Awaited<ReturnType<typeof upsertListedPostings>> = [];
     let enqueued = 0;
