@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { LlmClient, LlmResponseFormat, LlmUsage } from './client.js';
-import { abortedCallError, LlmOutputError, LlmProviderError } from './errors.js';
-import { estimateTokens, truncateText, type ExtractionHooks } from './extract.js';
+import type { LlmClient, LlmUsage } from './client.js';
+import { LlmOutputError } from './errors.js';
+import { truncateText, type ExtractionHooks } from './extract.js';
+import { askForJson } from './json-call.js';
 import { groundFields, normaliseForMatch } from './grounding.js';
 import { DOCUMENT_END, DOCUMENT_START } from './prompts.js';
 import type { PostingFields } from './schemas.js';
@@ -139,70 +140,6 @@ export function buildPageReadMessage(page: ListingPageText, maxInputChars: numbe
     ...page.links.map((link) => `- ${clean(link.text)} -> ${link.url}`),
     DOCUMENT_END,
   ].join('\n');
-}
-
-/** One call whose answer must be a JSON object: hooks around it, fences tolerated. */
-async function askForJson(
-  client: LlmClient,
-  options: Omit<CallOptions, 'maxInputChars'> & {
-    system: string;
-    user: string;
-    schemaName: string;
-    schema: Record<string, unknown>;
-  },
-): Promise<{ value: unknown; usage: LlmUsage }> {
-  const { model, signal, hooks } = options;
-  const messages = [
-    { role: 'system' as const, content: options.system },
-    { role: 'user' as const, content: options.user },
-  ];
-  const profile = client.profile(model);
-  const responseFormat: LlmResponseFormat = profile.strictJsonSchema
-    ? { type: 'json_schema', name: options.schemaName, schema: options.schema }
-    : { type: 'json_object' };
-  const maxTokens = options.maxTokens + (profile.reasoning ? 1024 : 0);
-  if (signal?.aborted) throw abortedCallError(signal, model);
-  await hooks?.beforeCall?.({
-    model,
-    estimatedTokens: estimateTokens(options.system + options.user) + maxTokens,
-  });
-  let content: string;
-  let usage: LlmUsage;
-  try {
-    const completion = await client.complete({
-      model,
-      messages,
-      maxTokens,
-      responseFormat,
-      ...(profile.reasoning ? { reasoningEffort: 'low' as const } : {}),
-      signal,
-    });
-    await hooks?.afterCall?.({
-      model,
-      answered: true,
-      usage: completion.usage,
-      rateLimit: completion.rateLimit,
-    });
-    content = completion.content;
-    usage = completion.usage;
-  } catch (error) {
-    const answered =
-      error instanceof LlmProviderError && error.providerCode === 'json_validate_failed';
-    await hooks?.afterCall?.({
-      model,
-      answered,
-      rateLimit: error instanceof LlmProviderError ? error.rateLimit : undefined,
-      error,
-    });
-    throw error;
-  }
-  try {
-    return { value: JSON.parse(content.trim().replace(/^```(?:json)?\s*|\s*```$/g, '')), usage };
-  } catch {
-    throw new LlmOutputError([
-      { model, problem: 'invalid_json', detail: 'the answer is not JSON' },
-    ]);
-  }
 }
 
 /** `fields` grounded in `text` as a posting's are; the paths of what was removed. */

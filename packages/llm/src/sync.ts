@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import type { LlmClient, LlmResponseFormat, LlmUsage } from './client.js';
-import { abortedCallError, LlmOutputError, LlmProviderError } from './errors.js';
+import type { LlmClient, LlmUsage } from './client.js';
+import { LlmOutputError } from './errors.js';
 import type { ExtractionHooks } from './extract.js';
-import { estimateTokens } from './extract.js';
 import { normaliseForMatch } from './grounding-text.js';
+import { askForJson } from './json-call.js';
 import { DOCUMENT_END, DOCUMENT_START } from './prompts.js';
 
 /*
@@ -136,69 +136,29 @@ const searchable = (posting: SyncCandidate) =>
  * are the client's.
  */
 export async function matchPostings(client: LlmClient, request: SyncRequest): Promise<SyncResult> {
-  const { model, signal, hooks } = request;
-  const messages = [
-    { role: 'system' as const, content: SYNC_SYSTEM_PROMPT },
-    { role: 'user' as const, content: buildSyncMessage(request) },
-  ];
-  const responseFormat: LlmResponseFormat = client.profile(model).strictJsonSchema
-    ? { type: 'json_schema', name: 'posting_matches', schema: ANSWER_JSON_SCHEMA }
-    : { type: 'json_object' };
-  const reasoning = client.profile(model).reasoning;
-  const maxTokens = request.maxTokens + (reasoning ? 1024 : 0);
-  if (signal?.aborted) throw abortedCallError(signal, model);
-  await hooks?.beforeCall?.({
+  const { model } = request;
+  const { value, usage } = await askForJson(client, {
     model,
-    estimatedTokens: estimateTokens(messages.map((m) => m.content).join('')) + maxTokens,
+    maxTokens: request.maxTokens,
+    signal: request.signal,
+    hooks: request.hooks,
+    system: SYNC_SYSTEM_PROMPT,
+    user: buildSyncMessage(request),
+    schemaName: 'posting_matches',
+    schema: ANSWER_JSON_SCHEMA,
   });
-  let content: string;
-  let usage: LlmUsage;
-  try {
-    const completion = await client.complete({
-      model,
-      messages,
-      maxTokens,
-      responseFormat,
-      ...(reasoning ? { reasoningEffort: 'low' as const } : {}),
-      signal,
-    });
-    await hooks?.afterCall?.({
-      model,
-      answered: true,
-      usage: completion.usage,
-      rateLimit: completion.rateLimit,
-    });
-    content = completion.content;
-    usage = completion.usage;
-  } catch (error) {
-    const answered =
-      error instanceof LlmProviderError && error.providerCode === 'json_validate_failed';
-    await hooks?.afterCall?.({
-      model,
-      answered,
-      rateLimit: error instanceof LlmProviderError ? error.rateLimit : undefined,
-      error,
-    });
-    throw error;
-  }
-
-  let parsed: z.infer<typeof answerSchema>;
-  try {
-    parsed = answerSchema.parse(
-      JSON.parse(content.trim().replace(/^```(?:json)?\s*|\s*```$/g, '')),
-    );
-  } catch {
+  const parsed = answerSchema.safeParse(value);
+  if (!parsed.success)
     throw new LlmOutputError([
       { model, problem: 'invalid_schema', detail: 'the sync answer is not {"matches": [...]}' },
     ]);
-  }
 
   const fresh = new Map(request.fresh.map((posting) => [posting.id, posting]));
   const missing = new Map(request.missing.map((posting) => [posting.id, posting]));
   const taken = new Set<string>();
   const matches: SyncMatch[] = [];
   const refused: SyncResult['refused'] = [];
-  for (const proposal of parsed.matches) {
+  for (const proposal of parsed.data.matches) {
     const refuse = (why: string) =>
       refused.push({ freshId: proposal.new_id, existingId: proposal.existing_id, why });
     const found = fresh.get(proposal.new_id);

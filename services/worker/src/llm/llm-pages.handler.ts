@@ -18,46 +18,23 @@ import { boundNesting, htmlToText } from '@gleaner/extraction';
 import { HttpError } from '@gleaner/http';
 import {
   investigatePost,
-  LlmProviderError,
   mergePageCandidates,
   readPagePosts,
   type PagePostFields,
 } from '@gleaner/llm';
 import { enqueue, enqueueBulk, type JobPayload } from '@gleaner/queue';
 import { externalIdFromUrl } from '@gleaner/sources';
-import { DelayedError } from 'bullmq';
 import type { HandlerContext, JobHandler, LlmDeps } from '../context.js';
 import { fetchPolitely } from '../crawl/polite-fetch.js';
 import { countSiteRequests } from '../site-requests.js';
-import { LlmProviderBusyError } from './errors.js';
 import { mergeLlmPostingFields } from './posting-fields.js';
-import { providerCallHooks } from './provider-calls.js';
+import { providerCallHooks, waitingOutLimits } from './provider-calls.js';
 
 type PagesPayload = JobPayload<'llm-pages'>;
 
 function llmOf(context: HandlerContext): LlmDeps {
   if (!context.llm) throw new Error('a worker serving llm-pages needs its LLM dependencies');
   return context.llm;
-}
-
-/** Parks the job until `at` without spending an attempt: the provider's limits are not failures. */
-async function waitUntil(context: HandlerContext, at: number, reason: string): Promise<never> {
-  await context.job.moveToDelayed(Math.max(at, Date.now() + 10), context.token);
-  context.log.info({ until: new Date(at).toISOString(), reason }, 'page reading waits');
-  throw new DelayedError();
-}
-
-/** A provider's limits park the job; anything else is the job's error. */
-async function asked<T>(context: HandlerContext, call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    if (error instanceof LlmProviderBusyError)
-      await waitUntil(context, Date.now() + error.waitMs, error.code);
-    if (error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED')
-      await waitUntil(context, Date.now() + (error.retryAfterMs ?? 1000), error.code);
-    throw error;
-  }
 }
 
 const callOptions = (context: HandlerContext, llm: LlmDeps, tenant: string) => ({
@@ -93,7 +70,7 @@ async function readPage(payload: Extract<PagesPayload, { pass: 'read' }>, contex
   const page = await readPendingListingPage(context.db, payload.runId, payload.url);
   if (page) {
     const tenant = page.site.tenantId ?? `site:${page.site.id}`;
-    const result = await asked(context, () =>
+    const result = await waitingOutLimits(context, () =>
       readPagePosts(llm.client, page, callOptions(context, llm, tenant)),
     );
     if (result.dropped.length > 0 || result.refusedLinks.length > 0 || result.droppedPosts > 0)
@@ -198,7 +175,7 @@ async function investigate(
     }
     if (text !== undefined) {
       const tenant = post.site.tenantId ?? `site:${post.site.id}`;
-      const result = await asked(context, () =>
+      const result = await waitingOutLimits(context, () =>
         investigatePost(
           llm.client,
           { known: post.fields, missing, text },

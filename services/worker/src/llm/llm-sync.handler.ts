@@ -1,19 +1,10 @@
 import { mergeSyncedPosting, readSyncCandidates, settleRunSync } from '@gleaner/db';
-import { LlmProviderError, matchPostings } from '@gleaner/llm';
-import { DelayedError } from 'bullmq';
-import type { HandlerContext, JobHandler } from '../context.js';
-import { LlmProviderBusyError } from './errors.js';
-import { providerCallHooks } from './provider-calls.js';
+import { matchPostings } from '@gleaner/llm';
+import type { JobHandler } from '../context.js';
+import { providerCallHooks, waitingOutLimits } from './provider-calls.js';
 
 /** Postings of each kind one sync compares at most: one prompt, a few thousand tokens each. */
 export const SYNC_MAX_POSTINGS = 40;
-
-/** Parks the job until `at` without spending an attempt: the provider's limits are not failures. */
-async function waitUntil(context: HandlerContext, at: number, reason: string): Promise<never> {
-  await context.job.moveToDelayed(Math.max(at, Date.now() + 10), context.token);
-  context.log.info({ until: new Date(at).toISOString(), reason }, 'llm sync waits');
-  throw new DelayedError();
-}
 
 /**
  * Seed 004's SyncPostsJob with `use_llm_sync` (decision 0025), for a run that has listed and
@@ -37,23 +28,16 @@ export const llmSyncHandler: JobHandler<'llm-sync'> = {
     let merged = 0;
     if (candidates.fresh.length > 0 && candidates.missing.length > 0) {
       const tenant = candidates.tenantId ?? `site:${candidates.siteId}`;
-      let result;
-      try {
-        result = await matchPostings(llm.client, {
+      const result = await waitingOutLimits(context, () =>
+        matchPostings(llm.client, {
           fresh: candidates.fresh,
           missing: candidates.missing,
           model: llm.settings.primaryModel,
           maxTokens: llm.settings.maxTokens,
           signal: context.signal,
           hooks: providerCallHooks(context, llm, tenant),
-        });
-      } catch (error) {
-        if (error instanceof LlmProviderBusyError)
-          await waitUntil(context, Date.now() + error.waitMs, error.code);
-        if (error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED')
-          await waitUntil(context, Date.now() + (error.retryAfterMs ?? 1000), error.code);
-        throw error;
-      }
+        }),
+      );
       for (const refused of result.refused)
         log.info(refused, 'sync match not grounded; the postings stay apart');
       for (const match of result.matches) {

@@ -1,6 +1,7 @@
 import { isClassifiedError } from '@gleaner/errors';
 import { LlmProviderError, type LlmCallEnd, type LlmCallStart } from '@gleaner/llm';
 import { llmCallsPausedForMs } from '@gleaner/queue';
+import { DelayedError } from 'bullmq';
 import type { HandlerContext, LlmDeps } from '../context.js';
 import { LlmProviderBusyError } from './errors.js';
 import type { ProviderGate } from './provider-gate.js';
@@ -59,4 +60,33 @@ export function providerCallHooks(
       if (usage) await llm.budget.charge(tenantId, usage.totalTokens);
     },
   };
+}
+
+/**
+ * Runs `call` (one or more provider calls of a job that holds no row claim of its own: a run's
+ * sync, a pass of page reading), parking the job until the provider's limits allow it when they
+ * do not (a paused key, a 429's retry-after): waiting is not failing, and no attempt is spent.
+ */
+export async function waitingOutLimits<T>(
+  context: HandlerContext,
+  call: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    const waitMs =
+      error instanceof LlmProviderBusyError
+        ? error.waitMs
+        : error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED'
+          ? (error.retryAfterMs ?? 1000)
+          : undefined;
+    if (waitMs === undefined) throw error;
+    const at = Date.now() + waitMs;
+    await context.job.moveToDelayed(Math.max(at, Date.now() + 10), context.token);
+    context.log.info(
+      { until: new Date(at).toISOString(), reason: (error as LlmProviderError).code },
+      'waiting for the LLM provider',
+    );
+    throw new DelayedError();
+  }
 }
