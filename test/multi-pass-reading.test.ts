@@ -9,11 +9,12 @@ import {
 import {
   reply,
   startLlmServer,
+  waitFor,
   type FixtureLlmServer,
   type LlmReply,
   type LlmRequest,
 } from '@gleaner/testing';
-import { createRedisConnection } from '@gleaner/queue';
+import { createRedisConnection, readRunLogTail, runLogKey } from '@gleaner/queue';
 import { startWorkers } from '@gleaner/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -257,12 +258,35 @@ describe('a career site whose listing pages carry the posts', () => {
           .map((p) => `/jobs/${p.slug}`)
           .sort(),
       );
-      // The passes' progress is on the run's log.
       const progress = await system.handle.pool.query<{ pages_state: string }>(
         'SELECT pages_state FROM scrape_runs WHERE id = $1',
         [run.id],
       );
       expect(progress.rows[0]?.pages_state).toBe('done');
+      // The passes' progress is on the run's log (the run page), badged LLM.
+      const redis = createRedisConnection(system.namespace.url, 'producer');
+      try {
+        const log = await waitFor(
+          async () => {
+            const tail = await readRunLogTail(
+              redis,
+              runLogKey(system.namespace.prefix, run.runId),
+              500,
+            );
+            return tail.some((entry) => entry.line.msg.startsWith('pages read:'))
+              ? tail
+              : undefined;
+          },
+          { timeoutMs: 10_000, what: "the passes' progress in the run's log" },
+        );
+        const passes = log.filter((entry) => entry.line.stage === 'LLM').map((e) => e.line.msg);
+        expect(passes.filter((msg) => msg.startsWith('page read:'))).toHaveLength(2);
+        expect(passes).toContain('candidates merged');
+        expect(passes.filter((msg) => msg === 'investigation done')).toHaveLength(4);
+        expect(passes).toContain('pages read: 12 postings');
+      } finally {
+        redis.disconnect();
+      }
     } finally {
       await site.close();
     }

@@ -16,6 +16,9 @@ export const runLogStages = {
   crawl: 'CRL',
   extract: 'EXT',
   'llm-extract': 'LLM',
+  // A run's sync and its pages read in passes are LLM work of the run too.
+  'llm-sync': 'LLM',
+  'llm-pages': 'LLM',
 } as const satisfies Partial<Record<WorkQueueName, string>>;
 
 export type RunLogStage = (typeof runLogStages)[keyof typeof runLogStages];
