@@ -113,3 +113,13 @@ export {
   SOURCE_CREDENTIALS_MISSING,
   type EffectiveSearch,
 } from './adapters/search-api.js';
+export {
+  atsJobKey,
+  normaliseCompany,
+  normaliseLocations,
+  normaliseTitle,
+  sameJob,
+  sameJobByFields,
+  type JobRecord,
+  type SameJobVerdict,
+} from './same-job.js';
