@@ -102,8 +102,9 @@ describe('batched posting store', () => {
       );
       expect(settled.every(Boolean)).toBe(true);
       // The read, one batch statement, then closing the run: whether it may close, the closing
-      // statement and the closed row (drizzle goes through the same pool).
-      expect(queries.count()).toBeLessThanOrEqual(5);
+      // statement and the closed row (drizzle goes through the same pool); then, once per run,
+      // linking its postings across sources: its site, its postings, their keys, the candidates.
+      expect(queries.count()).toBeLessThanOrEqual(5 + 4);
     } finally {
       queries.restore();
     }

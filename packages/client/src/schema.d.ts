@@ -990,6 +990,8 @@ export interface paths {
                     remote?: "true" | "false";
                     /** @description ISO 8601 date-time */
                     updated_since?: string;
+                    /** @description Also the postings that are the same job as another seen through another source (`duplicate_of` set; decision 0027). By default each job shows once, as its ATS record where there is one */
+                    include_duplicates?: "true" | "false";
                     limit?: number;
                     /** @description next_cursor from the previous page */
                     cursor?: string;
@@ -6928,6 +6930,8 @@ export interface components {
             url: string;
             /** @enum {string} */
             status: "pending" | "ready" | "skipped" | "error" | "expired";
+            /** @description The posting this one is the same job as: seen through another source (left out of lists and search unless include_duplicates=true; decision 0027), or found under a new URL by an LLM sync (closed; decision 0025) */
+            duplicate_of: string | null;
             title: string | null;
             company: string | null;
             location: string | null;
@@ -6970,6 +6974,8 @@ export interface components {
             url?: string;
             /** @enum {string} */
             status?: "pending" | "ready" | "skipped" | "error" | "expired";
+            /** @description The posting this one is the same job as: seen through another source (left out of lists and search unless include_duplicates=true; decision 0027), or found under a new URL by an LLM sync (closed; decision 0025) */
+            duplicate_of?: string | null;
             title?: string | null;
             company?: string | null;
             location?: string | null;

@@ -36,3 +36,4 @@ export * from './repositories/webhooks.js';
 export * from './repositories/worker-heartbeats.js';
 export * from './repositories/posting-sync.js';
 export * from './repositories/listing-posts.js';
+export * from './repositories/cross-source.js';

@@ -340,12 +340,20 @@ export const postings = pgTable(
     /** Complete listings of its site in a row that did not list it; listing it again sets 0. */
     missedListings: integer('missed_listings').notNull().default(0),
     /**
-     * The posting this one turned out to be (an LLM sync's match, decision 0025): closed, its URL
-     * now the other's. Null for every posting that stands on its own.
+     * The posting this one is the same job as: an LLM sync's match (decision 0025; this one
+     * closed, its URL now the other's), or the same job seen through another source (decision
+     * 0027; this one open, left out of lists and search unless `include_duplicates=true`). Null
+     * for every posting that stands on its own.
      */
     duplicateOf: uuid('duplicate_of').references((): AnyPgColumn => postings.id, {
       onDelete: 'set null',
     }),
+    /**
+     * What the cross-source rule matches on (decision 0027): the ATS job id its URL carries
+     * (`greenhouse:6330949`), and its normalised company and title. Set when its run closes.
+     */
+    jobAtsKey: text('job_ats_key'),
+    jobFieldsKey: text('job_fields_key'),
     fetchedAt: timestamp('fetched_at', { withTimezone: true }),
     extractedAt: timestamp('extracted_at', { withTimezone: true }),
     /**
@@ -379,6 +387,13 @@ export const postings = pgTable(
     index('postings_duplicate_of_idx')
       .on(t.duplicateOf)
       .where(sql`${t.duplicateOf} IS NOT NULL`),
+    // The cross-source rule's candidates: the postings of other sites with the same keys.
+    index('postings_job_ats_key_idx')
+      .on(t.jobAtsKey)
+      .where(sql`${t.jobAtsKey} IS NOT NULL`),
+    index('postings_job_fields_key_idx')
+      .on(t.jobFieldsKey)
+      .where(sql`${t.jobFieldsKey} IS NOT NULL`),
     index('postings_search_idx').using('gin', t.search),
     // The search indexer's queue: the postings whose vector is behind their text.
     index('postings_search_pending_idx')

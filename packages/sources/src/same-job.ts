@@ -1,7 +1,7 @@
 /**
  * Whether two postings seen through different sources (a company's ATS feed and its career site,
- * or two boards) are the same job: the rule issue 35's cross-source linking is to use, measured on
- * a labelled set of pairs from two public job lists (`pnpm eval:dedupe`, eval/dedupe/README.md).
+ * or two boards) are the same job: the rule that links them (decision 0027), measured on a
+ * labelled set of pairs from two public job lists (`pnpm eval:dedupe`, eval/dedupe/README.md).
  *
  * 1. **ATS ids in the URLs decide when both have one**: the same vendor's job id is the same job,
  *    different ids are different jobs, whatever the titles say.
@@ -15,6 +15,8 @@
 /** What the rule reads of a posting. */
 export interface JobRecord {
   url: string;
+  /** Its ATS job id (`greenhouse:6330949`) when known otherwise: an ATS feed's own record. */
+  atsKey?: string | null;
   company: string | null;
   title: string | null;
   /** One location, or several (a posting open in several cities). */
@@ -220,7 +222,7 @@ export function sameJobByFields(a: JobRecord, b: JobRecord): SameJobVerdict {
 
 /** The rule: ATS ids when both URLs carry one, the fields otherwise. */
 export function sameJob(a: JobRecord, b: JobRecord): SameJobVerdict {
-  const [keyA, keyB] = [atsJobKey(a.url), atsJobKey(b.url)];
+  const [keyA, keyB] = [a.atsKey ?? atsJobKey(a.url), b.atsKey ?? atsJobKey(b.url)];
   if (keyA !== undefined && keyB !== undefined) return { same: keyA === keyB, by: 'ats' };
   return sameJobByFields(a, b);
 }

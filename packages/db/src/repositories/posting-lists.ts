@@ -1,4 +1,4 @@
-import { and, desc, asc, eq, gt, gte, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, desc, asc, eq, gt, gte, inArray, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Database } from '../client.js';
 import { afterCursor, CursorInvalidError, microsOf, pageOf } from './cursor.js';
 import { postings, siteSchedules, type PostingRow, type PostingStatus } from '../schema.js';
@@ -34,6 +34,8 @@ export interface PostingFilters {
   status?: PostingStatus;
   isRemote?: boolean;
   updatedSince?: Date;
+  /** Also postings that are the same job as another (`duplicate_of`); left out by default. */
+  includeDuplicates?: boolean;
 }
 
 function filterConditions(filters: PostingFilters): SQL[] {
@@ -44,6 +46,7 @@ function filterConditions(filters: PostingFilters): SQL[] {
   if (filters.status) conditions.push(eq(postings.status, filters.status));
   if (filters.isRemote !== undefined) conditions.push(eq(postings.isRemote, filters.isRemote));
   if (filters.updatedSince) conditions.push(gte(postings.updatedAt, filters.updatedSince));
+  if (!filters.includeDuplicates) conditions.push(isNull(postings.duplicateOf));
   return conditions;
 }
 

@@ -205,6 +205,12 @@ export const postingView = z
     external_id: z.string(),
     url: z.string(),
     status: z.enum(postingStatuses),
+    duplicate_of: z
+      .uuid()
+      .nullable()
+      .describe(
+        'The posting this one is the same job as: seen through another source (left out of lists and search unless include_duplicates=true; decision 0027), or found under a new URL by an LLM sync (closed; decision 0025)',
+      ),
     ...postingFieldViews,
     provenance: z
       .record(z.string(), z.string().optional())

@@ -21,6 +21,7 @@ export const postingApiFields = {
   external_id: 'externalId',
   url: 'url',
   status: 'status',
+  duplicate_of: 'duplicateOf',
   ...(Object.fromEntries(postingFieldKeys.map((key) => [snakeCase(key), key])) as Record<
     ReturnType<typeof snakeCase<(typeof postingFieldKeys)[number]>>,
     PostingColumn

@@ -62,6 +62,13 @@ const postingsQuery = z
       .transform((value) => value === 'true')
       .optional(),
     updated_since: storableDateTime().optional().describe('ISO 8601 date-time'),
+    include_duplicates: z
+      .enum(['true', 'false'])
+      .transform((value) => value === 'true')
+      .default(false)
+      .describe(
+        'Also the postings that are the same job as another seen through another source (`duplicate_of` set; decision 0027). By default each job shows once, as its ATS record where there is one',
+      ),
     limit: z.coerce.number().int().min(1).max(200).default(50),
     cursor: storableText().max(200).optional().describe('next_cursor from the previous page'),
     ...postingFieldsQuery,
@@ -107,6 +114,7 @@ export const postingRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (ap
         status: query.status,
         isRemote: query.remote,
         updatedSince: query.updated_since ? new Date(query.updated_since) : undefined,
+        includeDuplicates: query.include_duplicates,
         columns: columnsOf(fields),
         limit: query.limit,
         cursor: query.cursor,

@@ -11,6 +11,7 @@ import {
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import DataLoader from 'dataloader';
+import { linkRunDuplicates } from './cross-source.js';
 
 /**
  * How postings leave `pending` and runs close, for every stage of the worker: the only module
@@ -112,6 +113,14 @@ export function createSettlement(
     if (!closed) return;
     const { level, fields } = finalizedRunLog(closed);
     logger[level](fields, 'run finalized');
+    // The same jobs seen through other sources (decision 0027). Not the settles' business: a
+    // failure is logged, and the site's next run links them.
+    try {
+      const linked = await linkRunDuplicates(db, runId);
+      if (linked > 0) logger.info({ runId, linked }, 'postings linked to the same jobs elsewhere');
+    } catch (error) {
+      logger.warn({ err: error, runId }, 'could not link the run’s postings across sources');
+    }
   }
 
   const reads = groupCommit<string, PostingForWork | undefined>(async (ids) => {

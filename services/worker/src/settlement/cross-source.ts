@@ -1,0 +1,103 @@
+import {
+  findJobCandidates,
+  readRunJobs,
+  setDuplicateLinks,
+  storeJobKeys,
+  type Database,
+  type JobPosting,
+} from '@gleaner/db';
+import {
+  atsJobKey,
+  kindSearches,
+  normaliseCompany,
+  normaliseTitle,
+  sameJob,
+  type JobRecord,
+} from '@gleaner/sources';
+
+/**
+ * ATS kinds whose posting's own id is the id their job URLs carry: the board's record names its
+ * job by it, whatever host its URL has.
+ */
+const ATS_ID_KINDS = new Set(['greenhouse', 'lever', 'ashby']);
+
+/** The keys the rule's candidates are found by: the ATS job id, and company with title. */
+function keysOf(posting: JobPosting): { ats: string | null; fields: string | null } {
+  const company = posting.company ? normaliseCompany(posting.company) : '';
+  const title = posting.title ? normaliseTitle(posting.title) : '';
+  return {
+    ats: ATS_ID_KINDS.has(posting.siteKind)
+      ? `${posting.siteKind}:${posting.externalId.toLowerCase()}`
+      : (atsJobKey(posting.url) ?? null),
+    fields: company !== '' && title !== '' ? `${company}|${title}` : null,
+  };
+}
+
+/** How the rule reads a stored posting. */
+function recordOf(posting: JobPosting): JobRecord {
+  const posted = posting.datePosted ? new Date(posting.datePosted) : null;
+  return {
+    url: posting.url,
+    atsKey: keysOf(posting).ats,
+    company: posting.company,
+    title: posting.title,
+    location: posting.location,
+    datePosted: posted && !Number.isNaN(posted.getTime()) ? posted : null,
+  };
+}
+
+/** An ATS's own record first (decision 0027), then the posting seen first. */
+function canonicalOf(group: readonly JobPosting[]): JobPosting {
+  const rank = (posting: JobPosting) =>
+    posting.siteKind !== 'career-site' && !kindSearches(posting.siteKind) ? 0 : 1;
+  return [...group].sort(
+    (a, b) =>
+      rank(a) - rank(b) ||
+      a.firstSeenAt.getTime() - b.firstSeenAt.getTime() ||
+      a.id.localeCompare(b.id),
+  )[0]!;
+}
+
+/**
+ * Links the open postings a run listed with the same jobs seen through the tenant's other sites
+ * (decision 0027), as the run closes: each posting's keys are stored, the postings of other sites
+ * sharing a key are read, `sameJob` decides, and in each group of the same job every posting but
+ * the canonical one (the ATS's record, else the first seen) is `duplicate_of` it. A posting of the
+ * run that no longer matches anything stands on its own again. Returns how many links changed.
+ */
+export async function linkRunDuplicates(db: Database, runId: string): Promise<number> {
+  const run = await readRunJobs(db, runId);
+  if (!run || run.jobs.length === 0) return 0;
+  const keyed = run.jobs.map((job) => ({ job, ...keysOf(job) }));
+  await storeJobKeys(
+    db,
+    keyed.map(({ job, ats, fields }) => ({ id: job.id, ats, fields })),
+  );
+  const candidates = await findJobCandidates(db, {
+    siteId: run.siteId,
+    tenantId: run.tenantId,
+    atsKeys: keyed.flatMap(({ ats }) => (ats ? [ats] : [])),
+    fieldsKeys: keyed.flatMap(({ fields }) => (fields ? [fields] : [])),
+  });
+  const links = new Map<string, string | null>();
+  for (const { job, ats, fields } of keyed) {
+    const same = candidates.filter(
+      (candidate) =>
+        ((ats !== null && candidate.jobAtsKey === ats) ||
+          (fields !== null && candidate.jobFieldsKey === fields)) &&
+        sameJob(recordOf(job), recordOf(candidate)).same,
+    );
+    if (same.length === 0) {
+      // Matched nothing this time (its title changed, the other closed): on its own again.
+      if (job.duplicateOf !== null) links.set(job.id, null);
+      continue;
+    }
+    const canonical = canonicalOf([job, ...same]);
+    for (const member of [job, ...same])
+      links.set(member.id, member.id === canonical.id ? null : canonical.id);
+  }
+  return setDuplicateLinks(
+    db,
+    [...links].map(([id, duplicateOf]) => ({ id, duplicateOf })),
+  );
+}
