@@ -90,6 +90,22 @@ describe('document cancel', () => {
     expect(again.json()).toMatchObject({ document_status: 'cancelled' });
     const unknown = await cancel('00000000-0000-4000-8000-000000000000');
     expect(unknown.statusCode).toBe(404);
+
+    // Retrying every failed document leaves it cancelled; naming it brings it back.
+    const all = await app.inject({ method: 'POST', url: '/admin/documents/retry' });
+    expect(all.json().ids).not.toContain(queued);
+    const named = await app.inject({
+      method: 'POST',
+      url: '/admin/documents/retry',
+      payload: { ids: [queued] },
+    });
+    expect(named.json()).toEqual({ retried: 1, ids: [queued] });
+    const worker = system.startReplica();
+    try {
+      await system.waitForStatus(queued!, ['complete']);
+    } finally {
+      await worker.close();
+    }
   });
 
   it('cancels a running extraction: the worker stops it and nothing is stored', async () => {

@@ -4041,8 +4041,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Retry failed documents: all of them, or those of `ids`
-         * @description Each failed document goes back to `pending` with its attempts reset and is queued again; ids of documents that are not failed are left out of the answer.
+         * Retry failed documents: all of them, or those of `ids` (cancelled ones too)
+         * @description Each failed document goes back to `pending` with its attempts reset and is queued again. Named in `ids`, a cancelled document is retried too; without `ids`, cancelled ones are left as they are. Ids of documents that are neither are left out of the answer.
          */
         post: {
             parameters: {

@@ -524,7 +524,9 @@ export async function releaseDocument(
 
 /**
  * failed → pending in a new generation with its attempts reset (seed 001's `retry_failed`): every
- * failed document, or those of `ids` that are failed. Returns what to queue.
+ * failed document, or those of `ids` that are failed or cancelled (an operator who names a
+ * cancelled document wants it after all; retrying every failed one leaves the cancelled alone).
+ * Returns what to queue.
  */
 export async function retryFailedDocuments(
   db: Database,
@@ -547,8 +549,12 @@ export async function retryFailedDocuments(
     })
     .where(
       and(
-        eq(documents.status, 'failed'),
-        ids === undefined ? undefined : inArray(documents.id, [...ids]),
+        ids === undefined
+          ? eq(documents.status, 'failed')
+          : and(
+              inArray(documents.status, ['failed', 'cancelled']),
+              inArray(documents.id, [...ids]),
+            ),
       ),
     )
     .returning(workColumns);

@@ -55,9 +55,9 @@ export const adminDocumentRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = asy
     {
       schema: {
         tags: ['documents'],
-        summary: 'Retry failed documents: all of them, or those of `ids`',
+        summary: 'Retry failed documents: all of them, or those of `ids` (cancelled ones too)',
         description:
-          'Each failed document goes back to `pending` with its attempts reset and is queued again; ids of documents that are not failed are left out of the answer.',
+          'Each failed document goes back to `pending` with its attempts reset and is queued again. Named in `ids`, a cancelled document is retried too; without `ids`, cancelled ones are left as they are. Ids of documents that are neither are left out of the answer.',
         body: z
           .object({ ids: z.array(z.uuid()).min(1).max(1000).optional() })
           .strict()
