@@ -43,6 +43,11 @@ export function createWebhookDispatcher(options: WebhookDispatcherOptions): Webh
     let deliveries = 0;
     for (;;) {
       const { changes, outbox } = await dispatchWebhookEvents(db, batchSize);
+      if (changes.skipped > 0)
+        logger.warn(
+          { skipped: changes.skipped },
+          'posting changes trimmed before they were dispatched: no webhook will carry them',
+        );
       const made = [...changes.deliveries, ...outbox.deliveries];
       if (made.length > 0) await enqueueBulk(queues, 'webhooks', made.map(jobOf));
       events += changes.events + outbox.events;

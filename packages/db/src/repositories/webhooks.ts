@@ -167,6 +167,11 @@ export interface DispatchResult {
   events: number;
   /** Deliveries made: their jobs are to be added. */
   deliveries: DeliveryJobRef[];
+  /**
+   * Change feed positions between the cursor and the first change read that were no longer
+   * there (trimmed by the retention while no dispatcher ran): events nobody will be sent.
+   */
+  skipped: number;
 }
 
 /** The endpoints an event of `type` for tenant `tenant` (SQL expressions) goes to, alias `e`. */
@@ -211,7 +216,10 @@ const DISPATCH_POSTING_CHANGES = `
     WHERE source = 'posting_changes' AND EXISTS (SELECT 1 FROM changes)
   )
   SELECT (SELECT count(*) FROM changes)::int AS events,
-         coalesce((SELECT jsonb_agg(jsonb_build_array(id, generation, attempts)) FROM made), '[]') AS made`;
+         coalesce((SELECT jsonb_agg(jsonb_build_array(id, generation, attempts)) FROM made), '[]') AS made,
+         -- Positions are gap-free: a first change past the cursor's next was trimmed meanwhile.
+         coalesce((SELECT min(position) FROM changes) - (SELECT position FROM cursor) - 1, 0)::int
+           AS skipped`;
 
 /** Takes the oldest outbox events and makes their deliveries, in one statement. */
 const DISPATCH_OUTBOX = `
@@ -241,13 +249,15 @@ const SKIP_UNSUBSCRIBED_CHANGES = `
     AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE enabled)`;
 
 async function dispatchOnce(db: Database, text: string, limit: number): Promise<DispatchResult> {
-  const { rows } = await db.$client.query<{ events: number; made: [string, number, number][] }>(
-    text,
-    [limit],
-  );
+  const { rows } = await db.$client.query<{
+    events: number;
+    made: [string, number, number][];
+    skipped?: number;
+  }>(text, [limit]);
   const row = rows[0]!;
   return {
     events: row.events,
+    skipped: row.skipped ?? 0,
     deliveries: row.made.map(([deliveryId, generation, attempts]) => ({
       deliveryId,
       generation,
