@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { indexPendingSearch, insertSite } from '@gleaner/db';
+import { linkRunDuplicates } from '@gleaner/sources/cross-source';
 import { createFixtureGreenhouse, type FixtureGreenhouse } from '@gleaner/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApp } from './support/api-server.js';
@@ -141,13 +142,18 @@ describe('the same job through a company’s board and its career site', () => {
     const careersRun = await system.runToEnd(site.id);
     expect(careersRun).toMatchObject({ status: 'succeeded', readyCount: 5 });
 
-    const { rows: copies } = await system.handle.pool.query<{
-      url: string;
-      duplicate_of: string | null;
-    }>('SELECT url, duplicate_of FROM postings WHERE site_id = $1 ORDER BY url', [site.id]);
-    const linkOf = (path: string) =>
-      copies.find((copy) => new URL(copy.url).pathname + new URL(copy.url).search === path)
+    const copiesNow = async () =>
+      (
+        await system.handle.pool.query<{ url: string; duplicate_of: string | null }>(
+          'SELECT url, duplicate_of FROM postings WHERE site_id = $1 ORDER BY url',
+          [site.id],
+        )
+      ).rows;
+    const linkOfNow = (rows: { url: string; duplicate_of: string | null }[], path: string) =>
+      rows.find((copy) => new URL(copy.url).pathname + new URL(copy.url).search === path)
         ?.duplicate_of;
+    const copies = await copiesNow();
+    const linkOf = (path: string) => linkOfNow(copies, path);
     expect(linkOf(embedded[0]![0])).toBe(jobs[0]!.id);
     expect(linkOf(embedded[1]![0])).toBe(jobs[1]!.id);
     expect(linkOf('/jobs/same-role')).toBe(jobs[2]!.id);
@@ -176,5 +182,19 @@ describe('the same job through a company’s board and its career site', () => {
       `&include_duplicates=true&q=${encodeURIComponent(`"${jobs[2]!.title}"`)}`,
     );
     expect(copies3.map((posting) => posting.duplicate_of)).toContain(jobs[2]!.id);
+
+    // The board renames the third job: as its run closes, the posting matches nothing, and its
+    // copy on the career site stands on its own until that site's next run.
+    const boardRun = await system.handle.pool.query<{ run_id: string }>(
+      'SELECT run_id FROM postings WHERE id = $1',
+      [jobs[2]!.id],
+    );
+    await system.handle.pool.query(
+      `UPDATE postings SET title = 'Chief Stapler Officer' WHERE id = $1`,
+      [jobs[2]!.id],
+    );
+    expect(await linkRunDuplicates(system.handle.db, boardRun.rows[0]!.run_id)).toBe(1);
+    expect(linkOfNow(await copiesNow(), '/jobs/same-role')).toBeNull();
+    expect(await listed()).toHaveLength(7);
   });
 });

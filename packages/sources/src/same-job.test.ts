@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { ATS_KINDS } from './cross-source.js';
+import { kindSearches, siteKinds } from './registry.js';
 import {
   atsJobKey,
   normaliseCompany,
@@ -84,5 +86,13 @@ describe('the same-job rule', () => {
       same: false,
       by: 'missing-fields',
     });
+  });
+});
+
+describe('the ATS kinds whose record is canonical', () => {
+  it('are every kind of the registry but career sites and job-search APIs', () => {
+    expect([...ATS_KINDS].sort()).toEqual(
+      siteKinds.filter((kind) => kind !== 'career-site' && !kindSearches(kind)).sort(),
+    );
   });
 });

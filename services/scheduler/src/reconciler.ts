@@ -10,6 +10,7 @@ import {
   type RunRequestCounts,
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
+import { linkRunDuplicates } from '@gleaner/sources/cross-source';
 import {
   enqueueBulk,
   jobLiveness,
@@ -210,6 +211,10 @@ export function createReconciler(options: ReconcilerOptions) {
       repairs.runsFinalized += 1;
       const { level, fields } = finalizedRunLog(closed);
       logger[level](fields, 'run finalized by the reconciler');
+      // As a worker closing it would (decision 0027); the site's next run links what this misses.
+      await linkRunDuplicates(db, run.id).catch((error: unknown) =>
+        logger.warn({ err: error, runId: run.id }, 'could not link the run’s postings'),
+      );
     }
   }
 

@@ -101,3 +101,14 @@ export async function setDuplicateLinks(
   );
   return rowCount ?? 0;
 }
+
+/** The open postings linked to one of `ids` stand on their own again. Returns how many. */
+export async function unlinkCopiesOf(db: Database, ids: readonly string[]): Promise<number> {
+  if (ids.length === 0) return 0;
+  const { rowCount } = await db.$client.query(
+    `UPDATE postings p SET duplicate_of = NULL, updated_at = now()
+     WHERE p.duplicate_of = ANY($1::uuid[]) AND ${OPEN}`,
+    [[...ids]],
+  );
+  return rowCount ?? 0;
+}

@@ -11,7 +11,7 @@ import {
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import DataLoader from 'dataloader';
-import { linkRunDuplicates } from './cross-source.js';
+import { linkRunDuplicates } from '@gleaner/sources/cross-source';
 
 /**
  * How postings leave `pending` and runs close, for every stage of the worker: the only module

@@ -3,17 +3,36 @@ import {
   readRunJobs,
   setDuplicateLinks,
   storeJobKeys,
+  unlinkCopiesOf,
   type Database,
   type JobPosting,
 } from '@gleaner/db';
 import {
   atsJobKey,
-  kindSearches,
   normaliseCompany,
   normaliseTitle,
   sameJob,
   type JobRecord,
-} from '@gleaner/sources';
+} from './same-job.js';
+
+/**
+ * The kinds that are an ATS's own record of its jobs: a career site copies them and a job-search
+ * API aggregates them (a test keeps this list in step with the registry). Imported by the
+ * scheduler too, which does not load the adapters.
+ */
+export const ATS_KINDS: ReadonlySet<string> = new Set([
+  'greenhouse',
+  'lever',
+  'ashby',
+  'smartrecruiters',
+  'recruitee',
+  'bamboohr',
+  'breezy',
+  'teamtailor',
+  'workable',
+  'workday',
+  'personio',
+]);
 
 /**
  * ATS kinds whose posting's own id is the id their job URLs carry: the board's record names its
@@ -48,8 +67,7 @@ function recordOf(posting: JobPosting): JobRecord {
 
 /** An ATS's own record first (decision 0027), then the posting seen first. */
 function canonicalOf(group: readonly JobPosting[]): JobPosting {
-  const rank = (posting: JobPosting) =>
-    posting.siteKind !== 'career-site' && !kindSearches(posting.siteKind) ? 0 : 1;
+  const rank = (posting: JobPosting) => (ATS_KINDS.has(posting.siteKind) ? 0 : 1);
   return [...group].sort(
     (a, b) =>
       rank(a) - rank(b) ||
@@ -80,6 +98,7 @@ export async function linkRunDuplicates(db: Database, runId: string): Promise<nu
     fieldsKeys: keyed.flatMap(({ fields }) => (fields ? [fields] : [])),
   });
   const links = new Map<string, string | null>();
+  const unmatched: string[] = [];
   for (const { job, ats, fields } of keyed) {
     const same = candidates.filter(
       (candidate) =>
@@ -88,16 +107,22 @@ export async function linkRunDuplicates(db: Database, runId: string): Promise<nu
         sameJob(recordOf(job), recordOf(candidate)).same,
     );
     if (same.length === 0) {
-      // Matched nothing this time (its title changed, the other closed): on its own again.
+      // Matched nothing this time (its title changed, the other closed): on its own again. The
+      // copies that pointed at it found it by its keys: when those changed, they stand alone
+      // too (their sites' runs link them anew).
       if (job.duplicateOf !== null) links.set(job.id, null);
+      const wasKeyed = job.jobAtsKey !== null || job.jobFieldsKey !== null;
+      if (wasKeyed && (job.jobAtsKey !== ats || job.jobFieldsKey !== fields))
+        unmatched.push(job.id);
       continue;
     }
     const canonical = canonicalOf([job, ...same]);
     for (const member of [job, ...same])
       links.set(member.id, member.id === canonical.id ? null : canonical.id);
   }
-  return setDuplicateLinks(
+  const changed = await setDuplicateLinks(
     db,
     [...links].map(([id, duplicateOf]) => ({ id, duplicateOf })),
   );
+  return changed + (await unlinkCopiesOf(db, unmatched));
 }
