@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { indexPendingSearch, insertSite } from '@gleaner/db';
 import { linkRunDuplicates } from '@gleaner/sources/cross-source';
-import { createFixtureGreenhouse, type FixtureGreenhouse } from '@gleaner/testing';
+import { createFixtureGreenhouse, waitFor, type FixtureGreenhouse } from '@gleaner/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi, type TestApp } from './support/api-server.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
@@ -152,7 +152,14 @@ describe('the same job through a company’s board and its career site', () => {
     const linkOfNow = (rows: { url: string; duplicate_of: string | null }[], path: string) =>
       rows.find((copy) => new URL(copy.url).pathname + new URL(copy.url).search === path)
         ?.duplicate_of;
-    const copies = await copiesNow();
+    // Linked by the worker that closed the run, right after it closed.
+    const copies = await waitFor(
+      async () => {
+        const rows = await copiesNow();
+        return rows.filter((row) => row.duplicate_of !== null).length >= 3 ? rows : undefined;
+      },
+      { timeoutMs: 10_000, what: "the career site's copies linked" },
+    );
     const linkOf = (path: string) => linkOfNow(copies, path);
     expect(linkOf(embedded[0]![0])).toBe(jobs[0]!.id);
     expect(linkOf(embedded[1]![0])).toBe(jobs[1]!.id);
