@@ -5,7 +5,7 @@ import { LlmOutputError } from './errors.js';
 import { truncateText, type ExtractionHooks } from './extract.js';
 import { askForJson } from './json-call.js';
 import { groundFields, normaliseForMatch } from './grounding.js';
-import { DOCUMENT_END, DOCUMENT_START } from './prompts.js';
+import { asDocumentData, DOCUMENT_END, DOCUMENT_START } from './prompts.js';
 import type { PostingFields } from './schemas.js';
 
 /*
@@ -121,11 +121,9 @@ const READ_JSON_SCHEMA = {
   },
 };
 
-const clean = (text: string) => text.replaceAll(DOCUMENT_START, ' ').replaceAll(DOCUMENT_END, ' ');
-
 /** The text a page is read and grounded from: its visible text, cut to `maxInputChars`. */
 export function pageTextForModel(page: Pick<ListingPageText, 'text'>, maxInputChars: number) {
-  return truncateText(clean(page.text), maxInputChars);
+  return truncateText(asDocumentData(page.text), maxInputChars);
 }
 
 /** The user message of a page read: the page's text and its posting links, delimited as data. */
@@ -137,7 +135,7 @@ export function buildPageReadMessage(page: ListingPageText, maxInputChars: numbe
     'TEXT:',
     pageTextForModel(page, maxInputChars),
     'LINKS:',
-    ...page.links.map((link) => `- ${clean(link.text)} -> ${link.url}`),
+    ...page.links.map((link) => `- ${asDocumentData(link.text)} -> ${link.url}`),
     DOCUMENT_END,
   ].join('\n');
 }
@@ -242,11 +240,11 @@ export function buildInvestigateMessage(
   text: string,
 ): string {
   return [
-    `The post: ${clean(known.title ?? '(no title)')}${known.company ? ` at ${clean(known.company)}` : ''}.`,
+    `The post: ${asDocumentData(known.title ?? '(no title)')}${known.company ? ` at ${asDocumentData(known.company)}` : ''}.`,
     'Keys to return:',
     ...missing.map((key) => `- ${FIELD_HINTS[key]}, or null.`),
     DOCUMENT_START,
-    clean(text),
+    asDocumentData(text),
     DOCUMENT_END,
   ].join('\n');
 }
@@ -294,7 +292,7 @@ export async function investigatePost(
   request: { known: PagePostFields; missing: readonly InvestigatedField[]; text: string },
   options: CallOptions,
 ): Promise<InvestigateResult> {
-  const text = truncateText(clean(request.text), options.maxInputChars);
+  const text = truncateText(asDocumentData(request.text), options.maxInputChars);
   const { value, usage } = await askForJson(client, {
     ...options,
     system: POST_INVESTIGATE_SYSTEM_PROMPT,

@@ -52,9 +52,13 @@ const DOCUMENT_NAMES: Record<ExtractionKind, string> = {
   posting: 'job posting',
 };
 
+/** `text` with the document markers taken out, so that data cannot close its block early. */
+export const asDocumentData = (text: string) =>
+  text.replaceAll(DOCUMENT_START, ' ').replaceAll(DOCUMENT_END, ' ');
+
 /** The two messages of one extraction call: the kind's system prompt and the delimited text. */
 export function buildExtractionMessages(kind: ExtractionKind, text: string): LlmMessage[] {
-  const data = text.replaceAll(DOCUMENT_START, ' ').replaceAll(DOCUMENT_END, ' ');
+  const data = asDocumentData(text);
   return [
     { role: 'system', content: SYSTEM_PROMPTS[kind] },
     {

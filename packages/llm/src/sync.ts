@@ -4,7 +4,7 @@ import { LlmOutputError } from './errors.js';
 import type { ExtractionHooks } from './extract.js';
 import { normaliseForMatch } from './grounding-text.js';
 import { askForJson } from './json-call.js';
-import { DOCUMENT_END, DOCUMENT_START } from './prompts.js';
+import { asDocumentData, DOCUMENT_END, DOCUMENT_START } from './prompts.js';
 
 /*
  * Seed 004's LLM sync (`use_llm_sync`, decision 0025): which postings a site published for the
@@ -99,8 +99,7 @@ const ANSWER_JSON_SCHEMA = {
   },
 } as const;
 
-const clean = (text: string | null) =>
-  (text ?? '').replaceAll(DOCUMENT_START, ' ').replaceAll(DOCUMENT_END, ' ');
+const clean = (text: string | null) => asDocumentData(text ?? '');
 
 function describe(posting: SyncCandidate): string {
   return [

@@ -52,12 +52,12 @@ function keysOf(posting: JobPosting): { ats: string | null; fields: string | nul
   };
 }
 
-/** How the rule reads a stored posting. */
-function recordOf(posting: JobPosting): JobRecord {
+/** How the rule reads a stored posting, whose ATS job id is `atsKey`. */
+function recordOf(posting: JobPosting, atsKey: string | null): JobRecord {
   const posted = posting.datePosted ? new Date(posting.datePosted) : null;
   return {
     url: posting.url,
-    atsKey: keysOf(posting).ats,
+    atsKey,
     company: posting.company,
     title: posting.title,
     location: posting.location,
@@ -86,7 +86,10 @@ function canonicalOf(group: readonly JobPosting[]): JobPosting {
 export async function linkRunDuplicates(db: Database, runId: string): Promise<number> {
   const run = await readRunJobs(db, runId);
   if (!run || run.jobs.length === 0) return 0;
-  const keyed = run.jobs.map((job) => ({ job, ...keysOf(job) }));
+  const keyed = run.jobs.map((job) => {
+    const keys = keysOf(job);
+    return { job, ...keys, record: recordOf(job, keys.ats) };
+  });
   await storeJobKeys(
     db,
     keyed.map(({ job, ats, fields }) => ({ id: job.id, ats, fields })),
@@ -97,15 +100,31 @@ export async function linkRunDuplicates(db: Database, runId: string): Promise<nu
     atsKeys: keyed.flatMap(({ ats }) => (ats ? [ats] : [])),
     fieldsKeys: keyed.flatMap(({ fields }) => (fields ? [fields] : [])),
   });
+  // Each candidate read once, found by either of its stored keys.
+  type Candidate = { posting: JobPosting; record: JobRecord };
+  const byAts = new Map<string, Candidate[]>();
+  const byFields = new Map<string, Candidate[]>();
+  const add = (map: Map<string, Candidate[]>, key: string | null, entry: Candidate) => {
+    if (key === null) return;
+    const list = map.get(key);
+    if (list) list.push(entry);
+    else map.set(key, [entry]);
+  };
+  for (const posting of candidates) {
+    const entry = { posting, record: recordOf(posting, posting.jobAtsKey) };
+    add(byAts, posting.jobAtsKey, entry);
+    add(byFields, posting.jobFieldsKey, entry);
+  }
   const links = new Map<string, string | null>();
   const unmatched: string[] = [];
-  for (const { job, ats, fields } of keyed) {
-    const same = candidates.filter(
-      (candidate) =>
-        ((ats !== null && candidate.jobAtsKey === ats) ||
-          (fields !== null && candidate.jobFieldsKey === fields)) &&
-        sameJob(recordOf(job), recordOf(candidate)).same,
-    );
+  for (const { job, ats, fields, record } of keyed) {
+    const sharing = new Set([
+      ...(ats === null ? [] : (byAts.get(ats) ?? [])),
+      ...(fields === null ? [] : (byFields.get(fields) ?? [])),
+    ]);
+    const same = [...sharing]
+      .filter((candidate) => sameJob(record, candidate.record).same)
+      .map((candidate) => candidate.posting);
     if (same.length === 0) {
       // Matched nothing this time (its title changed, the other closed): on its own again. The
       // copies that pointed at it found it by its keys: when those changed, they stand alone

@@ -127,16 +127,18 @@ export function normaliseCompany(company: string): string {
     .join('');
 }
 
-/** Words a title carries about the hiring season rather than the job. */
-const SEASON = /^(?:19|20)\d\d$|^(?:summer|fall|autumn|winter|spring)$/;
+/** Words a title carries about the hiring season rather than the job: a year, a season. */
+const YEAR = /^(?:19|20)\d\d$/;
+const SEASON_WORD = /^(?:summer|fall|autumn|winter|spring)$/;
+const isSeasonWord = (word: string) => YEAR.test(word) || SEASON_WORD.test(word);
 
 /** The season words of a title ("summer", "2025"), by kind: the year and the season apart. */
 function seasonOf(title: string): { years: Set<string>; seasons: Set<string> } {
   const words = fold(title).split(/[^a-z0-9]+/);
-  const years = new Set(words.filter((word) => /^(?:19|20)\d\d$/.test(word)));
+  const years = new Set(words.filter((word) => YEAR.test(word)));
   const seasons = new Set(
     words
-      .filter((word) => /^(?:summer|fall|autumn|winter|spring)$/.test(word))
+      .filter((word) => SEASON_WORD.test(word))
       .map((word) => (word === 'autumn' ? 'fall' : word)),
   );
   return { years, seasons };
@@ -164,7 +166,7 @@ const SAME_WORD: Record<string, string> = {
 export function normaliseTitle(title: string): string {
   const words = fold(title)
     .split(/[^a-z0-9+#]+/)
-    .filter((word) => word !== '' && !SEASON.test(word))
+    .filter((word) => word !== '' && !isSeasonWord(word))
     .map((word) => SAME_WORD[word] ?? word);
   return [...new Set(words)].sort().join(' ');
 }

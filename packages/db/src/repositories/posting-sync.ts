@@ -1,6 +1,7 @@
 import type { Database } from '../client.js';
 import { jsonForPg } from '../pg-text.js';
 import { extractedFieldKeys, snakeCase } from '../posting-fields.js';
+import { runSettled } from './run-settled.js';
 import { KEEP_PREVIOUS_VERSION } from './settle-statement.js';
 
 /**
@@ -215,9 +216,7 @@ export async function listRunsAwaitingSync(
   }>(
     `SELECT r.id AS run_id, r.site_schedule_id AS site_id, r.correlation_id
      FROM scrape_runs r
-     WHERE r.status = 'running' AND r.sync_state = 'pending' AND r.listing_done
-       AND (r.pages_state IS NULL OR r.pages_state = 'done')
-       AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = r.id AND p.status = 'pending')
+     WHERE r.sync_state = 'pending' AND ${runSettled('r.id')}
        AND r.updated_at < now() - make_interval(secs => $1::float8 / 1000)
      ORDER BY r.updated_at LIMIT $2`,
     [quietMs, limit],

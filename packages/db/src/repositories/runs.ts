@@ -3,6 +3,7 @@ import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type pg from 'pg';
 import type { Database } from '../client.js';
 import { adaptSiteCadence } from './cadence.js';
+import { runSettled } from './run-settled.js';
 import { ActiveRunExistsError, isUniqueViolation } from '../errors.js';
 import { withoutNul } from '../pg-text.js';
 import { afterCursor, microsOf, pageOf } from './cursor.js';
@@ -240,13 +241,10 @@ export const DEFAULT_EXPIRY_POLICY: ExpiryPolicy = {
 export const LISTING_HISTORY = 5;
 
 /**
- * When the run `r` (id $1) may close: running, listed, nothing of it pending, and a
- * `postsOnListing` site's pages read through all their passes (decision 0026). Asked first on
- * its own (`RUN_CLOSABLE`), then again by the closing statement on the row it updates.
+ * The run `r` of id $1 done with its work. Asked first on its own (`RUN_CLOSABLE`), then again by
+ * the closing statement on the row it updates.
  */
-const RUN_SETTLED = `r.status = 'running' AND r.listing_done
-        AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.run_id = $1 AND p.status = 'pending')
-        AND coalesce(r.pages_state, 'done') = 'done'`;
+const RUN_SETTLED = runSettled('$1');
 
 /** … and, for a `use_llm_sync` site, its sync done (decision 0025). */
 const RUN_MAY_CLOSE = `${RUN_SETTLED} AND r.sync_state IS DISTINCT FROM 'pending'`;

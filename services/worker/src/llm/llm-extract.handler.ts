@@ -32,7 +32,7 @@ import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { HandlerContext, JobHandler, LlmDeps } from '../context.js';
 import { LlmProviderBusyError } from './errors.js';
 import { mergeLlmPostingFields, missingPostingFields } from './posting-fields.js';
-import { providerCallHooks } from './provider-calls.js';
+import { limitsWaitMs, llmOf, providerCallHooks } from './provider-calls.js';
 import { loadLlmSource, LlmSubjectUnavailable, type LlmSource } from './subject.js';
 
 /**
@@ -50,11 +50,6 @@ export const OTHER_VERSION_DELAY_MS = 5_000;
 
 /** Errors that wait (no attempt spent) while an operator acts, rather than failing the job. */
 const OPERATOR_ERRORS = new Set(['LLM_UNAUTHORIZED', 'LLM_MODEL_UNAVAILABLE']);
-
-function llmOf(context: HandlerContext): LlmDeps {
-  if (!context.llm) throw new Error('a worker serving llm-extract needs its LLM dependencies');
-  return context.llm;
-}
 
 /**
  * Hands the extraction back to the queue until `at`: the row returns to `queued` (the attempt
@@ -107,7 +102,7 @@ async function callModel(
         });
       },
       ...providerCallHooks(context, llm, row.tenantId, () =>
-        recordLlmAnswer(context.db, subject, row.version, { answered: true }).then(() => {}),
+        recordLlmAnswer(context.db, subject, row.version, { answered: true }),
       ),
     },
   });
@@ -124,7 +119,7 @@ async function callModel(
 export const llmExtractHandler: JobHandler<'llm-extract'> = {
   async run(payload, context) {
     const { db, log } = context;
-    const llm = llmOf(context);
+    const llm = llmOf(context, 'llm-extract');
     const subject: LlmSubject = { subjectType: payload.subjectType, subjectId: payload.subjectId };
     if (payload.version !== llm.version) return otherVersion(payload.version, subject, context);
     const row = await claimLlmExtraction(db, subject, payload.version);
@@ -181,15 +176,14 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
             'permanent',
           );
       }
-      if (error instanceof LlmProviderBusyError)
-        await waitUntil(context, subject, payload.version, Date.now() + error.waitMs, error.code);
-      if (error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED')
+      const waitMs = limitsWaitMs(error);
+      if (waitMs !== undefined)
         await waitUntil(
           context,
           subject,
           payload.version,
-          Date.now() + (error.retryAfterMs ?? 1000),
-          error.code,
+          Date.now() + waitMs,
+          (error as LlmProviderError | LlmProviderBusyError).code,
         );
       if (error instanceof LlmProviderError && OPERATOR_ERRORS.has(error.code)) {
         // Neither the key nor the models are the job's fault: alert, pause, and wait.
@@ -274,7 +268,7 @@ async function otherVersion(
   context: HandlerContext,
 ): Promise<{ otherVersion: string; superseded?: boolean }> {
   const { db, log, job, token } = context;
-  const mine = llmOf(context).version;
+  const mine = llmOf(context, 'llm-extract').version;
   if (compareExtractorVersions(version, mine) < 0 && context.extraction?.version === mine) {
     const row = await getLlmExtraction(db, subject);
     // Only a row still waiting under the job's version; a done or newer one is not this job's.

@@ -28,14 +28,9 @@ import type { HandlerContext, JobHandler, LlmDeps } from '../context.js';
 import { fetchPolitely } from '../crawl/polite-fetch.js';
 import { countSiteRequests } from '../site-requests.js';
 import { mergeLlmPostingFields } from './posting-fields.js';
-import { providerCallHooks, waitingOutLimits } from './provider-calls.js';
+import { llmOf, providerCallHooks, waitingOutLimits } from './provider-calls.js';
 
 type PagesPayload = JobPayload<'llm-pages'>;
-
-function llmOf(context: HandlerContext): LlmDeps {
-  if (!context.llm) throw new Error('a worker serving llm-pages needs its LLM dependencies');
-  return context.llm;
-}
 
 const callOptions = (context: HandlerContext, llm: LlmDeps, tenant: string) => ({
   model: llm.settings.primaryModel,
@@ -66,7 +61,7 @@ async function logProgress(context: HandlerContext, runId: string, message: stri
 
 /** Pass 1: one listing page into grounded candidate posts; the last page read queues the merge. */
 async function readPage(payload: Extract<PagesPayload, { pass: 'read' }>, context: HandlerContext) {
-  const llm = llmOf(context);
+  const llm = llmOf(context, 'llm-pages');
   const page = await readPendingListingPage(context.db, payload.runId, payload.url);
   if (page) {
     const tenant = page.site.tenantId ?? `site:${page.site.id}`;
@@ -150,7 +145,7 @@ async function investigate(
   payload: Extract<PagesPayload, { pass: 'investigate' }>,
   context: HandlerContext,
 ) {
-  const llm = llmOf(context);
+  const llm = llmOf(context, 'llm-pages');
   const post = await readPendingInvestigation(context.db, payload.runId, payload.key);
   if (post?.link) {
     const missing = (['title', 'company', 'location'] as const).filter(

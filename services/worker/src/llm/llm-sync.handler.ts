@@ -1,7 +1,7 @@
 import { mergeSyncedPosting, readSyncCandidates, settleRunSync } from '@gleaner/db';
 import { matchPostings } from '@gleaner/llm';
 import type { JobHandler } from '../context.js';
-import { providerCallHooks, waitingOutLimits } from './provider-calls.js';
+import { llmOf, providerCallHooks, waitingOutLimits } from './provider-calls.js';
 
 /** Postings of each kind one sync compares at most: one prompt, a few thousand tokens each. */
 export const SYNC_MAX_POSTINGS = 40;
@@ -18,8 +18,7 @@ export const SYNC_MAX_POSTINGS = 40;
 export const llmSyncHandler: JobHandler<'llm-sync'> = {
   async run(payload, context) {
     const { db, log } = context;
-    const llm = context.llm;
-    if (!llm) throw new Error('a worker serving llm-sync needs its LLM dependencies');
+    const llm = llmOf(context, 'llm-sync');
     const candidates = await readSyncCandidates(db, payload.runId, { limit: SYNC_MAX_POSTINGS });
     if (!candidates) {
       log.debug('run not waiting for its sync; skipping');

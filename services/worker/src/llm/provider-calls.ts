@@ -67,6 +67,23 @@ export function providerCallHooks(
  * sync, a pass of page reading), parking the job until the provider's limits allow it when they
  * do not (a paused key, a 429's retry-after): waiting is not failing, and no attempt is spent.
  */
+/** The LLM dependencies of a worker serving `queue`, which main.ts builds for such a worker. */
+export function llmOf(context: HandlerContext, queue: string): LlmDeps {
+  if (!context.llm) throw new Error(`a worker serving ${queue} needs its LLM dependencies`);
+  return context.llm;
+}
+
+/**
+ * How long a call's error says to wait before the provider may be asked again: its limits are
+ * full (a paused key, the shared gate) or it answered 429. Undefined for any other error.
+ */
+export function limitsWaitMs(error: unknown): number | undefined {
+  if (error instanceof LlmProviderBusyError) return error.waitMs;
+  if (error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED')
+    return error.retryAfterMs ?? 1000;
+  return undefined;
+}
+
 export async function waitingOutLimits<T>(
   context: HandlerContext,
   call: () => Promise<T>,
@@ -74,12 +91,7 @@ export async function waitingOutLimits<T>(
   try {
     return await call();
   } catch (error) {
-    const waitMs =
-      error instanceof LlmProviderBusyError
-        ? error.waitMs
-        : error instanceof LlmProviderError && error.code === 'LLM_RATE_LIMITED'
-          ? (error.retryAfterMs ?? 1000)
-          : undefined;
+    const waitMs = limitsWaitMs(error);
     if (waitMs === undefined) throw error;
     const at = Date.now() + waitMs;
     await context.job.moveToDelayed(Math.max(at, Date.now() + 10), context.token);
