@@ -24,7 +24,7 @@
  * Every field found here has provenance `dom`.
  */
 import type { CheerioAPI } from 'cheerio/slim';
-import { readDescription } from './description.js';
+import { NO_DESCRIPTION, readDescription } from './description.js';
 import { childElements, type DomElement } from './dom.js';
 import { normaliseDate } from './dates.js';
 import { findEmploymentType, normaliseEmploymentType } from './employment-type.js';
@@ -162,23 +162,33 @@ const TITLE_HINT =
   /(?:^|[\s_-])(?:job|position|posting|vacancy|opening|role)[-_]?(?:title|name|headline|header|heading)\b|\bjobtitle\b|\bapp-title\b|\bjobpostingheader\b|\btitle[-_]of[-_]job\b/i;
 const HEADING_TAGS = new Set(['h1', 'h2', 'h3', 'h4']);
 
-function isUsableTitle(text: string | null, siteNames: readonly string[]): text is string {
+/**
+ * What a title must not be: the site's own names, and (with a site template) text that is the
+ * same on every page of the site, such as a board's "Job Overview" heading.
+ */
+interface TitleVeto {
+  siteNames: readonly string[];
+  isTemplateText: (text: string) => boolean;
+}
+
+function isUsableTitle(text: string | null, veto: TitleVeto): text is string {
   if (text === null || text.length < 2 || text.length > MAX_TITLE_CHARS) return false;
+  if (veto.isTemplateText(text)) return false;
   if (GENERIC_TITLE.test(text.replace(/[\s:.!]+$/, '')) || sectionKind(text) !== null) return false;
   if (labelKey(text) !== null) return false;
   const lower = text.toLowerCase();
-  return !siteNames.some((name) => name.toLowerCase() === lower);
+  return !veto.siteNames.some((name) => name.toLowerCase() === lower);
 }
 
 /** An element named for the title, or its heading when the named element wraps more. */
-function namedTitle(page: PageIndex, siteNames: readonly string[]): TitleFinding | null {
+function namedTitle(page: PageIndex, veto: TitleVeto): TitleFinding | null {
   for (const element of page.elements) {
     if (!TITLE_HINT.test(hintsOf(element)) || !isOutsideFurniture(page, element)) continue;
     if (FORM_TAGS.has(element.name)) continue;
     const heading = HEADING_TAGS.has(element.name) ? element : headingWithin(element);
     if (heading === null) continue;
     const text = headingText(heading);
-    if (isUsableTitle(text, siteNames)) return { text, element: heading, source: 'named' };
+    if (isUsableTitle(text, veto)) return { text, element: heading, source: 'named' };
   }
   return null;
 }
@@ -186,7 +196,7 @@ function namedTitle(page: PageIndex, siteNames: readonly string[]): TitleFinding
 function headingTitle(
   page: PageIndex,
   sections: readonly Section[],
-  siteNames: readonly string[],
+  veto: TitleVeto,
 ): TitleFinding | null {
   // Several <h1>s are common: the logo, "Careers", the job. The job's is the first of the main
   // content that is neither the site's name nor a generic heading.
@@ -196,7 +206,7 @@ function headingTitle(
     if (SITE_NAME_HINT.test(hintsOf(element))) continue;
     firstH1 ??= element;
     const text = headingText(element);
-    if (isUsableTitle(text, siteNames)) return { text, element, source: 'heading' };
+    if (isUsableTitle(text, veto)) return { text, element, source: 'heading' };
   }
   // "Vacancies" as the <h1> and the job as the next heading, before any posting section.
   const firstSection = sections[0]?.element;
@@ -207,7 +217,7 @@ function headingTitle(
     if (!isAfterH1 || (element.name !== 'h2' && element.name !== 'h3')) continue;
     if (!isInMainContent(page, element)) continue;
     const text = shortTextOf(element, 100);
-    if (isUsableTitle(text, siteNames)) return { text, element, source: 'heading' };
+    if (isUsableTitle(text, veto)) return { text, element, source: 'heading' };
     break;
   }
   return null;
@@ -252,21 +262,21 @@ function findTitle(
   meta: PageMeta,
   labelled: LabelledValues,
   sections: readonly Section[],
-  siteNames: readonly string[],
+  veto: TitleVeto,
 ): TitleFinding | null {
-  const named = namedTitle(page, siteNames);
+  const named = namedTitle(page, veto);
   if (named !== null) return named;
   const label = labelled.title;
-  if (isUsableTitle(label, siteNames) && normaliseEmploymentType(label, true) === null)
+  if (isUsableTitle(label, veto) && normaliseEmploymentType(label, true) === null)
     return { text: label, element: null, source: 'label' };
-  const heading = headingTitle(page, sections, siteNames);
+  const heading = headingTitle(page, sections, veto);
   if (heading !== null) return heading;
   const roleTitle = labelled.roleTitle;
-  if (isUsableTitle(roleTitle, siteNames) && normaliseEmploymentType(roleTitle, true) === null)
+  if (isUsableTitle(roleTitle, veto) && normaliseEmploymentType(roleTitle, true) === null)
     return { text: roleTitle, element: null, source: 'heading' };
   for (const raw of [meta.ogTitle, meta.title]) {
-    const text = raw === null ? null : cleanPageTitle(raw, siteNames[0] ?? null);
-    if (isUsableTitle(text, siteNames)) return { text, element: null, source: 'meta' };
+    const text = raw === null ? null : cleanPageTitle(raw, veto.siteNames[0] ?? null);
+    if (isUsableTitle(text, veto)) return { text, element: null, source: 'meta' };
   }
   return null;
 }
@@ -607,6 +617,17 @@ function readDomEmploymentType(text: string | null): string | null {
 export interface DomPostingVeto {
   /** JSON-LD types on the page (local names). */
   jsonLdTypes: ReadonlySet<string>;
+  /**
+   * Text that is the site's template, not a record (see template/): never the title. Default:
+   * nothing is.
+   */
+  isTemplateText?: (text: string) => boolean;
+  /**
+   * The page is known to be one posting (it fits the site's template and its title slot holds a
+   * value): the evidence the reader would otherwise ask for is not needed, and a short or
+   * missing description does not make the page something else.
+   */
+  isKnownPosting?: boolean;
 }
 
 /** JSON-LD saying the page is something other than a posting. */
@@ -642,11 +663,19 @@ export function findDomPosting(
   const page = indexPage($);
   if (looksLikeBlogPost(page)) return null;
 
+  const isKnownPosting = veto.isKnownPosting === true;
   const { values: labelled, isListing } = readLabelledValues(page);
-  if (isListing) return null;
+  if (isListing && !isKnownPosting) return null;
   const sections = findSections(page);
   const siteNames = findSiteNames(page, meta);
-  const title = findTitle(page, meta, labelled, sections, siteNames);
+  const titleVeto: TitleVeto = { siteNames, isTemplateText: veto.isTemplateText ?? (() => false) };
+  const found = findTitle(page, meta, labelled, sections, titleVeto);
+  if (isKnownPosting) {
+    // The caller has the title from the template; the reader's is only a fallback.
+    const title = found ?? { text: '', element: null, source: 'meta' };
+    return readPosting($, page, { labelled, sections, siteNames, meta, title });
+  }
+  const title = found;
   if (title === null || GONE.test(title.text)) return null;
 
   const hasControl = hasApplyAction(page);
@@ -662,11 +691,31 @@ export function findDomPosting(
     (signals >= 1 && labelled.location !== null) ||
     (hasControl && sections.some((section) => isAboutTheJob(section.element)));
   if (!isPosting) return null;
+  const posting = readPosting($, page, { labelled, sections, siteNames, meta, title });
+  const text = posting?.descriptionText ?? null;
+  return text === null || text.length < MIN_DESCRIPTION_CHARS ? null : posting;
+}
 
+interface PageFindings {
+  labelled: LabelledValues;
+  sections: readonly Section[];
+  siteNames: readonly string[];
+  meta: PageMeta;
+  title: TitleFinding;
+}
+
+/** The record of a page taken to be a posting; null when its description is a page of many things. */
+function readPosting(
+  $: CheerioAPI,
+  page: PageIndex,
+  { labelled, sections, siteNames, meta, title }: PageFindings,
+): ExtractedPosting | null {
   const container = findDescriptionElement(page, sections, title);
-  if (container === null || textContent(container).length > MAX_DESCRIPTION_CHARS) return null;
-  const description = readDescription(descriptionHtml($, container, title.text));
-  if (description.text === null || description.text.length < MIN_DESCRIPTION_CHARS) return null;
+  if (container !== null && textContent(container).length > MAX_DESCRIPTION_CHARS) return null;
+  const description =
+    container === null
+      ? NO_DESCRIPTION
+      : readDescription(descriptionHtml($, container, title.text));
 
   const location = labelled.location === null ? null : parseLocationText(labelled.location);
   const salary = readDomSalary(labelled.salary, description.text, location?.country ?? null);
