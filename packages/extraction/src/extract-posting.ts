@@ -1,5 +1,5 @@
 import { createLazyDom, type LazyDom } from './dom.js';
-import { findDomPosting, mayBeDomPosting } from './dom-posting.js';
+import { findDomPosting, MAX_DOM_POSTING_CHARS, mayBeDomPosting } from './dom-posting.js';
 import {
   collectJobPostings,
   createJobPostingSearch,
@@ -23,11 +23,19 @@ import {
   titleFromPageMeta,
   type PageMeta,
 } from './page-meta.js';
+import { completeFromTemplate, readTemplatePosting } from './template/extract.js';
+import type { SiteTemplate } from './template/types.js';
 import type { ExtractedPosting, ExtractionResult, FieldSource } from './types.js';
 
 export interface ExtractPostingOptions {
   /** The page's URL. Not needed by the current paths; kept for resolving relative links later. */
   url?: string;
+  /**
+   * The site's template (learnSiteTemplate): for a page without structured data, a page that
+   * does not fit it is not a posting, one that fits is read from its slots first; template text
+   * is never a value. A structured-data posting may take a missing title or company from it.
+   */
+  template?: SiteTemplate;
 }
 
 /**
@@ -51,24 +59,31 @@ const LISTING_POSTING_COUNT = 3;
  */
 export function extractPosting(
   html: string,
-  _options: ExtractPostingOptions = {},
+  options: ExtractPostingOptions = {},
 ): ExtractionResult | null {
+  const { template } = options;
   const search = findJsonLdJobPostings(html);
   const distinct = new Set(search.postings.map(postingKey));
   if (distinct.size >= LISTING_POSTING_COUNT) return null;
   const jsonLdNode = search.postings[0];
   if (jsonLdNode !== undefined) {
     const posting = mapJobPosting(jsonLdNode, { resolveReference: createResolver(html) });
-    return completeFromPage(withProvenance(posting, 'json-ld'), html);
+    const result = withProvenance(posting, 'json-ld');
+    if (template !== undefined) completeFromTemplate(result, html, template);
+    return completeFromPage(result, html);
   }
   if (search.hasListedPosting) return null;
 
   const dom = createLazyDom(html);
   const itemNode = findStructuredItem(html, dom);
   if (itemNode !== null) {
-    return completeFromPage(withProvenance(mapJobPosting(itemNode.node), itemNode.source), html);
+    const result = withProvenance(mapJobPosting(itemNode.node), itemNode.source);
+    if (template !== undefined) completeFromTemplate(result, html, template, dom());
+    return completeFromPage(result, html);
   }
 
+  if (template !== undefined && html.length <= MAX_DOM_POSTING_CHARS)
+    return withProvenanceOrNull(readTemplatePosting(html, dom(), template, search.types));
   if (!mayBeDomPosting(html)) return null;
   const domPosting = findDomPosting(dom(), readPageMeta(html), { jsonLdTypes: search.types });
   return domPosting === null ? null : withProvenance(domPosting, 'dom');
@@ -139,4 +154,8 @@ function withProvenance(posting: ExtractedPosting, source: FieldSource): Extract
     if (posting[field] !== null) provenance[field] = source;
   }
   return { posting, provenance };
+}
+
+function withProvenanceOrNull(posting: ExtractedPosting | null): ExtractionResult | null {
+  return posting === null ? null : withProvenance(posting, 'dom');
 }

@@ -1,5 +1,14 @@
 export type { ExtractedPosting, ExtractionResult, FieldSource } from './types.js';
 export { extractPosting, type ExtractPostingOptions } from './extract-posting.js';
+export {
+  labelTemplate,
+  learnSiteTemplate,
+  readWithTemplate,
+  type SiteTemplate,
+  type TemplateField,
+  type TemplatePath,
+  type TemplateReading,
+} from './template/index.js';
 export { findJsonLdBlocks } from './json-ld-scan.js';
 export { EXTRACTOR_VERSION } from './version.js';
 export { normaliseDate } from './dates.js';
@@ -14,12 +23,20 @@ export {
   DESCRIPTION_SIMILARITY,
   EVALUATED_FIELDS,
   evaluatePages,
+  evaluateSites,
   fieldMatches,
   formatReport,
+  formatSites,
   readCorpus,
+  readSites,
+  stripStructuredData,
   summariseReport,
+  summariseSites,
   textSimilarity,
   type CorpusPage,
+  type CorpusSite,
+  type SiteReport,
+  type SiteSummary,
   type EvaluatedField,
   type EvaluationReport,
   type FieldScore,

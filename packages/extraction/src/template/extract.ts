@@ -1,0 +1,93 @@
+/**
+ * extractPosting's use of a site template (see extract-posting.ts): a page without structured
+ * data is a posting when it fits the template and its title slot holds a value; its fields come
+ * from the template's slots, and the markup reader fills the rest with the template's text
+ * vetoed. A page that does not fit (a listing or company page of the same site) is none.
+ */
+import { emptyPostingFields } from '@gleaner/db/posting-fields';
+import type { CheerioAPI } from 'cheerio/slim';
+import { normaliseDate } from '../dates.js';
+import { findDomPosting, mayBeDomPosting } from '../dom-posting.js';
+import { findEmploymentType } from '../employment-type.js';
+import { parseLocationText } from '../location.js';
+import { readPageMeta } from '../page-meta.js';
+import type { ExtractedPosting, ExtractionResult } from '../types.js';
+import { alignPage, createTemplateTextVeto, readAligned } from './read.js';
+import { comparableText } from './slots.js';
+import type { SiteTemplate, TemplateField } from './types.js';
+import { stripDatePrefix } from './values.js';
+
+export function readTemplatePosting(
+  html: string,
+  $: CheerioAPI,
+  template: SiteTemplate,
+  jsonLdTypes: ReadonlySet<string>,
+): ExtractedPosting | null {
+  const reading = readAligned(alignPage(html, template, $), template);
+  if (!reading.fits) return null;
+  const isTemplateText = createTemplateTextVeto(template);
+  const hasTitle = reading.fields.title !== undefined;
+  // Without a title in its slot, the page must convince the reader on its own.
+  if (!hasTitle && !mayBeDomPosting(html)) return null;
+  const posting = findDomPosting($, readPageMeta(html), {
+    jsonLdTypes,
+    isTemplateText,
+    isKnownPosting: hasTitle,
+  });
+  if (posting === null && !hasTitle) return null;
+  const record = posting ?? emptyPostingFields();
+  // Template text is never a value: the reader's company or place that is the site's chrome
+  // ("Careers", the header's brand word) goes, unless the template holds it as the site's value.
+  for (const field of ['company', 'location'] as const) {
+    const value = record[field];
+    if (value === null) continue;
+    const isSiteValue =
+      comparableText(template.siteValues[field] ?? '\u0000') === comparableText(value);
+    if (isTemplateText(value) && !isSiteValue) record[field] = null;
+  }
+  applyFields(record, reading.fields);
+  if (record.title === null || record.title === '') return null;
+  return record;
+}
+
+/** A structured-data posting's missing title or company, from the template when the page fits. */
+export function completeFromTemplate(
+  result: ExtractionResult,
+  html: string,
+  template: SiteTemplate,
+  $?: CheerioAPI,
+): void {
+  const { posting, provenance } = result;
+  if (posting.title !== null && posting.company !== null) return;
+  const reading = readAligned(alignPage(html, template, $), template);
+  if (!reading.fits) return;
+  for (const field of ['title', 'company'] as const) {
+    const value = reading.fields[field];
+    if (posting[field] !== null || value === undefined) continue;
+    posting[field] = value;
+    provenance[field] = 'dom';
+  }
+}
+
+function applyFields(
+  posting: ExtractedPosting,
+  fields: Partial<Record<TemplateField, string>>,
+): void {
+  if (fields.title !== undefined) posting.title = fields.title;
+  if (fields.company !== undefined) posting.company = fields.company;
+  if (fields.location !== undefined) {
+    // The place as the page writes it; its parts as the reader splits them.
+    const parsed = parseLocationText(fields.location);
+    posting.location = fields.location;
+    posting.locationCity = parsed.city;
+    posting.locationRegion = parsed.region;
+    posting.locationCountry = parsed.country;
+    posting.isRemote = parsed.isRemote ?? posting.isRemote;
+  }
+  const date =
+    fields.datePosted === undefined ? null : normaliseDate(stripDatePrefix(fields.datePosted));
+  if (date !== null) posting.datePosted = date;
+  const type =
+    fields.employmentType === undefined ? null : findEmploymentType(fields.employmentType);
+  if (type !== null) posting.employmentType = type;
+}

@@ -1,0 +1,3 @@
+export { learnSiteTemplate } from './learn.js';
+export { labelTemplate, readWithTemplate } from './read.js';
+export type { SiteTemplate, TemplateField, TemplatePath, TemplateReading } from './types.js';

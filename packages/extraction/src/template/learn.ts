@@ -1,0 +1,615 @@
+/**
+ * Learning a site's template from its own pages (issue 37): no rules per site. A career site is
+ * hundreds of pages built from one template; text that is the same on most of them at the same
+ * place is template (headings like "Job Overview", labels, header, footer), what changes is the
+ * record. Fields are assigned to the record's slots across all pages together, each slot scored
+ * on what its values look like on every page (see scoreSlot).
+ */
+import { findDomPosting } from '../dom-posting.js';
+import { normaliseDate } from '../dates.js';
+import { findEmploymentType } from '../employment-type.js';
+import { cleanSiteName, companyFromPageTitle } from '../page-meta.js';
+import type { LabelKey } from '../page-labels.js';
+import { parseTemplatePage, type TemplatePage } from './page.js';
+import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
+import type { SiteTemplate, TemplateField, TemplatePath } from './types.js';
+import { looksLikePlace, splitParts, stripDatePrefix } from './values.js';
+
+/** A constant is on at least this share of the pages (and on two). */
+const CONSTANT_SHARE = 0.5;
+/** A value on this share of the pages at one slot is the site's, not a page's. */
+const SITE_VALUE_SHARE = 0.9;
+/** Pages whose reader votes are counted: enough to outvote a few odd pages, and cheap. */
+const READER_VOTE_PAGES = 10;
+const MAX_CONSTANTS = 3000;
+const MAX_RECORD_KEYS = 300;
+const MAX_TEMPLATE_TEXTS_CHARS = 24_000;
+
+const LABEL_FIELDS: Partial<Record<LabelKey, TemplateField>> = {
+  title: 'title',
+  roleTitle: 'title',
+  company: 'company',
+  location: 'location',
+  datePosted: 'datePosted',
+  employmentType: 'employmentType',
+};
+
+const HINTS: Partial<Record<TemplateField, RegExp>> = {
+  title:
+    /(?:^|[\s_-])(?:job|position|posting|vacancy|opening)[-_]?(?:title|name|headline)\b|jobtitle|\btitle\b/i,
+  company: /company|employer|organi[sz]ation|hiring|agency|recruiter/i,
+  location: /location|\bcity\b|\bloc\b|standort|\bplace\b|\bregion\b/i,
+  datePosted: /date|posted|published/i,
+  employmentType: /employment|job-?type|contract|commitment|schedule/i,
+};
+
+interface PageData extends TemplatePage {
+  aligned: AlignedUnit[];
+  reader: { title: string | null; company: string | null; location: string | null } | null;
+}
+
+interface Slot {
+  /** The slot, with `#part` for one part of a unit's text ("Kaunas - UAB Daltra"). */
+  id: string;
+  slot: string;
+  key: string;
+  part: number | null;
+  /** Per page index: the unit's index in that page's aligned units. */
+  at: Map<number, number>;
+  /** Per page index: the slot's text there. */
+  texts: Map<number, string>;
+}
+
+export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null {
+  if (!Array.isArray(pages)) return null;
+  const parsed = pages
+    .map((html) => parseTemplatePage(html))
+    .filter((page): page is TemplatePage => page !== null);
+  const count = parsed.length;
+  if (count < 2) return null;
+  const minSupport = Math.max(2, Math.ceil(count * CONSTANT_SHARE));
+
+  // Constants: the same text at the same key on most pages; labels on any two.
+  const support = new Map<string, number>();
+  const labelIds = new Set<string>();
+  for (const page of parsed) {
+    const seen = new Set<string>();
+    for (const unit of page.units) {
+      if (seen.has(unit.id)) continue;
+      seen.add(unit.id);
+      support.set(unit.id, (support.get(unit.id) ?? 0) + 1);
+      if (unit.isLabel) labelIds.add(unit.id);
+    }
+  }
+  const constants = new Set<string>();
+  for (const [id, pagesWith] of support)
+    if (pagesWith >= minSupport || (pagesWith >= 2 && labelIds.has(id))) constants.add(id);
+
+  // A frequent value ("London" on 6 pages of 10) is no constant when other pages hold other
+  // values in its slot; again after demoting, since that changes the anchors after it.
+  let pageData: PageData[] = [];
+  for (let round = 0; round < 3; round++) {
+    pageData = parsed.map((page) => ({
+      ...page,
+      aligned: alignUnits(page.units, (id) => constants.has(id)),
+      reader: null,
+    }));
+    const variableSlots = new Set<string>();
+    for (const page of pageData)
+      for (const item of page.aligned) if (!item.isConstant) variableSlots.add(item.slot);
+    let demoted = 0;
+    for (const page of pageData) {
+      for (const item of page.aligned) {
+        if (!item.isConstant || item.unit.isLabel || !variableSlots.has(item.slot)) continue;
+        if ((support.get(item.constantId) ?? 0) >= count * SITE_VALUE_SHARE) continue;
+        if (constants.delete(item.constantId)) demoted++;
+      }
+    }
+    if (demoted === 0) break;
+  }
+
+  const isTemplateText = createTextVeto(pageData);
+  for (const [index, page] of pageData.entries()) {
+    if (index >= READER_VOTE_PAGES) break;
+    page.reader = readerVote(page, isTemplateText);
+  }
+
+  const slots = collectSlots(pageData);
+  const fields = assignFields(slots, pageData, count);
+  const siteValues = findSiteValues(pageData, fields, count);
+  if (Object.keys(fields).length === 0 && Object.keys(siteValues).length === 0) return null;
+  const region = recordRegion(pageData, slots, fields);
+  return {
+    format: 1,
+    shape: shapeOf(region.constants, pageData, count),
+    pages: count,
+    constants: [...constants].sort().slice(0, MAX_CONSTANTS),
+    recordConstants: [...region.constants].sort(),
+    recordKeys: [...region.keys].sort().slice(0, MAX_RECORD_KEYS),
+    templateTexts: templateTexts(pageData),
+    fields,
+    siteValues,
+  };
+}
+
+function createTextVeto(pages: readonly PageData[]): (text: string) => boolean {
+  const texts = new Set<string>();
+  for (const page of pages)
+    for (const item of page.aligned)
+      if (item.isConstant && item.unit.text.length <= 150)
+        texts.add(comparableText(item.unit.text));
+  return (text) => texts.has(comparableText(text));
+}
+
+function readerVote(page: PageData, isTemplateText: (text: string) => boolean): PageData['reader'] {
+  try {
+    const posting = findDomPosting(page.$, page.meta, {
+      jsonLdTypes: new Set(),
+      isTemplateText,
+      isKnownPosting: true,
+    });
+    if (posting === null) return null;
+    return {
+      title: posting.title === '' ? null : posting.title,
+      company: posting.company,
+      location: posting.location,
+    };
+  } catch {
+    // The reader's votes are a help, not a requirement: a page it cannot read gets none.
+    return null;
+  }
+}
+
+function collectSlots(pages: readonly PageData[]): Map<string, Slot> {
+  const slots = new Map<string, Slot>();
+  const add = (
+    id: string,
+    item: AlignedUnit,
+    part: number | null,
+    pageIndex: number,
+    unitIndex: number,
+    text: string,
+  ): void => {
+    let slot = slots.get(id);
+    if (slot === undefined) {
+      slot = { id, slot: item.slot, key: item.unit.key, part, at: new Map(), texts: new Map() };
+      slots.set(id, slot);
+    }
+    if (slot.at.has(pageIndex)) return;
+    slot.at.set(pageIndex, unitIndex);
+    slot.texts.set(pageIndex, text);
+  };
+  for (const [pageIndex, page] of pages.entries()) {
+    for (const [unitIndex, item] of page.aligned.entries()) {
+      if (item.isConstant || item.unit.isLabel) continue;
+      add(item.slot, item, null, pageIndex, unitIndex, item.unit.text);
+      const parts = splitParts(item.unit.text);
+      for (const [part, text] of parts.entries())
+        add(`${item.slot}#${part}`, item, part, pageIndex, unitIndex, text);
+    }
+  }
+  return slots;
+}
+
+function anchorLabel(page: PageData, unitIndex: number): LabelKey | null {
+  const item = page.aligned[unitIndex];
+  if (item === undefined) return null;
+  if (item.unit.label !== null) return item.unit.label;
+  // The label right before the value: "<td>Location:</td><td>Lisbon</td>".
+  const previous = page.aligned[unitIndex - 1];
+  return previous !== undefined && previous.unit.isLabel ? previous.unit.label : null;
+}
+
+const LEGAL_FORM =
+  /(?:^|[\s,(])(?:inc|llc|llp|ltd|limited|gmbh|ag|uab|ab|oy|as|a\/s|sa|s\.a|bv|b\.v|nv|plc|corp|corporation|company|co|group|sarl|sas|srl|spa|s\.p\.a|pty|kg|mb|kft|zrt|sp\. z o\.o|ltda|pvt)\.?(?=$|[\s,)])/i;
+
+interface PageContext {
+  /** `<title>` and og:title, lower case. */
+  pageTitle: string;
+  /** Every variable text of the page, lower case, for "does this value recur on the page". */
+  variableText: string;
+}
+
+function pageContext(page: PageData): PageContext {
+  const texts: string[] = [];
+  for (const item of page.aligned) if (!item.isConstant) texts.push(item.unit.text);
+  return {
+    pageTitle: comparableText(`${page.meta.title ?? ''} | ${page.meta.ogTitle ?? ''}`),
+    variableText: comparableText(texts.join(' \u0000 ')),
+  };
+}
+
+function recurs(lower: string, context: PageContext): boolean {
+  const first = context.variableText.indexOf(lower);
+  return first !== -1 && context.variableText.indexOf(lower, first + 1) !== -1;
+}
+
+function matchesLoosely(reader: string | null | undefined, lower: string): boolean {
+  if (reader === null || reader === undefined || lower === '') return false;
+  const vote = comparableText(reader);
+  return vote === lower || (vote.length >= 3 && lower.startsWith(vote));
+}
+
+/**
+ * How well a slot's values fit a field on the pages that have it; 0 when they cannot be it.
+ * `companyAt` is the company chosen so far, per page: a place often shares a line with it
+ * ("Kaunas - UAB Daltra").
+ */
+function scoreSlot(
+  field: TemplateField,
+  slot: Slot,
+  pages: readonly PageData[],
+  contexts: readonly PageContext[],
+  count: number,
+  companyAt: Map<number, string> | null,
+): number {
+  if (slot.part !== null && field !== 'company' && field !== 'location') return 0;
+  let evidence = 0;
+  let chrome = 0;
+  let labelled = 0;
+  let other = 0;
+  let lengths = 0;
+  const distinct = new Set<string>();
+  for (const [pageIndex, unitIndex] of slot.at) {
+    const page = pages[pageIndex] as PageData;
+    const context = contexts[pageIndex] as PageContext;
+    const { unit } = page.aligned[unitIndex] as AlignedUnit;
+    const text = slot.texts.get(pageIndex) ?? '';
+    const lower = comparableText(text);
+    distinct.add(lower);
+    lengths += text.length;
+    if (unit.isChrome) chrome++;
+    const label = slot.part === null || slot.part === 0 ? anchorLabel(page, unitIndex) : null;
+    if (label !== null) {
+      if (LABEL_FIELDS[label] === field) labelled++;
+      else other++;
+    }
+    const isDate = normaliseDate(stripDatePrefix(text)) !== null;
+    const reader = page.reader;
+    let score = 0;
+    if (field === 'title') {
+      if (lower.length >= 3 && context.pageTitle.includes(lower)) score += 3;
+      if (matchesLoosely(reader?.title, lower)) score += 2;
+      const level = unit.headingLevel;
+      if (level === 1) score += 1.5;
+      else if (level !== null && level <= 3) score += 0.75;
+      if (unit.isBrand || isDate || !/\p{L}{2}/u.test(text)) score -= 5;
+    } else if (field === 'company') {
+      if (matchesLoosely(reader?.company, lower)) score += 2;
+      if (LEGAL_FORM.test(text)) score += 1.5;
+      if (lower.length >= 2 && recurs(lower, context)) score += 1;
+      if (lower.length >= 2 && context.pageTitle.includes(lower)) score += 1;
+      if (looksLikePlace(text)) score -= 3;
+      if (isDate || text.length > 80 || !/\p{L}/u.test(text)) score -= 5;
+    } else if (field === 'location') {
+      if (matchesLoosely(reader?.location, lower)) score += 2;
+      if (looksLikePlace(text)) score += 1.5;
+      if (lower.length >= 2 && context.pageTitle.includes(lower)) score += 1;
+      // A line holding the company and something else: the something else is the place.
+      const company = companyAt?.get(pageIndex);
+      const parts = company === undefined ? [] : splitParts(unit.text).map(comparableText);
+      if (company !== undefined && parts.includes(comparableText(company))) {
+        if (slot.part === null) score -= 2;
+        else if (lower !== comparableText(company)) score += 2.5;
+      }
+      if (LEGAL_FORM.test(text)) score -= 1.5;
+      if (isDate || text.length > 80 || !/\p{L}/u.test(text)) score -= 5;
+    } else if (field === 'datePosted') {
+      if (isDate) score += 2;
+    } else if (field === 'employmentType') {
+      if (text.length <= 60 && findEmploymentType(text) !== null) score += 1.5;
+    }
+    evidence += score;
+  }
+  const present = slot.at.size;
+  if (present < 2 || chrome > present / 2) return 0;
+  if (lengths / present > 150) return 0;
+  // A field's value differs between pages (else it is the site's, see findSiteValues).
+  if (distinct.size < 2) return 0;
+  let score = evidence / present;
+  if (labelled > present / 2) score += 4;
+  else if (other > present / 2) score -= 4;
+  const [firstPage, firstUnit] = [...slot.at][0] ?? [0, 0];
+  const hints = pages[firstPage]?.aligned[firstUnit]?.unit.hints ?? '';
+  if (HINTS[field]?.test(hints) === true) score += 1.5;
+  // Places repeat across a site's postings; titles and employers mostly do not.
+  const distinctShare = distinct.size / present;
+  if (field === 'location' && distinctShare <= 0.6) score += 1;
+  if (field === 'title' && distinctShare < 0.5) score -= 1.5;
+  return score * Math.min(1, present / (count * 0.6));
+}
+
+const MIN_SCORE: Record<TemplateField, number> = {
+  title: 2.5,
+  company: 2.5,
+  location: 2.5,
+  datePosted: 2,
+  employmentType: 2,
+  description: 1,
+};
+
+function assignFields(
+  slots: Map<string, Slot>,
+  pages: readonly PageData[],
+  count: number,
+): Partial<Record<TemplateField, TemplatePath>> {
+  const contexts = pages.map(pageContext);
+  const fields: Partial<Record<TemplateField, TemplatePath>> = {};
+  const chosen = new Map<TemplateField, Slot>();
+  const used = new Set<string>();
+  const pick = (wanted: readonly TemplateField[], companyAt: Map<number, string> | null): void => {
+    const candidates: { field: TemplateField; slot: Slot; score: number; order: number }[] = [];
+    for (const slot of slots.values()) {
+      if (slot.at.size < 2 || used.has(slot.slot)) continue;
+      for (const field of wanted) {
+        const score = scoreSlot(field, slot, pages, contexts, count, companyAt);
+        if (score >= MIN_SCORE[field])
+          candidates.push({ field, slot, score, order: meanIndex(slot, pages) });
+      }
+    }
+    // Best first; between equals, the earlier slot (the title above its repeat in a sidebar).
+    candidates.sort((a, b) => b.score - a.score || a.order - b.order);
+    for (const { field, slot } of candidates) {
+      if (chosen.has(field) || used.has(slot.slot)) continue;
+      chosen.set(field, slot);
+      // One unit serves one field, except a line holding two ("Kaunas - UAB Daltra").
+      if (slot.part === null) used.add(slot.slot);
+      used.add(slot.id);
+      fields[field] = pathOf(slot, pages, count, 'learned');
+    }
+  };
+  pick(['title', 'company'], null);
+  pick(['location', 'datePosted', 'employmentType'], chosen.get('company')?.texts ?? null);
+  const description = descriptionSlot(slots, pages, used, count);
+  if (description !== null) fields.description = pathOf(description, pages, count, 'learned');
+  return fields;
+}
+
+/** Average relative position of the slot's units in their pages. */
+function meanIndex(slot: Slot, pages: readonly PageData[]): number {
+  let sum = 0;
+  for (const [pageIndex, unitIndex] of slot.at)
+    sum += unitIndex / Math.max(1, pages[pageIndex]?.aligned.length ?? 1);
+  return sum / slot.at.size;
+}
+
+/** The slot holding the most variable text, when it is a description's worth. */
+function descriptionSlot(
+  slots: Map<string, Slot>,
+  pages: readonly PageData[],
+  used: ReadonlySet<string>,
+  count: number,
+): Slot | null {
+  let best: Slot | null = null;
+  let bestLength = 0;
+  for (const slot of slots.values()) {
+    if (slot.part !== null || used.has(slot.slot) || slot.at.size < Math.max(2, count * 0.5))
+      continue;
+    let length = 0;
+    for (const [pageIndex, unitIndex] of slot.at) {
+      const unit = pages[pageIndex]?.aligned[unitIndex]?.unit;
+      if (unit !== undefined && !unit.isChrome) length += unit.text.length;
+    }
+    length /= slot.at.size;
+    if (length > bestLength) {
+      best = slot;
+      bestLength = length;
+    }
+  }
+  return bestLength >= 200 ? best : null;
+}
+
+export function pathOf(
+  slot: { slot: string; key: string; part: number | null; at: Map<number, number> },
+  pages: readonly { aligned: AlignedUnit[] }[],
+  count: number,
+  source: TemplatePath['source'],
+): TemplatePath {
+  let unique = 0;
+  for (const pageIndex of slot.at.keys()) {
+    const page = pages[pageIndex];
+    if (page === undefined) continue;
+    let atKey = 0;
+    for (const item of page.aligned) if (!item.isConstant && item.unit.key === slot.key) atKey++;
+    if (atKey === 1) unique++;
+  }
+  return {
+    slot: slot.slot,
+    key: slot.key,
+    part: slot.part,
+    isKeyUnique: unique >= slot.at.size * 0.8,
+    source,
+    isOptional: slot.at.size < count * 0.8,
+  };
+}
+
+function mostCommon(values: readonly (string | null)[], minimum: number): string | null {
+  const counts = new Map<string, { value: string; count: number }>();
+  for (const value of values) {
+    if (value === null || value.trim() === '') continue;
+    const key = comparableText(value);
+    const entry = counts.get(key) ?? { value, count: 0 };
+    entry.count++;
+    counts.set(key, entry);
+  }
+  let best: { value: string; count: number } | null = null;
+  for (const entry of counts.values()) if (best === null || entry.count > best.count) best = entry;
+  return best !== null && best.count >= minimum ? best.value : null;
+}
+
+const COPYRIGHT =
+  /(?:©|\(c\)|copyright)\s*(?:\d{4}\s*(?:[-–]\s*\d{4})?\s*)?(?:by\s+)?(\p{Lu}[\p{L}\p{N}&.,'’ -]{1,60}?)(?:[.,]?\s*(?:all\s+rights|\||-\s|$))/iu;
+
+/**
+ * Values the same on every page of the site: a career site's company (a constant after a
+ * "Company:" label, og:site_name, the rest of `<title>`, the reader's company, a copyright line).
+ */
+function findSiteValues(
+  pages: readonly PageData[],
+  fields: Partial<Record<TemplateField, TemplatePath>>,
+  count: number,
+): Partial<Record<TemplateField, string>> {
+  const values: Partial<Record<TemplateField, string>> = {};
+  const most = Math.max(2, Math.ceil(count * 0.6));
+  // A constant value right after a field's label: "Company: Acme", "Location: Lisbon" on every page.
+  for (const field of ['company', 'location', 'employmentType'] as const) {
+    if (fields[field] !== undefined) continue;
+    const found: (string | null)[] = pages.map((page) => {
+      for (const [index, item] of page.aligned.entries()) {
+        if (!item.isConstant || item.unit.isLabel || item.unit.isChrome) continue;
+        const label = anchorLabel(page, index);
+        if (label !== null && LABEL_FIELDS[label] === field && item.unit.text.length <= 80)
+          return item.unit.text;
+      }
+      return null;
+    });
+    const value = mostCommon(found, most);
+    if (value !== null) values[field] = value;
+  }
+  if (fields.company !== undefined || values.company !== undefined) return values;
+
+  const readerVotes = pages.filter((page) => page.reader !== null);
+  const readerCompany = mostCommon(
+    readerVotes.map((page) => page.reader?.company ?? null),
+    Math.max(2, Math.ceil(readerVotes.length * 0.6)),
+  );
+  const siteName = mostCommon(
+    pages.map((page) =>
+      page.meta.ogSiteName === null ? null : cleanSiteName(page.meta.ogSiteName),
+    ),
+    most,
+  );
+  const titleField = fields.title;
+  const titleRest = mostCommon(
+    pages.map((page) => {
+      const title = titleField === undefined ? null : valueAt(page, titleField);
+      if (title === null) return null;
+      return (
+        companyFromPageTitle(page.meta.title, title) ??
+        companyFromPageTitle(page.meta.ogTitle, title)
+      );
+    }),
+    most,
+  );
+  const copyright = mostCommon(
+    pages.map((page) => {
+      for (let index = page.aligned.length - 1; index >= 0; index--) {
+        const item = page.aligned[index] as AlignedUnit;
+        if (!item.isConstant || item.unit.text.length > 200) continue;
+        const match = COPYRIGHT.exec(item.unit.text);
+        const name = match?.[1]?.replace(/[\s,.]+$/, '').trim();
+        if (name !== undefined && name.length >= 2) return name;
+      }
+      return null;
+    }),
+    most,
+  );
+  const company = siteName ?? readerCompany ?? titleRest ?? copyright;
+  if (company !== null) values.company = company;
+  return values;
+}
+
+/** The text a path finds on an aligned page, or null. */
+export function valueAt(
+  page: { aligned: readonly AlignedUnit[] },
+  path: TemplatePath,
+): string | null {
+  let found: AlignedUnit | null = null;
+  let byKey: AlignedUnit | null = null;
+  for (const item of page.aligned) {
+    if (item.isConstant) continue;
+    if (item.slot === path.slot) {
+      found = item;
+      break;
+    }
+    if (path.isKeyUnique && byKey === null && item.unit.key === path.key) byKey = item;
+  }
+  const text = (found ?? byKey)?.unit.text ?? null;
+  if (text === null || path.part === null) return text;
+  return splitParts(text)[path.part] ?? null;
+}
+
+/**
+ * The record's region on each page, from the first field's unit to the last (the description
+ * included): its constants ("Job Overview", "Location:") and keys, on most pages.
+ */
+function recordRegion(
+  pages: readonly PageData[],
+  slots: Map<string, Slot>,
+  fields: Partial<Record<TemplateField, TemplatePath>>,
+): { constants: Set<string>; keys: Set<string> } {
+  const constantPages = new Map<string, number>();
+  const keyPages = new Map<string, number>();
+  const fieldSlots = Object.values(fields).map((path) => slots.get(path.slot));
+  let regions = 0;
+  for (const [pageIndex, page] of pages.entries()) {
+    const indices = fieldSlots
+      .map((slot) => slot?.at.get(pageIndex))
+      .filter((index): index is number => index !== undefined);
+    if (indices.length === 0) continue;
+    regions++;
+    // The labels just before the first field belong to it ("Job title:" above the title).
+    const start = Math.max(0, Math.min(...indices) - 2);
+    const end = Math.max(...indices);
+    const seenConstants = new Set<string>();
+    const seenKeys = new Set<string>();
+    for (let index = start; index <= end; index++) {
+      const item = page.aligned[index];
+      if (item === undefined || item.unit.isChrome) continue;
+      if (item.isConstant) seenConstants.add(item.constantId);
+      seenKeys.add(item.unit.key);
+    }
+    for (const id of seenConstants) constantPages.set(id, (constantPages.get(id) ?? 0) + 1);
+    for (const key of seenKeys) keyPages.set(key, (keyPages.get(key) ?? 0) + 1);
+  }
+  const constants = new Set<string>();
+  const keys = new Set<string>();
+  for (const [id, seen] of constantPages) if (seen >= Math.max(2, regions * 0.6)) constants.add(id);
+  for (const [key, seen] of keyPages) if (seen >= Math.max(2, regions * 0.6)) keys.add(key);
+  return { constants, keys };
+}
+
+/**
+ * The template's fingerprint: its record constants found on nearly every page, hashed. Pages of
+ * one template share them however many are learned; a redesign changes keys or texts.
+ */
+function shapeOf(
+  recordConstants: ReadonlySet<string>,
+  pages: readonly PageData[],
+  count: number,
+): string {
+  const onPages = new Map<string, number>();
+  for (const page of pages) {
+    const seen = new Set<string>();
+    for (const item of page.aligned)
+      if (recordConstants.has(item.constantId)) seen.add(item.constantId);
+    for (const id of seen) onPages.set(id, (onPages.get(id) ?? 0) + 1);
+  }
+  const stable = [...onPages]
+    .filter(([, seen]) => seen >= count * 0.8)
+    .map(([id]) => id)
+    .sort();
+  let hash = 0x811c9dc5;
+  for (const character of stable.join('|')) {
+    hash ^= character.charCodeAt(0);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return `${stable.length}-${hash.toString(36)}`;
+}
+
+/** Constant texts that may never be a record's value, within the template's size budget. */
+function templateTexts(pages: readonly PageData[]): string[] {
+  const texts = new Set<string>();
+  let chars = 0;
+  for (const page of pages) {
+    for (const item of page.aligned) {
+      if (!item.isConstant || item.unit.text.length > 150) continue;
+      const text = comparableText(item.unit.text);
+      if (texts.has(text)) continue;
+      if (chars + text.length > MAX_TEMPLATE_TEXTS_CHARS) return [...texts];
+      texts.add(text);
+      chars += text.length;
+    }
+  }
+  return [...texts];
+}

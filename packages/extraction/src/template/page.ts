@@ -1,0 +1,26 @@
+/**
+ * One page parsed for the template code: its units and its head's labels. Pages the parser
+ * cannot read, or that are larger than the markup reader reads, are left out (null).
+ */
+import type { CheerioAPI } from 'cheerio/slim';
+import { createLazyDom } from '../dom.js';
+import { MAX_DOM_POSTING_CHARS } from '../dom-posting.js';
+import { readPageMeta, type PageMeta } from '../page-meta.js';
+import { readUnits, type TextUnit } from './units.js';
+
+export interface TemplatePage {
+  $: CheerioAPI;
+  units: TextUnit[];
+  meta: PageMeta;
+}
+
+export function parseTemplatePage(html: string, $?: CheerioAPI): TemplatePage | null {
+  if (typeof html !== 'string' || html.length > MAX_DOM_POSTING_CHARS) return null;
+  try {
+    const dom = $ ?? createLazyDom(html)();
+    return { $: dom, units: readUnits(dom), meta: readPageMeta(html) };
+  } catch {
+    // A page the parser chokes on teaches nothing about the site; the others still do.
+    return null;
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * Reading one page with a site's template, and grounding labels (values a model read from a page)
+ * into paths of the template.
+ */
+import type { CheerioAPI } from 'cheerio/slim';
+import { valueAt, pathOf } from './learn.js';
+import { parseTemplatePage, type TemplatePage } from './page.js';
+import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
+import {
+  REQUIRED_FIELDS,
+  TEMPLATE_FIELDS,
+  type SiteTemplate,
+  type TemplateField,
+  type TemplateReading,
+} from './types.js';
+
+/** A page fits when it has this share of the record's keys and of its constants. */
+const FIT_KEYS = 0.6;
+const FIT_CONSTANTS = 0.5;
+
+export interface AlignedPage extends TemplatePage {
+  aligned: AlignedUnit[];
+}
+
+/** The page aligned on the template's constants, or null when it cannot be parsed. */
+export function alignPage(
+  html: string,
+  template: SiteTemplate,
+  $?: CheerioAPI,
+): AlignedPage | null {
+  const page = parseTemplatePage(html, $);
+  if (page === null) return null;
+  const constants = new Set(template.constants);
+  return { ...page, aligned: alignUnits(page.units, (id) => constants.has(id)) };
+}
+
+function fits(page: AlignedPage, template: SiteTemplate): boolean {
+  const keys = new Set<string>();
+  const constants = new Set<string>();
+  for (const item of page.aligned) {
+    keys.add(item.unit.key);
+    if (item.isConstant) constants.add(item.constantId);
+  }
+  const keyShare =
+    template.recordKeys.length === 0
+      ? 1
+      : template.recordKeys.filter((key) => keys.has(key)).length / template.recordKeys.length;
+  const constantShare =
+    template.recordConstants.length === 0
+      ? 1
+      : template.recordConstants.filter((id) => constants.has(id)).length /
+        template.recordConstants.length;
+  return keyShare >= FIT_KEYS && constantShare >= FIT_CONSTANTS;
+}
+
+/** What the template reads from an aligned page. */
+export function readAligned(page: AlignedPage | null, template: SiteTemplate): TemplateReading {
+  const unread = REQUIRED_FIELDS.filter(
+    (field) => template.fields[field] === undefined && template.siteValues[field] === undefined,
+  );
+  if (page === null || !isTemplate(template))
+    return { fits: false, stale: false, fields: {}, unread };
+  const isFit = fits(page, template);
+  const fields: Partial<Record<TemplateField, string>> = {};
+  let stale = false;
+  for (const field of TEMPLATE_FIELDS) {
+    const path = template.fields[field];
+    const value = path === undefined ? null : valueAt(page, path);
+    if (value !== null) fields[field] = value;
+    else if (path !== undefined && (!path.isOptional || path.source === 'labelled')) stale = true;
+    const siteValue = template.siteValues[field];
+    if (fields[field] === undefined && siteValue !== undefined) fields[field] = siteValue;
+  }
+  return { fits: isFit, stale: isFit && stale, fields: isFit ? fields : {}, unread };
+}
+
+export function readWithTemplate(html: string, template: SiteTemplate): TemplateReading {
+  if (!isTemplate(template))
+    return { fits: false, stale: false, fields: {}, unread: [...REQUIRED_FIELDS] };
+  return readAligned(alignPage(html, template), template);
+}
+
+/** Whether the texts of the template's constants hold this text: template, never a value. */
+export function createTemplateTextVeto(template: SiteTemplate): (text: string) => boolean {
+  const texts = new Set(template.templateTexts);
+  return (text) => texts.has(comparableText(text));
+}
+
+/**
+ * Grounds labels into the template: a label counts only when its value is the text of one
+ * variable unit of this page (whitespace-collapsed, case-insensitive; a value after a label such
+ * as "Location: Lisbon" is a unit of its own). A value found on a constant unit right after a
+ * field's label ("Company: Acme" on every page) becomes the site's value for that field.
+ */
+export function labelTemplate(
+  template: SiteTemplate,
+  html: string,
+  labels: Partial<Record<TemplateField, string>>,
+): { template: SiteTemplate; grounded: TemplateField[] } {
+  if (!isTemplate(template) || typeof labels !== 'object' || labels === null)
+    return { template, grounded: [] };
+  const page = alignPage(html, template);
+  if (page === null) return { template, grounded: [] };
+  const fields = { ...template.fields };
+  const siteValues = { ...template.siteValues };
+  const grounded: TemplateField[] = [];
+  for (const field of TEMPLATE_FIELDS) {
+    const label = labels[field];
+    if (typeof label !== 'string') continue;
+    const wanted = comparableText(label);
+    if (wanted === '') continue;
+    const matches = page.aligned
+      .map((item, index) => ({ item, index }))
+      .filter(({ item }) => comparableText(item.unit.text) === wanted);
+    const variable = matches.filter(({ item }) => !item.isConstant);
+    const slots = new Set(variable.map(({ item }) => item.slot));
+    const [first] = variable;
+    if (
+      first !== undefined &&
+      (slots.size === 1 || variable.some(({ item }) => !item.unit.isChrome))
+    ) {
+      const chosen = variable.find(({ item }) => !item.unit.isChrome) ?? first;
+      fields[field] = pathOf(
+        {
+          slot: chosen.item.slot,
+          key: chosen.item.unit.key,
+          part: null,
+          at: new Map([[0, chosen.index]]),
+        },
+        [page],
+        1,
+        'labelled',
+      );
+      grounded.push(field);
+      continue;
+    }
+    const afterLabel = matches.find(
+      ({ item, index }) => item.isConstant && page.aligned[index - 1]?.unit.isLabel === true,
+    );
+    if (afterLabel !== undefined) {
+      siteValues[field] = afterLabel.item.unit.text;
+      grounded.push(field);
+    }
+  }
+  return { template: { ...template, fields, siteValues }, grounded };
+}
+
+/** A template as stored: anything else (an older format, a hand-edited row) reads nothing. */
+function isTemplate(template: SiteTemplate): boolean {
+  return (
+    typeof template === 'object' &&
+    template !== null &&
+    template.format === 1 &&
+    Array.isArray(template.constants) &&
+    Array.isArray(template.recordConstants) &&
+    Array.isArray(template.recordKeys) &&
+    Array.isArray(template.templateTexts) &&
+    typeof template.fields === 'object' &&
+    typeof template.siteValues === 'object'
+  );
+}
