@@ -1,12 +1,22 @@
 /**
  * Scores posting extraction against a directory of pages with expected records:
  *
- *   pnpm eval:extraction [DIR]      (default: packages/extraction/corpus)
+ *   pnpm eval:extraction [DIR] [--no-structured-data] [--no-template]
+ *                                   (default DIR: packages/extraction/corpus)
  *
  * DIR holds `<name>.html` and `<name>.expected.json` (the expected ExtractedPosting fields, or
- * `null` for a page that is not a posting). Human-readable lines (every mismatch, then a table of
- * fields) go to stderr; the last stdout line is the JSON summary
- * `{"pages":…,"fields":{"title":{"precision":…,"recall":…},…},"invented":…,"missed":…}`.
+ * `null` for a page that is not a posting). Each subfolder of DIR is one site: its pages are
+ * learned together into a site template (learnSiteTemplate) and each is then read with it; the
+ * pages at the top are sites of one page, read without a template.
+ *
+ *   --no-structured-data  strip JSON-LD and microdata/RDFa from every page before learning and
+ *                         reading: the template and the markup reader alone are measured
+ *   --no-template         read every page without a template: today's reader, for comparison
+ *
+ * Human-readable lines (every mismatch, a table of fields, a table of sites) go to stderr; the
+ * last stdout line is the JSON summary `{"pages":…,"fields":{"title":{"precision":…,"recall":…,
+ * "f1":…},…},"invented":…,"missed":…,"sites":[{"site","pages","template","title","company",
+ * "location","invented","missed"},…]}` (per site: F1 of the three fields).
  * Scoring rules: packages/extraction/src/evaluate.ts.
  *
  * Imports the extraction sources by relative path: tsx does not apply the `@gleaner/source`
@@ -15,16 +25,26 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  evaluatePages,
+  evaluateSites,
   formatReport,
-  readCorpus,
+  formatSites,
+  readSites,
   summariseReport,
+  summariseSites,
 } from '../packages/extraction/src/index.js';
+
+const FLAGS = new Set(['--no-structured-data', '--no-template']);
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 function main(): number {
-  const [directoryArgument] = process.argv.slice(2).filter((argument) => argument !== '--');
+  const args = process.argv.slice(2).filter((argument) => argument !== '--');
+  const unknown = args.filter((argument) => argument.startsWith('--') && !FLAGS.has(argument));
+  if (unknown.length > 0) {
+    process.stderr.write(`eval-extraction: unknown option ${unknown.join(', ')}\n`);
+    return 2;
+  }
+  const [directoryArgument] = args.filter((argument) => !argument.startsWith('--'));
   // pnpm runs scripts from the repository root; a relative DIR means relative to where the
   // command was typed, which pnpm passes as INIT_CWD.
   const invokedFrom = process.env.INIT_CWD ?? process.cwd();
@@ -32,14 +52,20 @@ function main(): number {
     directoryArgument === undefined
       ? path.join(repoRoot, 'packages/extraction/corpus')
       : path.resolve(invokedFrom, directoryArgument);
-  const pages = readCorpus(directory);
-  if (pages.length === 0) {
+  const sites = readSites(directory);
+  if (sites.length === 0) {
     process.stderr.write(`eval-extraction: no <name>.html pages in ${directory}\n`);
     return 2;
   }
-  const report = evaluatePages(pages);
-  process.stderr.write(`eval-extraction: ${directory}\n${formatReport(report).join('\n')}\n`);
-  process.stdout.write(`${JSON.stringify(summariseReport(report))}\n`);
+  const { total, sites: siteReports } = evaluateSites(sites, {
+    useTemplate: !args.includes('--no-template'),
+    stripStructuredData: args.includes('--no-structured-data'),
+  });
+  process.stderr.write(
+    `eval-extraction: ${directory}\n${formatReport(total).join('\n')}\n\n${formatSites(siteReports).join('\n')}\n`,
+  );
+  const summary = { ...summariseReport(total), sites: summariseSites(siteReports) };
+  process.stdout.write(`${JSON.stringify(summary)}\n`);
   return 0;
 }
 

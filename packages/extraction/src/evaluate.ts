@@ -10,13 +10,23 @@
  * its expected values as missed. A field absent from an expected record is not scored for that
  * page (null means "the page has no such value" and is scored).
  *
- * Matching: numbers exactly (to 1e-9), booleans exactly, strings after collapsing whitespace.
+ * F1 per field is the harmonic mean of the two (0 when nothing correct was extracted).
+ *
+ * Matching: numbers exactly (to 1e-9), booleans exactly. Short text fields (title, company,
+ * location, dates, types, …) after collapsing whitespace, lower-casing and dropping punctuation
+ * and quotes around the value: `"Data Scientist."` matches `data scientist`, and a label's stray
+ * colon or a page's typographic quotes are not a different value; inner punctuation counts
+ * (`Irvine, CA` is not `Irvine CA`).
  * `description`, `descriptionText` and `requirements` compare their visible text — HTML turned
  * into text, lower-cased, split into words — by the Dice coefficient of the two word multisets,
  * and match at DESCRIPTION_SIMILARITY or above: what matters is that the right content was
  * taken, not the markup it came in or a stray line of page furniture.
  *
  * `invented` counts non-posting pages for which a posting was returned.
+ *
+ * Sites (evaluateSites): a corpus directory's subfolders are sites of many pages, learned
+ * together into a site template (template/) and then scored page by page with it; pages at the
+ * top of the directory are sites of one page, read without a template.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -26,6 +36,7 @@ import {
   type PostingFieldKey,
 } from '@gleaner/db/posting-fields';
 import { extractPosting } from './extract-posting.js';
+import { learnSiteTemplate } from './template/learn.js';
 import { htmlToText, normaliseWhitespace } from './html-text.js';
 import type { ExtractionResult } from './types.js';
 
@@ -54,6 +65,8 @@ export interface FieldScore {
   extracted: number;
   expected: number;
   correct: number;
+  /** Harmonic mean of precision and recall; null when the field is neither expected nor found. */
+  f1: number | null;
 }
 
 export interface FieldMismatch {
@@ -135,7 +148,32 @@ export function fieldMatches(field: EvaluatedField, expected: unknown, actual: u
       textSimilarity(htmlToText(expected) ?? '', htmlToText(actual) ?? '') >= DESCRIPTION_SIMILARITY
     );
   }
-  return normaliseWhitespace(expected) === normaliseWhitespace(actual);
+  return shortText(expected) === shortText(actual);
+}
+
+/** Surrounding punctuation and quotes, of any script: `"`, `«`, `:`, `.`, `–` (not symbols: C++). */
+const SURROUNDING = /^[\s\p{P}]+|[\s\p{P}]+$/gu;
+
+function shortText(text: string): string {
+  return normaliseWhitespace(text).toLowerCase().replace(SURROUNDING, '');
+}
+
+function f1Of(correct: number, extracted: number, expected: number): number | null {
+  if (extracted === 0 && expected === 0) return null;
+  const precision = extracted === 0 ? 0 : correct / extracted;
+  const recall = expected === 0 ? 0 : correct / expected;
+  return precision + recall === 0 ? 0 : (2 * precision * recall) / (precision + recall);
+}
+
+function fieldScore(extracted: number, expected: number, correct: number): FieldScore {
+  return {
+    precision: extracted === 0 ? null : correct / extracted,
+    recall: expected === 0 ? null : correct / expected,
+    extracted,
+    expected,
+    correct,
+    f1: f1Of(correct, extracted, expected),
+  };
 }
 
 export function evaluatePages(
@@ -196,15 +234,115 @@ export function evaluatePages(
       expected: 0,
       correct: 0,
     };
-    fields[field] = {
-      precision: extracted === 0 ? null : correct / extracted,
-      recall: expected === 0 ? null : correct / expected,
-      extracted,
-      expected,
-      correct,
-    };
+    fields[field] = fieldScore(extracted, expected, correct);
   }
   return { ...report, fields };
+}
+
+/** One site of a corpus: the pages of a subfolder, or one page at the top. */
+export interface CorpusSite {
+  name: string;
+  pages: CorpusPage[];
+  /** A subfolder: its pages are learned together into a template. */
+  isFolder: boolean;
+}
+
+/**
+ * The sites of a corpus directory: each subfolder one site, each page at the top a site of its
+ * own. Page names are `<site>/<page>` for pages of a subfolder.
+ */
+export function readSites(directory: string): CorpusSite[] {
+  const sites: CorpusSite[] = readCorpus(directory).map((page) => ({
+    name: page.name,
+    pages: [page],
+    isFolder: false,
+  }));
+  for (const entry of readdirSync(directory, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    const pages = readCorpus(path.join(directory, entry.name)).map((page) => ({
+      ...page,
+      name: `${entry.name}/${page.name}`,
+    }));
+    if (pages.length > 0) sites.push({ name: entry.name, pages, isFolder: true });
+  }
+  return sites.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+export interface SiteEvaluationOptions {
+  /** Learn each folder's template and read its pages with it (default true). */
+  useTemplate?: boolean;
+  /** Strip JSON-LD and microdata/RDFa from every page first (see stripStructuredData). */
+  stripStructuredData?: boolean;
+}
+
+export interface SiteReport {
+  site: string;
+  report: EvaluationReport;
+  /** Whether a template was learned for the site. */
+  hasTemplate: boolean;
+}
+
+export function evaluateSites(
+  sites: readonly CorpusSite[],
+  options: SiteEvaluationOptions = {},
+): { total: EvaluationReport; sites: SiteReport[] } {
+  const useTemplate = options.useTemplate ?? true;
+  const reports: SiteReport[] = sites.map((site) => {
+    const pages = options.stripStructuredData
+      ? site.pages.map((page) => ({ ...page, html: stripStructuredData(page.html) }))
+      : site.pages;
+    const template =
+      useTemplate && site.isFolder ? learnSiteTemplate(pages.map((page) => page.html)) : null;
+    const report = evaluatePages(pages, (html) =>
+      extractPosting(html, template === null ? {} : { template }),
+    );
+    return { site: site.name, report, hasTemplate: template !== null };
+  });
+  return { total: mergeReports(reports.map((site) => site.report)), sites: reports };
+}
+
+function mergeReports(reports: readonly EvaluationReport[]): EvaluationReport {
+  const fields = {} as Record<EvaluatedField, FieldScore>;
+  for (const field of EVALUATED_FIELDS) {
+    let extracted = 0;
+    let expected = 0;
+    let correct = 0;
+    for (const report of reports) {
+      extracted += report.fields[field].extracted;
+      expected += report.fields[field].expected;
+      correct += report.fields[field].correct;
+    }
+    fields[field] = fieldScore(extracted, expected, correct);
+  }
+  return {
+    pages: reports.reduce((sum, report) => sum + report.pages, 0),
+    postingPages: reports.reduce((sum, report) => sum + report.postingPages, 0),
+    fields,
+    invented: reports.reduce((sum, report) => sum + report.invented, 0),
+    inventedPages: reports.flatMap((report) => report.inventedPages),
+    missed: reports.reduce((sum, report) => sum + report.missed, 0),
+    missedPages: reports.flatMap((report) => report.missedPages),
+    mismatches: reports.flatMap((report) => report.mismatches),
+    results: new Map(reports.flatMap((report) => [...report.results])),
+  };
+}
+
+const JSON_LD_SCRIPT =
+  /<script\b[^>]*\btype\s*=\s*["']?application\/ld\+json[^>]*>[\s\S]*?<\/script\s*>/gi;
+const TAG = /<[a-zA-Z][^>]*>/g;
+const ITEM_ATTRIBUTE =
+  /\s(?:itemscope|itemprop|itemtype|itemid|itemref|typeof|vocab|property|resource|prefix)(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'>]+))?(?=[\s/>])/gi;
+
+/**
+ * The page without its structured data: JSON-LD scripts and microdata/RDFa attributes
+ * (itemscope, itemprop, itemtype, typeof, property, vocab …), so that what is left to read is the
+ * markup alone. OpenGraph's `<meta property="og:…">` stays: it is the page's head, not a record.
+ */
+export function stripStructuredData(html: string): string {
+  return html.replace(JSON_LD_SCRIPT, '').replace(TAG, (tag) => {
+    if (/^<meta\b/i.test(tag) && /\bproperty\s*=\s*["']?og:/i.test(tag)) return tag;
+    return tag.replace(ITEM_ATTRIBUTE, '');
+  });
 }
 
 function round(value: number | null): number | null {
@@ -214,15 +352,22 @@ function round(value: number | null): number | null {
 /** The machine-readable summary: `{"pages","fields":{field:{precision,recall}},"invented","missed"}`. */
 export function summariseReport(report: EvaluationReport): {
   pages: number;
-  fields: Record<string, { precision: number | null; recall: number | null }>;
+  fields: Record<string, { precision: number | null; recall: number | null; f1: number | null }>;
   invented: number;
   missed: number;
 } {
-  const fields: Record<string, { precision: number | null; recall: number | null }> = {};
+  const fields: Record<
+    string,
+    { precision: number | null; recall: number | null; f1: number | null }
+  > = {};
   for (const field of EVALUATED_FIELDS) {
     const score = report.fields[field];
     if (score.extracted === 0 && score.expected === 0) continue; // not scored by this corpus
-    fields[field] = { precision: round(score.precision), recall: round(score.recall) };
+    fields[field] = {
+      precision: round(score.precision),
+      recall: round(score.recall),
+      f1: round(score.f1),
+    };
   }
   return { pages: report.pages, fields, invented: report.invented, missed: report.missed };
 }
@@ -246,19 +391,61 @@ export function formatReport(report: EvaluationReport): string[] {
   }
   lines.push('');
   lines.push(
-    `${'field'.padEnd(16)} ${'precision'.padStart(9)} ${'recall'.padStart(7)}  correct/extracted/expected`,
+    `${'field'.padEnd(16)} ${'precision'.padStart(9)} ${'recall'.padStart(7)} ${'F1'.padStart(6)}  correct/extracted/expected`,
   );
   for (const field of EVALUATED_FIELDS) {
     const score = report.fields[field];
     if (score.extracted === 0 && score.expected === 0) continue;
     const format = (value: number | null): string => (value === null ? '-' : value.toFixed(3));
     lines.push(
-      `${field.padEnd(16)} ${format(score.precision).padStart(9)} ${format(score.recall).padStart(7)}  ${score.correct}/${score.extracted}/${score.expected}`,
+      `${field.padEnd(16)} ${format(score.precision).padStart(9)} ${format(score.recall).padStart(7)} ${format(score.f1).padStart(6)}  ${score.correct}/${score.extracted}/${score.expected}`,
     );
   }
   lines.push('');
   lines.push(
     `${report.pages} pages (${report.postingPages} postings): ${report.invented} invented, ${report.missed} missed`,
   );
+  return lines;
+}
+
+/** The fields of the per-site table. */
+const SITE_TABLE_FIELDS = ['title', 'company', 'location'] as const;
+
+export interface SiteSummary {
+  site: string;
+  pages: number;
+  template: boolean;
+  title: number | null;
+  company: number | null;
+  location: number | null;
+  invented: number;
+  missed: number;
+}
+
+export function summariseSites(sites: readonly SiteReport[]): SiteSummary[] {
+  return sites.map(({ site, report, hasTemplate }) => ({
+    site,
+    pages: report.pages,
+    template: hasTemplate,
+    title: round(report.fields.title.f1),
+    company: round(report.fields.company.f1),
+    location: round(report.fields.location.f1),
+    invented: report.invented,
+    missed: report.missed,
+  }));
+}
+
+/** One line per site: pages, F1 of title, company and location, invented and missed pages. */
+export function formatSites(sites: readonly SiteReport[]): string[] {
+  const format = (value: number | null): string => (value === null ? '-' : value.toFixed(3));
+  const width = Math.max(4, ...sites.map((site) => site.site.length));
+  const lines = [
+    `${'site'.padEnd(width)} ${'pages'.padStart(5)} tpl ${SITE_TABLE_FIELDS.map((field) => field.padStart(8)).join(' ')} invented missed`,
+  ];
+  for (const summary of summariseSites(sites)) {
+    lines.push(
+      `${summary.site.padEnd(width)} ${String(summary.pages).padStart(5)} ${summary.template ? 'yes' : ' - '} ${SITE_TABLE_FIELDS.map((field) => format(summary[field]).padStart(8)).join(' ')} ${String(summary.invented).padStart(8)} ${String(summary.missed).padStart(6)}`,
+    );
+  }
   return lines;
 }
