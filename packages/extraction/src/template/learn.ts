@@ -35,8 +35,7 @@ const LABEL_FIELDS: Partial<Record<LabelKey, TemplateField>> = {
 };
 
 const HINTS: Partial<Record<TemplateField, RegExp>> = {
-  title:
-    /(?:^|[\s_-])(?:job|position|posting|vacancy|opening)[-_]?(?:title|name|headline)\b|jobtitle|\btitle\b/i,
+  title: /(?<!sub)title|headline/i,
   company: /company|employer|organi[sz]ation|hiring|agency|recruiter/i,
   location: /location|\bcity\b|\bloc\b|standort|\bplace\b|\bregion\b/i,
   datePosted: /date|posted|published/i,
@@ -224,6 +223,23 @@ function recurs(lower: string, context: PageContext): boolean {
   return first !== -1 && context.variableText.indexOf(lower, first + 1) !== -1;
 }
 
+/** "… at Early Learning - Bendigo": the text follows "at" (or "@", "bei", "chez") in the title. */
+function isAfterAt(pageTitle: string, lower: string): boolean {
+  const index = pageTitle.indexOf(lower);
+  return (
+    index > 0 && /(?:\bat|@|\bbei|\bchez)\s$/.test(pageTitle.slice(Math.max(0, index - 6), index))
+  );
+}
+
+/** Whether the unit is the page's first variable heading outside the chrome. */
+function isFirstHeading(page: PageData, unitIndex: number): boolean {
+  for (let index = 0; index < unitIndex; index++) {
+    const item = page.aligned[index] as AlignedUnit;
+    if (!item.isConstant && !item.unit.isChrome && item.unit.headingLevel !== null) return false;
+  }
+  return true;
+}
+
 function matchesLoosely(reader: string | null | undefined, lower: string): boolean {
   if (reader === null || reader === undefined || lower === '') return false;
   const vote = comparableText(reader);
@@ -250,6 +266,9 @@ function scoreSlot(
   let other = 0;
   let lengths = 0;
   const distinct = new Set<string>();
+  // The reader's votes, over the pages that have one (it reads only the first few).
+  let votes = 0;
+  let agreeing = 0;
   for (const [pageIndex, unitIndex] of slot.at) {
     const page = pages[pageIndex] as PageData;
     const context = contexts[pageIndex] as PageContext;
@@ -266,23 +285,28 @@ function scoreSlot(
     }
     const isDate = normaliseDate(stripDatePrefix(text)) !== null;
     const reader = page.reader;
+    const vote = reader === null ? undefined : reader[field as 'title' | 'company' | 'location'];
+    if (vote !== undefined) {
+      votes++;
+      if (matchesLoosely(vote, lower)) agreeing++;
+    }
     let score = 0;
     if (field === 'title') {
       if (lower.length >= 3 && context.pageTitle.includes(lower)) score += 3;
-      if (matchesLoosely(reader?.title, lower)) score += 2;
       const level = unit.headingLevel;
       if (level === 1) score += 1.5;
       else if (level !== null && level <= 3) score += 0.75;
+      if (level !== null && level <= 2 && isFirstHeading(page, unitIndex)) score += 1;
       if (unit.isBrand || isDate || !/\p{L}{2}/u.test(text)) score -= 5;
     } else if (field === 'company') {
-      if (matchesLoosely(reader?.company, lower)) score += 2;
       if (LEGAL_FORM.test(text)) score += 1.5;
       if (lower.length >= 2 && recurs(lower, context)) score += 1;
       if (lower.length >= 2 && context.pageTitle.includes(lower)) score += 1;
+      // "Casual Educator at Early Learning - Bendigo": the employer after "at".
+      if (lower.length >= 2 && isAfterAt(context.pageTitle, lower)) score += 2;
       if (looksLikePlace(text)) score -= 3;
       if (isDate || text.length > 80 || !/\p{L}/u.test(text)) score -= 5;
     } else if (field === 'location') {
-      if (matchesLoosely(reader?.location, lower)) score += 2;
       if (looksLikePlace(text)) score += 1.5;
       if (lower.length >= 2 && context.pageTitle.includes(lower)) score += 1;
       // A line holding the company and something else: the something else is the place.
@@ -307,6 +331,7 @@ function scoreSlot(
   // A field's value differs between pages (else it is the site's, see findSiteValues).
   if (distinct.size < 2) return 0;
   let score = evidence / present;
+  if (votes > 0) score += (2 * agreeing) / votes;
   if (labelled > present / 2) score += 4;
   else if (other > present / 2) score -= 4;
   const [firstPage, firstUnit] = [...slot.at][0] ?? [0, 0];

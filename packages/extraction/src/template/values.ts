@@ -32,7 +32,10 @@ const PART_SEPARATOR = /\s+[-–—|·•]\s+/;
 
 /** The parts of a short line of several values, or none. */
 export function splitParts(text: string): string[] {
-  if (text.length > 150 || !PART_SEPARATOR.test(text)) return [];
+  if (text.length > 300 || !PART_SEPARATOR.test(text)) return [];
   const parts = text.split(PART_SEPARATOR).map((part) => part.trim());
-  return parts.length <= 4 && parts.every((part) => part !== '' && part.length <= 80) ? parts : [];
+  // "Early Learning — Comprehensive early learning and childcare services …": a name, then prose.
+  return parts.length <= 4 && parts.every((part) => part !== '') && (parts[0] ?? '').length <= 80
+    ? parts
+    : [];
 }
