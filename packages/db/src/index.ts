@@ -37,3 +37,4 @@ export * from './repositories/worker-heartbeats.js';
 export * from './repositories/posting-sync.js';
 export * from './repositories/listing-posts.js';
 export * from './repositories/cross-source.js';
+export * from './repositories/site-templates.js';

@@ -237,9 +237,10 @@ export const scrapeRuns = pgTable(
 );
 
 /**
- * A site's drift alerts (decisions 0019 and 0021): a listing far below its recent size, a run's
- * error share or its share of postings read without title, company or location jumping above
- * the site's recent runs', and a site no run has finished for several of its intervals.
+ * A site's drift alerts (decisions 0019, 0021 and 0028): a listing far below its recent size, a
+ * run's error share or its share of postings read without title, company or location jumping
+ * above the site's recent runs', a site no run has finished for several of its intervals, and a
+ * site whose pages changed template.
  */
 export const siteAlertKinds = [
   'listing_drop',
@@ -247,6 +248,7 @@ export const siteAlertKinds = [
   'fields_missing',
   'http_errors',
   'overdue',
+  'template_changed',
 ] as const;
 export type SiteAlertKind = (typeof siteAlertKinds)[number];
 
@@ -285,6 +287,62 @@ export const siteAlerts = pgTable(
       .on(t.siteId, t.kind)
       .where(sql`${t.resolvedAt} IS NULL`),
     index('site_alerts_last_seen_idx').on(t.lastSeenAt),
+  ],
+);
+
+/**
+ * A site's page template, learned from its own pages (decision 0028): which text is the same on
+ * every page (never a value) and where each field sits. One row per version; the site's template
+ * is its highest version. A version of the same `shape` as the one before re-learns the same
+ * template from more pages; another shape is a redesign.
+ */
+export const siteTemplates = pgTable(
+  'site_templates',
+  {
+    siteId: uuid('site_id')
+      .notNull()
+      .references(() => siteSchedules.id, { onDelete: 'cascade' }),
+    version: integer('version').notNull(),
+    /** Fingerprint of the template's constant parts (`@gleaner/extraction`'s `SiteTemplate.shape`). */
+    shape: text('shape').notNull(),
+    template: jsonb('template').$type<Record<string, unknown>>().notNull(),
+    /** Pages it was learned from. */
+    learnedFrom: integer('learned_from').notNull(),
+    /**
+     * Model calls spent labelling pages of this shape (carried over by versions of the same
+     * shape): `SITE_TEMPLATE_LABEL_CALLS` caps them.
+     */
+    modelCalls: integer('model_calls').notNull().default(0),
+    /**
+     * Stored pages of the site that this version does not fit (sha256, at most 50): a redesign's
+     * pages, which the next learning learns from.
+     */
+    misfits: jsonb('misfits').$type<string[]>().notNull().default([]),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.siteId, t.version] })],
+);
+
+/**
+ * Values a model read from one page of a site and that its template grounded as paths
+ * (decision 0028): kept so that re-learning the same shape from more pages keeps them without
+ * asking again. The page's body is kept as long as its label (the body sweeper skips it).
+ */
+export const siteTemplateLabels = pgTable(
+  'site_template_labels',
+  {
+    siteId: uuid('site_id')
+      .notNull()
+      .references(() => siteSchedules.id, { onDelete: 'cascade' }),
+    shape: text('shape').notNull(),
+    bodySha256: text('body_sha256').notNull(),
+    field: text('field').notNull(),
+    value: text('value').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.siteId, t.shape, t.bodySha256, t.field] }),
+    index('site_template_labels_body_idx').on(t.bodySha256),
   ],
 );
 

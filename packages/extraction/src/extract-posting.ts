@@ -24,7 +24,7 @@ import {
   type PageMeta,
 } from './page-meta.js';
 import { completeFromTemplate, readTemplatePosting } from './template/extract.js';
-import type { SiteTemplate } from './template/types.js';
+import type { SiteTemplate, TemplateReading } from './template/types.js';
 import type { ExtractedPosting, ExtractionResult, FieldSource } from './types.js';
 
 export interface ExtractPostingOptions {
@@ -36,7 +36,16 @@ export interface ExtractPostingOptions {
    * is never a value. A structured-data posting may take a missing title or company from it.
    */
   template?: SiteTemplate;
+  /**
+   * Told how a page without structured data agreed with `template` (whether it fits, a path that
+   * found nothing, the required fields it has no path for): how the site's template is kept
+   * up to date (decision 0028).
+   */
+  onTemplateFit?: (fit: TemplateFit) => void;
 }
+
+/** How one page agreed with its site's template. */
+export type TemplateFit = Pick<TemplateReading, 'fits' | 'stale' | 'unread'>;
 
 /**
  * A page whose structured data holds this many different postings is a list of them (search
@@ -83,7 +92,9 @@ export function extractPosting(
   }
 
   if (template !== undefined && html.length <= MAX_DOM_POSTING_CHARS)
-    return withProvenanceOrNull(readTemplatePosting(html, dom(), template, search.types));
+    return withProvenanceOrNull(
+      readTemplatePosting(html, dom(), template, search.types, options.onTemplateFit),
+    );
   if (!mayBeDomPosting(html)) return null;
   const domPosting = findDomPosting(dom(), readPageMeta(html), { jsonLdTypes: search.types });
   return domPosting === null ? null : withProvenance(domPosting, 'dom');

@@ -1,5 +1,5 @@
 export type { ExtractedPosting, ExtractionResult, FieldSource } from './types.js';
-export { extractPosting, type ExtractPostingOptions } from './extract-posting.js';
+export { extractPosting, type ExtractPostingOptions, type TemplateFit } from './extract-posting.js';
 export {
   labelTemplate,
   learnSiteTemplate,

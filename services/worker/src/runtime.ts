@@ -1,4 +1,4 @@
-import { getDocument, getRun, type ExpiryPolicy } from '@gleaner/db';
+import { getDocument, getRun, resolveTemplateChangedAlert, type ExpiryPolicy } from '@gleaner/db';
 import { isClassifiedError } from '@gleaner/errors';
 import {
   createQueueTelemetry,
@@ -27,6 +27,7 @@ import { createInFlightJobs, type InFlightJobs } from './job-signal.js';
 import { createPageAnalyser, type PageAnalyser } from './page-analysis/page-analyser.js';
 import { isLastAttempt, isPermanent } from './retry-decision.js';
 import { createSettlement, type Settlement } from './settlement/settlement.js';
+import { ensureSiteTemplate } from './templates/site-templates.js';
 import {
   createWorkerHeartbeat,
   type JobOutcome,
@@ -371,6 +372,17 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     // closable, it is added once.
     awaitingSync: async (runId) => {
       await enqueue(deps.queues, 'llm-sync', { runId });
+    },
+    // A closed run's pages teach its site's template (decision 0028), in the page analyser's
+    // threads: a replica without them (it reads no pages) leaves that to the extract stage.
+    afterClose: async (run) => {
+      if (readsPages)
+        await ensureSiteTemplate(
+          { db: deps.db, analyser, log: deps.logger },
+          run.siteScheduleId,
+          run.id,
+        );
+      await resolveTemplateChangedAlert(deps.db, run.id);
     },
   });
   // A replica that serves no queue reading pages (scrape, documents only) starts no thread.

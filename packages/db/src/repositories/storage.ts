@@ -67,7 +67,8 @@ export interface BodyBatch {
 
 /**
  * Deletes, among the next `limit` bodies after `after` (sha256 order, off the primary key), those
- * stored more than `graceMs` ago that no posting and no posting version points at. The test is in
+ * stored more than `graceMs` ago that no posting, no posting version and no site template label
+ * (decision 0028) points at. The test is in
  * the DELETE itself, through the hash indexes on `body_sha256` (migration 0010), so it holds per
  * row at the moment of deletion: a body a writer stores again meanwhile has its `stored_at` moved
  * (`storeBody`), which the DELETE re-reads on the locked row and then leaves the body alone.
@@ -88,6 +89,7 @@ export async function deleteUnreferencedBodies(
           AND b.stored_at < now() - $3::float8 * interval '1 millisecond'
           AND NOT EXISTS (SELECT 1 FROM postings p WHERE p.body_sha256 = b.sha256)
           AND NOT EXISTS (SELECT 1 FROM posting_versions v WHERE v.body_sha256 = b.sha256)
+          AND NOT EXISTS (SELECT 1 FROM site_template_labels l WHERE l.body_sha256 = b.sha256)
         RETURNING pg_column_size(b.content) AS stored
       )
       SELECT (SELECT count(*)::int FROM batch) AS scanned,

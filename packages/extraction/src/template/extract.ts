@@ -14,7 +14,7 @@ import { readPageMeta } from '../page-meta.js';
 import type { ExtractedPosting, ExtractionResult } from '../types.js';
 import { alignPage, createTemplateTextVeto, readAligned } from './read.js';
 import { comparableText } from './slots.js';
-import type { SiteTemplate, TemplateField } from './types.js';
+import type { SiteTemplate, TemplateField, TemplateReading } from './types.js';
 import { stripDatePrefix } from './values.js';
 
 export function readTemplatePosting(
@@ -22,8 +22,10 @@ export function readTemplatePosting(
   $: CheerioAPI,
   template: SiteTemplate,
   jsonLdTypes: ReadonlySet<string>,
+  onReading?: (reading: TemplateReading) => void,
 ): ExtractedPosting | null {
   const reading = readAligned(alignPage(html, template, $), template);
+  onReading?.(reading);
   if (!reading.fits) return null;
   const isTemplateText = createTemplateTextVeto(template);
   const hasTitle = reading.fields.title !== undefined;

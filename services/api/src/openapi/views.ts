@@ -85,7 +85,7 @@ export const alertView = z
     details: z
       .record(z.string(), z.unknown())
       .describe(
-        'For `listing_drop`: `listed`, `median_listed`, `listing_drop_guard`; `error_rate`: `errors`, `postings`, `median_share`, `rise`; `fields_missing`: `read`, `fields` (those that rose), `missing` and `median_share` by field, `rise`; `overdue`: `last_finished_at`, `quiet_minutes`, `interval_minutes`, `overdue_intervals`',
+        'For `listing_drop`: `listed`, `median_listed`, `listing_drop_guard`; `error_rate`: `errors`, `postings`, `median_share`, `rise`; `fields_missing`: `read`, `fields` (those that rose), `missing` and `median_share` by field, `rise`; `overdue`: `last_finished_at`, `quiet_minutes`, `interval_minutes`, `overdue_intervals`; `template_changed`: `from_version`, `from_shape`, `to_version`, `to_shape`, `learned_from`',
       ),
     occurrences: z.int().describe('Runs that raised it, or saw it again, while it was open'),
     run_id: z.string().nullable().describe('The run that raised it or saw it last'),
@@ -121,9 +121,39 @@ export const postingChangeView = z
   })
   .meta({ id: 'PostingChange', description: 'One event of the change feed (decision 0020)' });
 
+export const siteTemplateView = z
+  .strictObject({
+    version: z.int().describe('Learned again from more pages, or after a redesign: a new version'),
+    shape: z
+      .string()
+      .describe("Fingerprint of the template's constant parts: another shape is a redesign"),
+    learned_from: z.int().describe('Stored pages of the site it was learned from'),
+    model_calls: z
+      .int()
+      .describe('Model calls that labelled pages of this shape (at most 5 per shape)'),
+    fields: z
+      .array(z.string())
+      .describe('Fields it reads from a path of its own or a site-wide value'),
+    misfits: z.int().describe('Pages of the site it has not fitted since it was learned'),
+    learned_at: isoDateTime,
+  })
+  .meta({
+    id: 'SiteTemplate',
+    description:
+      "The site's page template, learned from its own pages (decision 0028): what is the same on every page is never a value, and each field is read from its place",
+  });
+
 export const siteDetailView = siteView
-  .extend({ alerts: z.array(alertView).describe("The site's open alerts") })
-  .meta({ id: 'SiteDetail', description: 'A registered site, its schedule and its open alerts' });
+  .extend({
+    alerts: z.array(alertView).describe("The site's open alerts"),
+    template: siteTemplateView
+      .nullable()
+      .describe('Its learned page template; null while none was learned (or it has no pages)'),
+  })
+  .meta({
+    id: 'SiteDetail',
+    description: 'A registered site, its schedule, its open alerts and its page template',
+  });
 
 export const runView = z
   .strictObject({

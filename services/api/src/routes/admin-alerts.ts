@@ -24,6 +24,7 @@ export const adminAlertRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async 
           "`error_rate`: the share of a run's postings that ended in `error` is ERROR_RATE_ALERT_RISE (0.2) or more above its median over the site's last five closed runs; `fields_missing`: the same, field by field, for the shares of the postings a run read without a title, a company or a location (FIELDS_MISSING_ALERT_RISE), naming the fields that rose. Judged on runs of at least 5 postings of sites with earlier closed runs, and resolved by the next such run that is not.",
           "`http_errors`: the same, class by class, for the shares of a run's requests to the site (its listing and its pages, retried ones included) answered 4xx other than 429, 5xx, 429, or not at all (HTTP_ERRORS_ALERT_RISE), naming the classes that rose; judged on runs of at least 10 requests.",
           '`overdue`: no run of an enabled site has finished for SITE_OVERDUE_INTERVALS (3) of its intervals; resolved when one finishes.',
+          "`template_changed`: the site's pages stopped fitting its learned template and a template of another shape was learned from the new pages (decision 0028); resolved by the next run that closes without the template changing again.",
           'Each is seen again (`occurrences`, `last_seen_at`) while its cause lasts.',
         ].join(' '),
         querystring: z

@@ -1,4 +1,5 @@
 import {
+  getSiteTemplate,
   deleteSite,
   getActiveRunForSite,
   getSiteById,
@@ -28,7 +29,7 @@ import { problemResponses } from '../openapi/problem.js';
 import { page, runView, siteDetailView, siteView, success } from '../openapi/views.js';
 import { ProblemError } from '../plugins/problem.js';
 import { storableJsonObject, storableText } from '../storable.js';
-import { presentAlert, presentRun, presentSite } from './jobs/presenters.js';
+import { presentAlert, presentRun, presentSite, presentSiteTemplate } from './jobs/presenters.js';
 import { cancelRunFor } from './jobs/scrape.js';
 
 const siteFields = {
@@ -321,7 +322,7 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
         summary: 'One site, by id or name',
         params: siteParams,
         response: {
-          200: success(siteDetailView).describe('The site, with its open alerts'),
+          200: success(siteDetailView).describe('The site, with its open alerts and its template'),
           ...problemResponses(400, 404),
         },
       },
@@ -329,9 +330,14 @@ export const siteRoutes: FastifyPluginAsyncZod<{ deps: ApiDeps }> = async (app, 
     async (request) => {
       const site = await findSite(request.params.site);
       const alerts = await listSiteAlerts(db, { siteId: site.id });
+      const template = await getSiteTemplate(db, site.id);
       return {
         status: 'success' as const,
-        data: { ...presentSite(site), alerts: alerts.map(presentAlert) },
+        data: {
+          ...presentSite(site),
+          alerts: alerts.map(presentAlert),
+          template: template && presentSiteTemplate(template),
+        },
       };
     },
   );

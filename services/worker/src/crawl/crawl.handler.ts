@@ -4,6 +4,7 @@ import type { JobHandler } from '../context.js';
 import { handPostingToLlm, needsLlm } from '../llm/handoff.js';
 import { LISTING_CONTENT_TYPE } from '../page-analysis/page-fields.js';
 import { countSiteRequests } from '../site-requests.js';
+import { noteTemplateFit, siteTemplateOf } from '../templates/site-templates.js';
 import { fetchPolitely } from './polite-fetch.js';
 
 /**
@@ -39,20 +40,28 @@ export const crawlHandler: JobHandler<'crawl'> = {
       { url: posting.url, bytes: response.body.byteLength },
       posting.listingPayload !== null ? 'posting taken from the listing' : 'page fetched',
     );
+    // A page is read with its site's template (decision 0028); one extracted before the template
+    // was learned (or learned again) is read again even when its text did not change.
+    const template =
+      posting.listingPayload === null ? await siteTemplateOf(db, payload.siteId) : null;
+    const readAfresh =
+      posting.extractedAt === null ||
+      (template !== null && posting.extractedAt < template.createdAt);
     const analysis = await analyser.analyse(
       {
         body: response.body,
         contentType: response.contentType,
         siteKind: posting.site.kind,
         url: posting.url,
-        previous:
-          posting.extractedAt === null
-            ? null
-            : { bodySha256: posting.bodySha256, textSha256: posting.textSha256 },
+        previous: readAfresh
+          ? null
+          : { bodySha256: posting.bodySha256, textSha256: posting.textSha256 },
+        ...(template && { template: template.template }),
       },
       signal,
     );
     const { sha256, textSha256: pageText } = analysis;
+    await noteTemplateFit(context, payload.siteId, template, analysis.templateFit, sha256);
     if (analysis.unchanged) {
       await settlement.settle({ status: 'skipped', postingId: posting.id, runId: payload.runId });
       log.debug({ url: posting.url }, 'unchanged since it was last extracted; skipped');

@@ -3,10 +3,11 @@ import type { JobHandler } from '../context.js';
 import { handPostingToLlm, needsLlm } from '../llm/handoff.js';
 import { loadStoredPage } from '../page-analysis/body-fields.js';
 import { toExtractError } from '../page-analysis/page-fields.js';
+import { ensureSiteTemplate, noteTemplateFit } from '../templates/site-templates.js';
 
 /**
  * Extracts a posting from its stored body: the pages the crawl job could not settle, retried
- * without fetching again. The page is read in the page analyser's threads, under the job's signal
+ * without fetching again, with the site's template (learned here when that is due). The page is read in the page analyser's threads, under the job's signal
  * and the page's time budget (`EXTRACT_PAGE_TOO_SLOW`, permanent), never on the event loop. A
  * page without a posting, or without a required field, goes to the LLM stage instead when its
  * site asks for it (and stays pending until that settles it).
@@ -20,7 +21,12 @@ export const extractHandler: JobHandler<'extract'> = {
       return { skipped: true };
     }
     const stored = await loadStoredPage(db, posting);
-
+    // The pages the rules could not settle are where a site's template earns its keep: learned
+    // here once the site has pages enough (decision 0028).
+    const template =
+      posting.listingPayload === null
+        ? await ensureSiteTemplate(context, posting.site.id, payload.runId)
+        : null;
     const reading = await analyser.read(
       {
         body: stored.body,
@@ -28,9 +34,11 @@ export const extractHandler: JobHandler<'extract'> = {
         siteKind: posting.site.kind,
         url: posting.url,
         wantsText: false,
+        ...(template && { template: template.template }),
       },
       signal,
     );
+    await noteTemplateFit(context, posting.site.id, template, reading.templateFit, stored.sha256);
     const fields: ExtractedFields | null = reading.fields ?? null;
     if (reading.extractionError) {
       const error = toExtractError(reading.extractionError);

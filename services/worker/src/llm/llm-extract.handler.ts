@@ -34,6 +34,14 @@ import { LlmProviderBusyError } from './errors.js';
 import { mergeLlmPostingFields, missingPostingFields } from './posting-fields.js';
 import { limitsWaitMs, llmOf, providerCallHooks } from './provider-calls.js';
 import { loadLlmSource, LlmSubjectUnavailable, type LlmSource } from './subject.js';
+import {
+  groundLabels,
+  LABEL_WAIT_MS,
+  postingTemplate,
+  templateStep,
+  type TemplateStep,
+} from './template-labels.js';
+import type { ActiveTemplate } from '../templates/site-templates.js';
 
 /**
  * How long every replica's calls wait after the provider refused the key (401, 403): long enough
@@ -128,8 +136,12 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
       return { skipped: true };
     }
     let source: LlmSource;
+    const site: { template: ActiveTemplate | null } = { template: null };
     try {
-      source = await loadLlmSource(context, subject);
+      source = await loadLlmSource(context, subject, async (posting) => {
+        site.template = await postingTemplate(context)(posting);
+        return site.template?.template;
+      });
     } catch (error) {
       if (error instanceof LlmSubjectUnavailable) throw new UnrecoverableError(error.message);
       throw error;
@@ -146,110 +158,155 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
       return { skipped: true, reason: 'short-text' };
     }
 
-    if ((await llm.budget.remaining(row.tenantId)) <= 0)
+    // The site's template may read what the rules could not, or be taught to (decision 0028).
+    let labelling: Extract<TemplateStep, { kind: 'label' }> | undefined;
+    if (source.subjectType === 'posting') {
+      const step = await templateStep(
+        context,
+        llm,
+        source,
+        row,
+        site.template,
+        missingPostingFields(source.fields),
+      );
+      if (step.kind === 'read') {
+        await skipLlmExtraction(db, subject, payload.version, 'read with the site’s template');
+        await settlePosting(context, source, null);
+        log.debug({ version: site.template?.version }, 'posting read with its site’s template');
+        return { skipped: true, reason: 'site-template' };
+      }
+      if (step.kind === 'wait')
+        await waitUntil(
+          context,
+          subject,
+          payload.version,
+          Date.now() + LABEL_WAIT_MS,
+          'site template being learned or labelled',
+        );
+      if (step.kind === 'label') labelling = step;
+    }
+    try {
+      return await extractWithModel(context, llm, payload.version, subject, row, source, labelling);
+    } finally {
+      await labelling?.release();
+    }
+  },
+};
+
+/**
+ * Asks the model (the primary, then the fallback when its answer is not good enough), keeps the
+ * grounded answer, settles the posting and publishes `extraction.completed`. For a page that
+ * labels its site's template, grounds the answer in the template first.
+ */
+async function extractWithModel(
+  context: HandlerContext,
+  llm: LlmDeps,
+  version: string,
+  subject: LlmSubject,
+  row: LlmExtractionRow,
+  source: LlmSource,
+  labelling: Extract<TemplateStep, { kind: 'label' }> | undefined,
+): Promise<Record<string, unknown>> {
+  const { db, log } = context;
+  if ((await llm.budget.remaining(row.tenantId)) <= 0)
+    await waitUntil(
+      context,
+      subject,
+      version,
+      llm.budget.nextResetAt(),
+      'tenant daily token budget spent',
+    );
+
+  const maxCalls = llm.settings.maxCalls ?? Infinity;
+  if (row.modelCalls >= maxCalls)
+    throw new ClassifiedError(
+      `${row.modelCalls} model answers spent (EXTRACTION_MAX_ATTEMPTS ${maxCalls}), none usable`,
+      'LLM_INVALID_OUTPUT',
+      'permanent',
+    );
+  let result: ExtractionResult;
+  try {
+    result = await callModel(context, llm, source, row);
+  } catch (error) {
+    // No answer left to pay for: another attempt could only fail the same way.
+    if (error instanceof LlmOutputError) {
+      const spent = (await getLlmExtraction(db, subject))?.modelCalls ?? 0;
+      if (spent >= maxCalls)
+        throw new ClassifiedError(
+          `${error.message}; EXTRACTION_MAX_ATTEMPTS (${maxCalls}) model answers spent`,
+          'LLM_INVALID_OUTPUT',
+          'permanent',
+        );
+    }
+    const waitMs = limitsWaitMs(error);
+    if (waitMs !== undefined)
       await waitUntil(
         context,
         subject,
-        payload.version,
-        llm.budget.nextResetAt(),
-        'tenant daily token budget spent',
+        version,
+        Date.now() + waitMs,
+        (error as LlmProviderError | LlmProviderBusyError).code,
       );
-
-    const maxCalls = llm.settings.maxCalls ?? Infinity;
-    if (row.modelCalls >= maxCalls)
-      throw new ClassifiedError(
-        `${row.modelCalls} model answers spent (EXTRACTION_MAX_ATTEMPTS ${maxCalls}), none usable`,
-        'LLM_INVALID_OUTPUT',
-        'permanent',
-      );
-    let result: ExtractionResult;
-    try {
-      result = await callModel(context, llm, source, row);
-    } catch (error) {
-      // No answer left to pay for: another attempt could only fail the same way.
-      if (error instanceof LlmOutputError) {
-        const spent = (await getLlmExtraction(db, subject))?.modelCalls ?? 0;
-        if (spent >= maxCalls)
-          throw new ClassifiedError(
-            `${error.message}; EXTRACTION_MAX_ATTEMPTS (${maxCalls}) model answers spent`,
-            'LLM_INVALID_OUTPUT',
-            'permanent',
-          );
-      }
-      const waitMs = limitsWaitMs(error);
-      if (waitMs !== undefined)
-        await waitUntil(
-          context,
-          subject,
-          payload.version,
-          Date.now() + waitMs,
-          (error as LlmProviderError | LlmProviderBusyError).code,
-        );
-      if (error instanceof LlmProviderError && OPERATOR_ERRORS.has(error.code)) {
-        // Neither the key nor the models are the job's fault: alert, pause, and wait.
-        await alertOperator(context, llm, error);
-        await waitUntil(
-          context,
-          subject,
-          payload.version,
-          Date.now() + UNAUTHORIZED_PAUSE_MS,
-          error.code,
-        );
-      }
-      throw error;
+    if (error instanceof LlmProviderError && OPERATOR_ERRORS.has(error.code)) {
+      // Neither the key nor the models are the job's fault: alert, pause, and wait.
+      await alertOperator(context, llm, error);
+      await waitUntil(context, subject, version, Date.now() + UNAUTHORIZED_PAUSE_MS, error.code);
     }
-    if (result.fallbackUsed) context.counters.llmFallback(result.fallbackReason ?? 'unknown');
-    countGrounding(context, result);
-    await settleAlerts(context, llm, result);
+    throw error;
+  }
+  if (result.fallbackUsed) context.counters.llmFallback(result.fallbackReason ?? 'unknown');
+  countGrounding(context, result);
+  await settleAlerts(context, llm, result);
 
-    const { completed, versionChanged } = await completeLlmExtraction(
-      db,
-      subject,
-      payload.version,
-      {
-        model: result.model,
-        confidence: result.confidence,
-        fields: { ...result.fields },
-        dropped: result.dropped,
-        fallbackUsed: result.fallbackUsed,
-        fallbackReason: result.fallbackReason ?? null,
-        promptTokens: result.usage.promptTokens,
-        completionTokens: result.usage.completionTokens,
-      },
+  const { completed, versionChanged } = await completeLlmExtraction(db, subject, version, {
+    model: result.model,
+    confidence: result.confidence,
+    fields: { ...result.fields },
+    dropped: result.dropped,
+    fallbackUsed: result.fallbackUsed,
+    fallbackReason: result.fallbackReason ?? null,
+    promptTokens: result.usage.promptTokens,
+    completionTokens: result.usage.completionTokens,
+  });
+  if (!completed) return { skipped: true };
+  // Seed 002's runbook line, word for word (the fallback's is written as it is asked).
+  if (!result.fallbackUsed)
+    log.info({ model: result.model }, 'Extraction succeeded with primary model');
+  if (result.dropped.length > 0)
+    log.info({ dropped: result.dropped }, 'values not found in the text were dropped');
+  if (labelling && source.subjectType === 'posting')
+    await groundLabels(
+      context,
+      source,
+      labelling.template,
+      result.fields as Partial<LlmPostingFields>,
     );
-    if (!completed) return { skipped: true };
-    // Seed 002's runbook line, word for word (the fallback's is written as it is asked).
-    if (!result.fallbackUsed)
-      log.info({ model: result.model }, 'Extraction succeeded with primary model');
-    if (result.dropped.length > 0)
-      log.info({ dropped: result.dropped }, 'values not found in the text were dropped');
-    if (source.subjectType === 'posting')
-      await settlePosting(context, source, result.fields as Partial<LlmPostingFields>);
-    await publishExtractionEvent(llm.redis, llm.prefix, {
-      type: 'extraction.completed',
-      subjectType: subject.subjectType,
-      subjectId: subject.subjectId,
-      tenantId: row.tenantId,
-      version: payload.version,
-      versionChanged,
-      model: result.model,
-      confidence: result.confidence,
-      extractedAt: new Date().toISOString(),
-    }).catch((error: unknown) => {
-      // The row is the truth: a consumer that missed the event finds the extraction ready.
-      log.warn({ err: error }, 'could not publish extraction.completed');
-    });
-    log.info(
-      { model: result.model, confidence: result.confidence, calls: result.calls },
-      'Extraction completed',
-    );
-    return {
-      model: result.model,
-      confidence: result.confidence,
-      fallbackUsed: result.fallbackUsed,
-    };
-  },
-};
+  if (source.subjectType === 'posting')
+    await settlePosting(context, source, result.fields as Partial<LlmPostingFields>);
+  await publishExtractionEvent(llm.redis, llm.prefix, {
+    type: 'extraction.completed',
+    subjectType: subject.subjectType,
+    subjectId: subject.subjectId,
+    tenantId: row.tenantId,
+    version,
+    versionChanged,
+    model: result.model,
+    confidence: result.confidence,
+    extractedAt: new Date().toISOString(),
+  }).catch((error: unknown) => {
+    // The row is the truth: a consumer that missed the event finds the extraction ready.
+    log.warn({ err: error }, 'could not publish extraction.completed');
+  });
+  log.info(
+    { model: result.model, confidence: result.confidence, calls: result.calls },
+    'Extraction completed',
+  );
+  return {
+    model: result.model,
+    confidence: result.confidence,
+    fallbackUsed: result.fallbackUsed,
+  };
+}
 
 /**
  * A job of another prompt version than this worker's (a rolling deploy runs both): run with this

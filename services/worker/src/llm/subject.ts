@@ -5,6 +5,7 @@ import {
   type LlmSubject,
   type PostingForWork,
 } from '@gleaner/db';
+import type { SiteTemplate, TemplateFit } from '@gleaner/extraction';
 import { loadStoredPage } from '../page-analysis/body-fields.js';
 import type { PageAnalyser } from '../page-analysis/page-analyser.js';
 
@@ -18,6 +19,10 @@ export type LlmSource =
       contentType: string | null;
       /** What deterministic extraction read of the page, if anything: it wins over the LLM. */
       fields: ExtractedFields | null;
+      /** The stored page, for grounding labels in the site's template. */
+      body: Buffer;
+      /** How the page agreed with the site's template, when it was read with one. */
+      templateFit?: TemplateFit;
     };
 
 /** Why a subject has nothing for the LLM: it is gone, not ready, or no longer waiting. */
@@ -39,6 +44,8 @@ export async function loadLlmSource(
     signal,
   }: { db: Database; analyser: PageAnalyser; signal: AbortSignal | undefined },
   subject: LlmSubject,
+  /** The template to read a posting's page with (its site's, decision 0028), if any. */
+  templateOf?: (posting: PostingForWork) => Promise<SiteTemplate | undefined>,
 ): Promise<LlmSource> {
   if (subject.subjectType === 'document') {
     const { rows } = await db.$client.query<{ status: string; text: string | null }>(
@@ -57,6 +64,7 @@ export async function loadLlmSource(
   if (posting.status !== 'pending' || posting.runStatus !== 'running' || !posting.runId)
     throw new LlmSubjectUnavailable('the posting is no longer pending in a running run');
   const stored = await loadStoredPage(db, posting);
+  const template = await templateOf?.(posting);
   const reading = await analyser.read(
     {
       body: stored.body,
@@ -64,6 +72,7 @@ export async function loadLlmSource(
       siteKind: posting.site.kind,
       url: posting.url,
       wantsText: true,
+      ...(template && { template }),
     },
     signal,
   );
@@ -74,5 +83,7 @@ export async function loadLlmSource(
     contentType: stored.contentType,
     // No posting the rules could read (`reading.extractionError`): the LLM's fields are all there is.
     fields: reading.fields ?? null,
+    body: stored.body,
+    ...(reading.templateFit && { templateFit: reading.templateFit }),
   };
 }

@@ -5,7 +5,7 @@
  * too long and the thread that holds it without a message per page.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { analysePage, readPage, type FieldExtractor } from './analyse-page.js';
+import type { FieldExtractor } from './analyse-page.js';
 import {
   IDLE,
   PROGRESS_PAGE,
@@ -15,15 +15,16 @@ import {
   type AnalysisRequest,
 } from './thread-protocol.js';
 import { extractPageFields } from './page-fields.js';
+import { runAnalysisTask } from './run-task.js';
 
 if (!parentPort) throw new Error('analyse-page.thread.js runs only as a worker thread');
 const port = parentPort;
 const progress = new Int32Array((workerData as AnalyserThreadData).progress);
 
 /** Threads get HTML pages only (page-analyser.ts keeps ATS payloads on the event loop). */
-const extractHtml: FieldExtractor = (input, _body, html) => {
+const extractHtml: FieldExtractor = (input, _body, html, onTemplateFit) => {
   if (html === undefined) throw new Error('an ATS payload reached a page analyser thread');
-  return extractPageFields(input.url, html);
+  return extractPageFields(input.url, html, input.template, onTemplateFit);
 };
 
 function run(request: AnalysisRequest): AnalysisReply {
@@ -32,9 +33,7 @@ function run(request: AnalysisRequest): AnalysisReply {
   Atomics.add(progress, PROGRESS_SEQUENCE, 1);
   Atomics.store(progress, PROGRESS_PAGE, request.id);
   try {
-    return request.kind === 'crawl'
-      ? { id: request.id, result: analysePage(request.input, extractHtml) }
-      : { id: request.id, result: readPage(request.input, extractHtml) };
+    return { id: request.id, result: runAnalysisTask(request, extractHtml) };
   } catch (error) {
     return { id: request.id, error: error instanceof Error ? error.message : String(error) };
   } finally {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ExtractedFields } from '@gleaner/db';
 import { isClassifiedError, type RetryClass } from '@gleaner/errors';
-import { htmlToText, textSha256 } from '@gleaner/extraction';
+import { htmlToText, textSha256, type SiteTemplate, type TemplateFit } from '@gleaner/extraction';
 import { decodeBody } from '@gleaner/http/charset';
 import { LISTING_CONTENT_TYPE } from './page-fields.js';
 
@@ -13,6 +13,8 @@ export interface PageInput {
   url: string;
   /** The fingerprints of the posting's last extraction; null when it was never extracted. */
   previous: { bodySha256: string | null; textSha256: string | null } | null;
+  /** The site's learned template (decision 0028), when it has one. */
+  template?: SiteTemplate;
 }
 
 /** What the CPU-bound part of a crawl makes of a page. */
@@ -26,6 +28,8 @@ export interface PageAnalysis {
   fields?: ExtractedFields;
   /** Why extraction failed, when it did: the extract job takes the stored body from there. */
   extractionError?: string;
+  /** How the page agreed with the site's template, when one was given. */
+  templateFit?: TemplateFit;
 }
 
 /** A stored page read again: by the extract stage (its fields) and the LLM stage (also its text). */
@@ -36,6 +40,8 @@ export interface StoredPageInput {
   url: string;
   /** Also give the page's visible text: what the LLM stage extracts from. */
   wantsText: boolean;
+  /** The site's learned template (decision 0028), when it has one. */
+  template?: SiteTemplate;
 }
 
 /** What the extract and LLM stages make of a stored page. */
@@ -46,13 +52,20 @@ export interface PageReading {
   extractionError?: { message: string; code?: string; retryClass?: RetryClass };
   /** The page's visible text, when it was asked for. */
   text?: string;
+  /** How the page agreed with the site's template, when one was given. */
+  templateFit?: TemplateFit;
 }
 
-/** Fields from a page: its HTML when it is one (undefined for an ATS payload), and its bytes. */
+/**
+ * Fields from a page: its HTML when it is one (undefined for an ATS payload), and its bytes; read
+ * with the site's template when the input has one, telling `onTemplateFit` how the page agreed
+ * with it (also when it then throws: a page that fits no more is how a redesign shows).
+ */
 export type FieldExtractor = (
-  input: Pick<PageInput, 'contentType' | 'siteKind' | 'url'>,
+  input: Pick<PageInput, 'contentType' | 'siteKind' | 'url' | 'template'>,
   body: Buffer,
   html: string | undefined,
+  onTemplateFit?: (fit: TemplateFit) => void,
 ) => ExtractedFields;
 
 function asBuffer(body: Uint8Array): Buffer {
@@ -79,12 +92,26 @@ export function analysePage(input: PageInput, extract: FieldExtractor): PageAnal
   ) {
     return { sha256, textSha256: pageText, unchanged: true };
   }
+  let templateFit: TemplateFit | undefined;
+  const fitOf = (fit: TemplateFit) => (templateFit = fit);
   try {
-    const fields = extract(input, body, html);
-    return { sha256, textSha256: pageText, unchanged: false, fields };
+    const fields = extract(input, body, html, fitOf);
+    return {
+      sha256,
+      textSha256: pageText,
+      unchanged: false,
+      fields,
+      ...(templateFit && { templateFit }),
+    };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    return { sha256, textSha256: pageText, unchanged: false, extractionError: message };
+    return {
+      sha256,
+      textSha256: pageText,
+      unchanged: false,
+      extractionError: message,
+      ...(templateFit && { templateFit }),
+    };
   }
 }
 
@@ -99,7 +126,7 @@ export function readPage(input: StoredPageInput, extract: FieldExtractor): PageR
     input.contentType === LISTING_CONTENT_TYPE ? undefined : decodeBody(body, input.contentType);
   const reading: PageReading = {};
   try {
-    reading.fields = extract(input, body, html);
+    reading.fields = extract(input, body, html, (fit) => (reading.templateFit = fit));
   } catch (error) {
     reading.extractionError = isClassifiedError(error)
       ? { message: error.message, code: error.code, retryClass: error.retryClass }

@@ -1,4 +1,5 @@
 import { loadBody, type Database, type ExtractedFields } from '@gleaner/db';
+import type { SiteTemplate, TemplateFit } from '@gleaner/extraction';
 import { decodeBody } from '@gleaner/http/charset';
 import { getAdapter } from '@gleaner/sources';
 import {
@@ -14,17 +15,27 @@ import {
  * in an analyser without threads (tests), a page's JSON-LD / microdata / RDFa / DOM. Throws
  * ExtractError when there is no posting.
  */
-export function extractBodyFields(input: {
-  siteKind: string;
-  url: string;
-  body: Buffer;
-  contentType: string | null;
-  /** The body already decoded, when the caller has it. */
-  html?: string;
-}): ExtractedFields {
+export function extractBodyFields(
+  input: {
+    siteKind: string;
+    url: string;
+    body: Buffer;
+    contentType: string | null;
+    /** The body already decoded, when the caller has it. */
+    html?: string;
+    /** The site's learned template, when it has one. */
+    template?: SiteTemplate;
+  },
+  onTemplateFit?: (fit: TemplateFit) => void,
+): ExtractedFields {
   if (input.contentType === LISTING_CONTENT_TYPE)
     return toExtractedFields(mapListingPayload(input.siteKind, input.body));
-  return extractPageFields(input.url, input.html ?? decodeBody(input.body, input.contentType));
+  return extractPageFields(
+    input.url,
+    input.html ?? decodeBody(input.body, input.contentType),
+    input.template,
+    onTemplateFit,
+  );
 }
 
 /** Maps a stored ATS payload with its site's adapter (vendor JSON is validated there). */

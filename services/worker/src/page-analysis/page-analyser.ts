@@ -2,8 +2,6 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import {
-  analysePage,
-  readPage,
   type FieldExtractor,
   type PageAnalysis,
   type PageInput,
@@ -11,6 +9,13 @@ import {
   type StoredPageInput,
 } from './analyse-page.js';
 import { extractBodyFields } from './body-fields.js';
+import { runAnalysisTask } from './run-task.js';
+import type { SiteTemplate } from '@gleaner/extraction';
+import type {
+  TemplateLabelInput,
+  TemplateLabelResult,
+  TemplateLearnInput,
+} from './template-tasks.js';
 import { ExtractError, LISTING_CONTENT_TYPE } from './page-fields.js';
 import {
   IDLE,
@@ -57,6 +62,13 @@ export interface PageAnalyser {
   analyse(input: PageInput, signal?: AbortSignal): Promise<PageAnalysis>;
   /** A stored page's fields and, when asked, its visible text: the extract and LLM stages. */
   read(input: StoredPageInput, signal?: AbortSignal): Promise<PageReading>;
+  /** A site's template learned from its stored pages (decision 0028), under one page's budget. */
+  learn(
+    input: TemplateLearnInput,
+    signal?: AbortSignal,
+  ): Promise<{ template: SiteTemplate | null }>;
+  /** A model's labels for one page grounded in the site's template. */
+  label(input: TemplateLabelInput, signal?: AbortSignal): Promise<TemplateLabelResult>;
   /** Ends the threads; pages still being analysed are rejected. Idempotent. */
   close(): Promise<void>;
 }
@@ -128,17 +140,15 @@ function defaultThreadEntry(): string {
 }
 
 /** Every kind of page, ATS payloads included, on the event loop. */
-const extractAny: FieldExtractor = (input, body, html) =>
-  extractBodyFields({ ...input, body, ...(html === undefined ? {} : { html }) });
+const extractAny: FieldExtractor = (input, body, html, onTemplateFit) =>
+  extractBodyFields({ ...input, body, ...(html === undefined ? {} : { html }) }, onTemplateFit);
 
 function threadFailed(message: string): ExtractError {
   return new ExtractError(message, 'EXTRACT_THREAD_FAILED', 'transient');
 }
 
 function runInline(request: AnalysisRequest): Result {
-  return request.kind === 'crawl'
-    ? analysePage(request.input, extractAny)
-    : readPage(request.input, extractAny);
+  return runAnalysisTask(request, extractAny);
 }
 
 export function createPageAnalyser({
@@ -173,6 +183,8 @@ export function createPageAnalyser({
     return {
       analyse: (input, signal) => submitInline('crawl', input, signal),
       read: (input, signal) => submitInline('read', input, signal),
+      learn: (input, signal) => submitInline('learn', input, signal),
+      label: (input, signal) => submitInline('label', input, signal),
       close: () => Promise.resolve(),
     };
 
@@ -482,6 +494,8 @@ export function createPageAnalyser({
   return {
     analyse: (input, signal) => submit('crawl', input, signal),
     read: (input, signal) => submit('read', input, signal),
+    learn: (input, signal) => submit('learn', input, signal),
+    label: (input, signal) => submit('label', input, signal),
     close() {
       closing ??= (async () => {
         clearInterval(watchdog);

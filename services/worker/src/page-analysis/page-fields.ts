@@ -5,6 +5,8 @@ import {
   extractPosting,
   textSimhash,
   type ExtractedPosting,
+  type SiteTemplate,
+  type TemplateFit,
 } from '@gleaner/extraction';
 
 /**
@@ -61,7 +63,23 @@ export function toExtractedFields(
   };
 }
 
-/** A page's fields from its decoded HTML. Throws ExtractError when it holds no posting. */
-export function extractPageFields(url: string, html: string): ExtractedFields {
-  return toExtractedFields(extractPosting(html, { url }));
+/**
+ * A page's fields from its decoded HTML, read with the site's template when it has one (telling
+ * `onTemplateFit` how the page agreed with it). A page the template does not fit is read as if
+ * the site had none: the crawl fetches posting pages only, so such a page is more likely a
+ * redesign's than a listing's, and the rules still judge whether it is a posting. Throws
+ * ExtractError when it holds no posting.
+ */
+export function extractPageFields(
+  url: string,
+  html: string,
+  template?: SiteTemplate,
+  onTemplateFit?: (fit: TemplateFit) => void,
+): ExtractedFields {
+  if (template === undefined) return toExtractedFields(extractPosting(html, { url }));
+  let fit: TemplateFit | undefined;
+  const result = extractPosting(html, { url, template, onTemplateFit: (each) => (fit = each) });
+  if (fit !== undefined) onTemplateFit?.(fit);
+  if (fit?.fits === false) return toExtractedFields(extractPosting(html, { url }));
+  return toExtractedFields(result);
 }

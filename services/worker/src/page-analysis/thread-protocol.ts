@@ -1,4 +1,10 @@
+import type { SiteTemplate } from '@gleaner/extraction';
 import type { PageAnalysis, PageInput, PageReading, StoredPageInput } from './analyse-page.js';
+import type {
+  TemplateLabelInput,
+  TemplateLabelResult,
+  TemplateLearnInput,
+} from './template-tasks.js';
 
 /**
  * What the event loop and a page analyser thread say to each other (page-analyser.ts and
@@ -12,6 +18,10 @@ export interface AnalysisTasks {
   crawl: { input: PageInput; result: PageAnalysis };
   /** Extraction and, when asked, the visible text (`readPage`): the extract and LLM stages. */
   read: { input: StoredPageInput; result: PageReading };
+  /** A site's template learned from its stored pages (`learnTemplate`, decision 0028). */
+  learn: { input: TemplateLearnInput; result: { template: SiteTemplate | null } };
+  /** A model's labels for one page grounded in the site's template (`labelPage`). */
+  label: { input: TemplateLabelInput; result: TemplateLabelResult };
 }
 export type AnalysisKind = keyof AnalysisTasks;
 

@@ -8,6 +8,7 @@ import {
   type PostingForWork,
   type PostingSettle,
   type RunRequestCounts,
+  type FinalizedRun,
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import DataLoader from 'dataloader';
@@ -49,6 +50,8 @@ export interface SettlementOptions {
   runRequests?: (runId: string) => Promise<RunRequestCounts | null>;
   /** Queues the LLM sync of a run that would close but for it (decision 0025). */
   awaitingSync?: (runId: string) => Promise<void>;
+  /** What follows a run's close that is not the settles' business (a failure is logged). */
+  afterClose?: (run: FinalizedRun) => Promise<void>;
 }
 
 /** One batch in flight per loader; requests arriving meanwhile form the next batch. */
@@ -103,7 +106,7 @@ async function eachOrAlone<K, V>(
 export function createSettlement(
   db: Database,
   logger: Logger,
-  { maxBatchSize = 64, expiry, runRequests, awaitingSync }: SettlementOptions = {},
+  { maxBatchSize = 64, expiry, runRequests, awaitingSync, afterClose }: SettlementOptions = {},
 ): Settlement {
   async function closeRunIfDone(runId: string): Promise<void> {
     const closed = await finalizeRun(db, runId, expiry, {
@@ -120,6 +123,11 @@ export function createSettlement(
       if (linked > 0) logger.info({ runId, linked }, 'postings linked to the same jobs elsewhere');
     } catch (error) {
       logger.warn({ err: error, runId }, 'could not link the run’s postings across sources');
+    }
+    try {
+      await afterClose?.(closed);
+    } catch (error) {
+      logger.warn({ err: error, runId }, 'could not finish what follows the run’s close');
     }
   }
 

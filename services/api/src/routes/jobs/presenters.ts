@@ -1,6 +1,18 @@
-import type { PostingChange, PostingRow, RunRow, SiteAlert, SiteRow } from '@gleaner/db';
+import type {
+  PostingChange,
+  PostingRow,
+  RunRow,
+  SiteAlert,
+  SiteRow,
+  SiteTemplateRow,
+} from '@gleaner/db';
 import type { z } from 'zod';
-import type { alertView, postingChangeView, postingView } from '../../openapi/views.js';
+import type {
+  alertView,
+  postingChangeView,
+  postingView,
+  siteTemplateView,
+} from '../../openapi/views.js';
 import { postingApiFieldNames, presentPostingFields } from '../posting-fields.js';
 
 /** The API's snake_case views of rows (seed 003's field names). */
@@ -101,6 +113,23 @@ export function presentAlert(alert: SiteAlert): z.output<typeof alertView> {
     raised_at: alert.raisedAt.toISOString(),
     last_seen_at: alert.lastSeenAt.toISOString(),
     resolved_at: alert.resolvedAt?.toISOString() ?? null,
+  };
+}
+
+/** What a site's learned template looks like in the API: its version and what it reads, not its paths. */
+export function presentSiteTemplate(template: SiteTemplateRow): z.output<typeof siteTemplateView> {
+  const { fields, siteValues } = template.template as {
+    fields?: Record<string, unknown>;
+    siteValues?: Record<string, unknown>;
+  };
+  return {
+    version: template.version,
+    shape: template.shape,
+    learned_from: template.learnedFrom,
+    model_calls: template.modelCalls,
+    fields: [...new Set([...Object.keys(fields ?? {}), ...Object.keys(siteValues ?? {})])].sort(),
+    misfits: template.misfits.length,
+    learned_at: template.createdAt.toISOString(),
   };
 }
 
