@@ -10,7 +10,6 @@ import { normaliseDate } from '../dates.js';
 import { findDomPosting, mayBeDomPosting } from '../dom-posting.js';
 import { findEmploymentType } from '../employment-type.js';
 import { parseLocationText } from '../location.js';
-import { readPageMeta } from '../page-meta.js';
 import type { ExtractedPosting, ExtractionResult } from '../types.js';
 import { alignPage, createTemplateTextVeto, readAligned } from './read.js';
 import { comparableText } from './slots.js';
@@ -23,16 +22,18 @@ export function readTemplatePosting(
   template: SiteTemplate,
   jsonLdTypes: ReadonlySet<string>,
 ): ExtractedPosting | null {
-  const reading = readAligned(alignPage(html, template, $), template);
-  if (!reading.fits) return null;
+  const page = alignPage(html, template, $);
+  const reading = readAligned(page, template);
+  if (page === null || !reading.fits) return null;
   const isTemplateText = createTemplateTextVeto(template);
   const hasTitle = reading.fields.title !== undefined;
   // Without a title in its slot, the page must convince the reader on its own.
   if (!hasTitle && !mayBeDomPosting(html)) return null;
-  const posting = findDomPosting($, readPageMeta(html), {
+  const posting = findDomPosting($, page.meta, {
     jsonLdTypes,
     isTemplateText,
     isKnownPosting: hasTitle,
+    pageIndex: page.index,
   });
   if (posting === null && !hasTitle) return null;
   const record = posting ?? emptyPostingFields();

@@ -55,8 +55,9 @@ interface Slot {
   part: number | null;
   /** Per page index: the unit's index in that page's aligned units. */
   at: Map<number, number>;
-  /** Per page index: the slot's text there. */
+  /** Per page index: the slot's text there, and as compared (comparableText). */
   texts: Map<number, string>;
+  lowers: Map<number, string>;
 }
 
 export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null {
@@ -146,6 +147,7 @@ function readerVote(page: PageData, isTemplateText: (text: string) => boolean): 
       jsonLdTypes: new Set(),
       isTemplateText,
       isKnownPosting: true,
+      pageIndex: page.index,
     });
     if (posting === null) return null;
     return {
@@ -171,12 +173,22 @@ function collectSlots(pages: readonly PageData[]): Map<string, Slot> {
   ): void => {
     let slot = slots.get(id);
     if (slot === undefined) {
-      slot = { id, slot: item.slot, key: item.unit.key, part, at: new Map(), texts: new Map() };
+      slot = {
+        id,
+        slot: item.slot,
+        key: item.unit.key,
+        part,
+        at: new Map(),
+        texts: new Map(),
+        lowers: new Map(),
+      };
       slots.set(id, slot);
     }
     if (slot.at.has(pageIndex)) return;
     slot.at.set(pageIndex, unitIndex);
     slot.texts.set(pageIndex, text);
+    // Unit texts are whitespace-collapsed already.
+    slot.lowers.set(pageIndex, text.toLowerCase());
   };
   for (const [pageIndex, page] of pages.entries()) {
     for (const [unitIndex, item] of page.aligned.entries()) {
@@ -205,22 +217,34 @@ const LEGAL_FORM =
 interface PageContext {
   /** `<title>` and og:title, lower case. */
   pageTitle: string;
-  /** Every variable text of the page, lower case, for "does this value recur on the page". */
-  variableText: string;
+  /** How often each short variable text, or part of one, is on the page (lower case). */
+  shortTexts: Map<string, number>;
 }
 
 function pageContext(page: PageData): PageContext {
-  const texts: string[] = [];
-  for (const item of page.aligned) if (!item.isConstant) texts.push(item.unit.text);
+  const shortTexts = new Map<string, number>();
+  const count = (text: string): void => {
+    shortTexts.set(text, (shortTexts.get(text) ?? 0) + 1);
+  };
+  for (const item of page.aligned) {
+    if (item.isConstant || item.unit.text.length > 300) continue;
+    const lower = item.unit.text.toLowerCase();
+    count(lower);
+    for (const part of splitParts(lower)) count(part);
+    // "informacija apie UAB Daltra": a name at the end of a short line.
+    const words = lower.split(' ');
+    if (words.length > 2 && words.length <= 8)
+      for (let start = 1; start < words.length - 1; start++) count(words.slice(start).join(' '));
+  }
   return {
     pageTitle: comparableText(`${page.meta.title ?? ''} | ${page.meta.ogTitle ?? ''}`),
-    variableText: comparableText(texts.join(' \u0000 ')),
+    shortTexts,
   };
 }
 
+/** Whether the text is on the page more than once: a name in a heading and in a line. */
 function recurs(lower: string, context: PageContext): boolean {
-  const first = context.variableText.indexOf(lower);
-  return first !== -1 && context.variableText.indexOf(lower, first + 1) !== -1;
+  return (context.shortTexts.get(lower) ?? 0) >= 2;
 }
 
 /** "… at Early Learning - Bendigo": the text follows "at" (or "@", "bei", "chez") in the title. */
@@ -260,6 +284,9 @@ function scoreSlot(
   companyAt: Map<number, string> | null,
 ): number {
   if (slot.part !== null && field !== 'company' && field !== 'location') return 0;
+  let total = 0;
+  for (const text of slot.texts.values()) total += text.length;
+  if (slot.at.size < 2 || total / slot.at.size > 150) return 0;
   let evidence = 0;
   let chrome = 0;
   let labelled = 0;
@@ -274,7 +301,7 @@ function scoreSlot(
     const context = contexts[pageIndex] as PageContext;
     const { unit } = page.aligned[unitIndex] as AlignedUnit;
     const text = slot.texts.get(pageIndex) ?? '';
-    const lower = comparableText(text);
+    const lower = slot.lowers.get(pageIndex) ?? '';
     distinct.add(lower);
     lengths += text.length;
     if (unit.isChrome) chrome++;
@@ -283,7 +310,7 @@ function scoreSlot(
       if (LABEL_FIELDS[label] === field) labelled++;
       else other++;
     }
-    const isDate = normaliseDate(stripDatePrefix(text)) !== null;
+    const isDate = text.length <= 60 && normaliseDate(stripDatePrefix(text)) !== null;
     const reader = page.reader;
     const vote = reader === null ? undefined : reader[field as 'title' | 'company' | 'location'];
     if (vote !== undefined) {
@@ -300,7 +327,7 @@ function scoreSlot(
       if (unit.isBrand || isDate || !/\p{L}{2}/u.test(text)) score -= 5;
     } else if (field === 'company') {
       if (LEGAL_FORM.test(text)) score += 1.5;
-      if (lower.length >= 2 && recurs(lower, context)) score += 1;
+      if (lower.length >= 2 && text.length <= 80 && recurs(lower, context)) score += 1;
       if (lower.length >= 2 && context.pageTitle.includes(lower)) score += 1;
       // "Casual Educator at Early Learning - Bendigo": the employer after "at".
       if (lower.length >= 2 && isAfterAt(context.pageTitle, lower)) score += 2;
