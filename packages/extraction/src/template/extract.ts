@@ -11,7 +11,7 @@ import { findDomPosting, mayBeDomPosting } from '../dom-posting.js';
 import { findEmploymentType } from '../employment-type.js';
 import { parseLocationText } from '../location.js';
 import type { ExtractedPosting, ExtractionResult } from '../types.js';
-import { alignPage, createTemplateTextVeto, readAligned } from './read.js';
+import { alignPage, createTemplateTextVeto, readAligned, sharesChrome } from './read.js';
 import { comparableText } from './slots.js';
 import type { SiteTemplate, TemplateField } from './types.js';
 import { stripDatePrefix } from './values.js';
@@ -21,10 +21,11 @@ export function readTemplatePosting(
   $: CheerioAPI,
   template: SiteTemplate,
   jsonLdTypes: ReadonlySet<string>,
-): ExtractedPosting | null {
+): ExtractedPosting | 'foreign' | null {
   const page = alignPage(html, template, $);
   const reading = readAligned(page, template);
-  if (page === null || !reading.fits) return null;
+  if (page === null) return null;
+  if (!reading.fits) return sharesChrome(page, template) ? null : 'foreign';
   const isTemplateText = createTemplateTextVeto(template);
   const hasTitle = reading.fields.title !== undefined;
   // Without a title in its slot, the page must convince the reader on its own.

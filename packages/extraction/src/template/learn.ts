@@ -23,6 +23,7 @@ const SITE_VALUE_SHARE = 0.9;
 const READER_VOTE_PAGES = 10;
 const MAX_CONSTANTS = 3000;
 const MAX_RECORD_KEYS = 300;
+const MAX_CHROME_CONSTANTS = 300;
 const MAX_TEMPLATE_TEXTS_CHARS = 24_000;
 
 const LABEL_FIELDS: Partial<Record<LabelKey, TemplateField>> = {
@@ -125,6 +126,10 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
     pages: count,
     constants: [...constants].sort().slice(0, MAX_CONSTANTS),
     recordConstants: [...region.constants].sort(),
+    chromeConstants: [...constants]
+      .filter((id) => !region.constants.has(id) && (support.get(id) ?? 0) >= count * 0.8)
+      .sort()
+      .slice(0, MAX_CHROME_CONSTANTS),
     recordKeys: [...region.keys].sort().slice(0, MAX_RECORD_KEYS),
     templateTexts: templateTexts(pageData),
     fields,
@@ -212,7 +217,11 @@ function anchorLabel(page: PageData, unitIndex: number): LabelKey | null {
 }
 
 const LEGAL_FORM =
-  /(?:^|[\s,(])(?:inc|llc|llp|ltd|limited|gmbh|ag|uab|ab|oy|as|a\/s|sa|s\.a|bv|b\.v|nv|plc|corp|corporation|company|co|group|sarl|sas|srl|spa|s\.p\.a|pty|kg|mb|kft|zrt|sp\. z o\.o|ltda|pvt)\.?(?=$|[\s,)])/i;
+  /(?:^|[\s,(])(?:inc|llc|llp|ltd|limited|gmbh|ag|uab|ab|oy|as|a\/s|sa|s\.a|bv|b\.v|nv|plc|corp|corporation|company|co|group|sarl|sas|srl|spa|s\.p\.a|pty|kg|mb|kft|zrt|sp\. z o\.o|ltda|pvt|s\.r\.o|a\.s|spol)\.?(?=$|[\s,)])/i;
+
+/** Words that end names of organisations rather than of jobs or places. */
+const ORGANISATION_WORD =
+  /\b(?:associates|partners|consulting|consultants|solutions|technologies|technology|systems|labs|studios?|agency|bank|holdings|ventures|capital|university|hospital|council|foundation|institute|trust|media|software|games|health|networks?)$/i;
 
 interface PageContext {
   /** `<title>` and og:title, lower case. */
@@ -237,7 +246,9 @@ function pageContext(page: PageData): PageContext {
       for (let start = 1; start < words.length - 1; start++) count(words.slice(start).join(' '));
   }
   return {
-    pageTitle: comparableText(`${page.meta.title ?? ''} | ${page.meta.ogTitle ?? ''}`),
+    pageTitle: comparableText(
+      `${page.meta.title ?? ''} | ${page.meta.ogTitle ?? ''} | ${page.meta.description?.slice(0, 300) ?? ''}`,
+    ),
     shortTexts,
   };
 }
@@ -304,7 +315,9 @@ function scoreSlot(
     const lower = slot.lowers.get(pageIndex) ?? '';
     distinct.add(lower);
     lengths += text.length;
-    if (unit.isChrome) chrome++;
+    // A heading that changes from page to page is the record's, even inside a site header (a
+    // career page's hero holds the job's title in `<header>`).
+    if (unit.isChrome && !(field === 'title' && unit.headingLevel !== null)) chrome++;
     const label = slot.part === null || slot.part === 0 ? anchorLabel(page, unitIndex) : null;
     if (label !== null) {
       if (LABEL_FIELDS[label] === field) labelled++;
@@ -327,6 +340,12 @@ function scoreSlot(
       if (unit.isBrand || isDate || !/\p{L}{2}/u.test(text)) score -= 5;
     } else if (field === 'company') {
       if (LEGAL_FORM.test(text)) score += 1.5;
+      else if (ORGANISATION_WORD.test(text)) score += 1;
+      // "Mango Associates · Boston, MA, US": beside a place on one line, a name is the employer.
+      if (slot.part !== null && !looksLikePlace(text)) {
+        const others = splitParts(unit.text).filter((_, index) => index !== slot.part);
+        if (others.some((other) => looksLikePlace(other))) score += 1.5;
+      }
       if (lower.length >= 2 && text.length <= 80 && recurs(lower, context)) score += 1;
       if (lower.length >= 2 && context.pageTitle.includes(lower)) score += 1;
       // "Casual Educator at Early Learning - Bendigo": the employer after "at".
@@ -390,7 +409,7 @@ function assignFields(
   const chosen = new Map<TemplateField, Slot>();
   const used = new Set<string>();
   const pick = (wanted: readonly TemplateField[], companyAt: Map<number, string> | null): void => {
-    const candidates: { field: TemplateField; slot: Slot; score: number; order: number }[] = [];
+    const candidates: Candidate[] = [];
     for (const slot of slots.values()) {
       if (slot.at.size < 2 || used.has(slot.slot)) continue;
       for (const field of wanted) {
@@ -401,6 +420,12 @@ function assignFields(
     }
     // Best first; between equals, the earlier slot (the title above its repeat in a sidebar).
     candidates.sort((a, b) => b.score - a.score || a.order - b.order);
+    if (wanted.includes('title') && wanted.includes('company')) {
+      // The title and the employer together: an `<h1>` naming the employer above an `<h2>`
+      // naming the job reads best as that pair, not as a title and no employer.
+      const pair = bestPair(candidates);
+      if (pair !== null) candidates.unshift(...pair);
+    }
     for (const { field, slot } of candidates) {
       if (chosen.has(field) || used.has(slot.slot)) continue;
       chosen.set(field, slot);
@@ -415,6 +440,32 @@ function assignFields(
   const description = descriptionSlot(slots, pages, used, count);
   if (description !== null) fields.description = pathOf(description, pages, count, 'learned');
   return fields;
+}
+
+interface Candidate {
+  field: TemplateField;
+  slot: Slot;
+  score: number;
+  order: number;
+}
+
+/** Of the best few title and company candidates, the two slots whose scores add up highest. */
+function bestPair(candidates: readonly Candidate[]): Candidate[] | null {
+  const titles = candidates.filter((candidate) => candidate.field === 'title').slice(0, 4);
+  const companies = candidates.filter((candidate) => candidate.field === 'company').slice(0, 4);
+  let best: Candidate[] | null = null;
+  let bestScore = 0;
+  for (const title of titles) {
+    for (const company of companies) {
+      if (company.slot.slot === title.slot.slot) continue;
+      const score = title.score + company.score;
+      if (score > bestScore) {
+        best = [title, company];
+        bestScore = score;
+      }
+    }
+  }
+  return best;
 }
 
 /** Average relative position of the slot's units in their pages. */
