@@ -62,9 +62,11 @@ interface Slot {
 }
 
 export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null {
-  if (!Array.isArray(pages)) return null;
-  const parsed = pages
-    .map((html) => parseTemplatePage(html))
+  // Callers pass stored rows and crawled bodies: anything that is not a page is left out.
+  const given: unknown = pages;
+  if (!Array.isArray(given)) return null;
+  const parsed = (given as unknown[])
+    .map((html) => (typeof html === 'string' ? parseTemplatePage(html) : null))
     .filter((page): page is TemplatePage => page !== null);
   const count = parsed.length;
   if (count < 2) return null;
