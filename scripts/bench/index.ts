@@ -105,6 +105,12 @@ const benches: Record<string, BenchEntry> = {
     needs: ['packages/db/dist/index.js', 'packages/testing/dist/index.js'],
     load: () => import('./cadence.js'),
   },
+  template: {
+    summary:
+      "reading a page with its site's template against today's reader on the same pages (goal: ≤ 2×), and learning 50 pages of 100 KB (< 2 s)",
+    needs: ['packages/extraction/dist/index.js'],
+    load: () => import('./template.js'),
+  },
   scheduler: {
     summary: 'one scheduling pass over 100,000 sites with 1,000 due (goal: under 200 ms)',
     needs: [

@@ -628,6 +628,8 @@ export interface DomPostingVeto {
    * missing description does not make the page something else.
    */
   isKnownPosting?: boolean;
+  /** The page's index when the caller built one already (the template reader does). */
+  pageIndex?: PageIndex;
 }
 
 /** JSON-LD saying the page is something other than a posting. */
@@ -660,7 +662,7 @@ export function findDomPosting(
   if ([...veto.jsonLdTypes].some((type) => OTHER_PAGE_TYPES.has(type))) return null;
   if (meta.ogType === 'article') return null;
   if (GONE.test(meta.title ?? '')) return null;
-  const page = indexPage($);
+  const page = veto.pageIndex ?? indexPage($);
   if (looksLikeBlogPost(page)) return null;
 
   const isKnownPosting = veto.isKnownPosting === true;

@@ -91,10 +91,17 @@ export function extractPosting(
     return completeFromPage(result, html);
   }
 
-  if (template !== undefined && html.length <= MAX_DOM_POSTING_CHARS)
-    return withProvenanceOrNull(
-      readTemplatePosting(html, dom(), template, search.types, options.onTemplateFit),
+  if (template !== undefined && html.length <= MAX_DOM_POSTING_CHARS) {
+    const posting = readTemplatePosting(
+      html,
+      dom(),
+      template,
+      search.types,
+      options.onTemplateFit,
     );
+    // 'foreign': a page of another template (an older design) is read as without one.
+    if (posting !== 'foreign') return withProvenanceOrNull(posting);
+  }
   if (!mayBeDomPosting(html)) return null;
   const domPosting = findDomPosting(dom(), readPageMeta(html), { jsonLdTypes: search.types });
   return domPosting === null ? null : withProvenance(domPosting, 'dom');

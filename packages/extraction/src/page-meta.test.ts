@@ -45,6 +45,7 @@ describe('page titles', () => {
       ogTitle: 'Warehouse Lead & Trainer',
       ogSiteName: 'Brightline',
       ogType: null,
+      description: null,
       title: 'Warehouse Lead - Brightline',
       h1: ['Warehouse Lead'],
     });

@@ -10,6 +10,8 @@ export interface PageMeta {
   ogTitle: string | null;
   ogSiteName: string | null;
   ogType: string | null;
+  /** og:description, else the description meta tag: boards write "<job> at <employer>. <place>." */
+  description: string | null;
   title: string | null;
   /** Texts of the page's `<h1>` elements, in order. */
   h1: string[];
@@ -162,7 +164,6 @@ function isBareValueCharacter(code: number): boolean {
   );
 }
 
-
 /** Text of an HTML fragment: tags removed, entities decoded, whitespace collapsed; null if empty. */
 export function fragmentText(html: string): string | null {
   const text = normaliseWhitespace(decodeEntities(withoutTags(html)));
@@ -172,7 +173,14 @@ export function fragmentText(html: string): string | null {
 export function readPageMeta(html: string): PageMeta {
   const visible = withoutHiddenElements(html);
   const lower = visible.toLowerCase();
-  const meta: PageMeta = { ogTitle: null, ogSiteName: null, ogType: null, title: null, h1: [] };
+  const meta: PageMeta = {
+    ogTitle: null,
+    ogSiteName: null,
+    ogType: null,
+    description: null,
+    title: null,
+    h1: [],
+  };
   for (const tag of tagsOf(visible, META_OPEN, true)) {
     const attributes = attributesOf(visible.slice(tag.nameEnd, tag.end - 1));
     const key = (attributes.property ?? attributes.name ?? '').toLowerCase();
@@ -181,6 +189,7 @@ export function readPageMeta(html: string): PageMeta {
     if (key === 'og:title') meta.ogTitle ??= content;
     else if (key === 'og:site_name') meta.ogSiteName ??= content;
     else if (key === 'og:type') meta.ogType ??= content.toLowerCase();
+    else if (key === 'og:description' || key === 'description') meta.description ??= content;
   }
   meta.title = elementTexts(visible, lower, TITLE_OPEN, false, 'title', 1)[0] ?? null;
   meta.h1 = elementTexts(visible, lower, H1_OPEN, true, 'h1', 20);

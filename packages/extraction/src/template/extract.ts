@@ -10,9 +10,8 @@ import { normaliseDate } from '../dates.js';
 import { findDomPosting, mayBeDomPosting } from '../dom-posting.js';
 import { findEmploymentType } from '../employment-type.js';
 import { parseLocationText } from '../location.js';
-import { readPageMeta } from '../page-meta.js';
 import type { ExtractedPosting, ExtractionResult } from '../types.js';
-import { alignPage, createTemplateTextVeto, readAligned } from './read.js';
+import { alignPage, createTemplateTextVeto, readAligned, sharesChrome } from './read.js';
 import { comparableText } from './slots.js';
 import type { SiteTemplate, TemplateField, TemplateReading } from './types.js';
 import { stripDatePrefix } from './values.js';
@@ -23,18 +22,21 @@ export function readTemplatePosting(
   template: SiteTemplate,
   jsonLdTypes: ReadonlySet<string>,
   onReading?: (reading: TemplateReading) => void,
-): ExtractedPosting | null {
-  const reading = readAligned(alignPage(html, template, $), template);
+): ExtractedPosting | 'foreign' | null {
+  const page = alignPage(html, template, $);
+  const reading = readAligned(page, template);
   onReading?.(reading);
-  if (!reading.fits) return null;
+  if (page === null) return null;
+  if (!reading.fits) return sharesChrome(page, template) ? null : 'foreign';
   const isTemplateText = createTemplateTextVeto(template);
   const hasTitle = reading.fields.title !== undefined;
   // Without a title in its slot, the page must convince the reader on its own.
   if (!hasTitle && !mayBeDomPosting(html)) return null;
-  const posting = findDomPosting($, readPageMeta(html), {
+  const posting = findDomPosting($, page.meta, {
     jsonLdTypes,
     isTemplateText,
     isKnownPosting: hasTitle,
+    pageIndex: page.index,
   });
   if (posting === null && !hasTitle) return null;
   const record = posting ?? emptyPostingFields();

@@ -23,6 +23,7 @@ const SITE_VALUE_SHARE = 0.9;
 const READER_VOTE_PAGES = 10;
 const MAX_CONSTANTS = 3000;
 const MAX_RECORD_KEYS = 300;
+const MAX_CHROME_CONSTANTS = 300;
 const MAX_TEMPLATE_TEXTS_CHARS = 24_000;
 
 const LABEL_FIELDS: Partial<Record<LabelKey, TemplateField>> = {
@@ -55,14 +56,17 @@ interface Slot {
   part: number | null;
   /** Per page index: the unit's index in that page's aligned units. */
   at: Map<number, number>;
-  /** Per page index: the slot's text there. */
+  /** Per page index: the slot's text there, and as compared (comparableText). */
   texts: Map<number, string>;
+  lowers: Map<number, string>;
 }
 
 export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null {
-  if (!Array.isArray(pages)) return null;
-  const parsed = pages
-    .map((html) => parseTemplatePage(html))
+  // Callers pass stored rows and crawled bodies: anything that is not a page is left out.
+  const given: unknown = pages;
+  if (!Array.isArray(given)) return null;
+  const parsed = (given as unknown[])
+    .map((html) => (typeof html === 'string' ? parseTemplatePage(html) : null))
     .filter((page): page is TemplatePage => page !== null);
   const count = parsed.length;
   if (count < 2) return null;
@@ -124,6 +128,10 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
     pages: count,
     constants: [...constants].sort().slice(0, MAX_CONSTANTS),
     recordConstants: [...region.constants].sort(),
+    chromeConstants: [...constants]
+      .filter((id) => !region.constants.has(id) && (support.get(id) ?? 0) >= count * 0.8)
+      .sort()
+      .slice(0, MAX_CHROME_CONSTANTS),
     recordKeys: [...region.keys].sort().slice(0, MAX_RECORD_KEYS),
     templateTexts: templateTexts(pageData),
     fields,
@@ -146,6 +154,7 @@ function readerVote(page: PageData, isTemplateText: (text: string) => boolean): 
       jsonLdTypes: new Set(),
       isTemplateText,
       isKnownPosting: true,
+      pageIndex: page.index,
     });
     if (posting === null) return null;
     return {
@@ -171,12 +180,22 @@ function collectSlots(pages: readonly PageData[]): Map<string, Slot> {
   ): void => {
     let slot = slots.get(id);
     if (slot === undefined) {
-      slot = { id, slot: item.slot, key: item.unit.key, part, at: new Map(), texts: new Map() };
+      slot = {
+        id,
+        slot: item.slot,
+        key: item.unit.key,
+        part,
+        at: new Map(),
+        texts: new Map(),
+        lowers: new Map(),
+      };
       slots.set(id, slot);
     }
     if (slot.at.has(pageIndex)) return;
     slot.at.set(pageIndex, unitIndex);
     slot.texts.set(pageIndex, text);
+    // Unit texts are whitespace-collapsed already.
+    slot.lowers.set(pageIndex, text.toLowerCase());
   };
   for (const [pageIndex, page] of pages.entries()) {
     for (const [unitIndex, item] of page.aligned.entries()) {
@@ -200,27 +219,45 @@ function anchorLabel(page: PageData, unitIndex: number): LabelKey | null {
 }
 
 const LEGAL_FORM =
-  /(?:^|[\s,(])(?:inc|llc|llp|ltd|limited|gmbh|ag|uab|ab|oy|as|a\/s|sa|s\.a|bv|b\.v|nv|plc|corp|corporation|company|co|group|sarl|sas|srl|spa|s\.p\.a|pty|kg|mb|kft|zrt|sp\. z o\.o|ltda|pvt)\.?(?=$|[\s,)])/i;
+  /(?:^|[\s,(])(?:inc|llc|llp|ltd|limited|gmbh|ag|uab|ab|oy|as|a\/s|sa|s\.a|bv|b\.v|nv|plc|corp|corporation|company|co|group|sarl|sas|srl|spa|s\.p\.a|pty|kg|mb|kft|zrt|sp\. z o\.o|ltda|pvt|s\.r\.o|a\.s|spol)\.?(?=$|[\s,)])/i;
+
+/** Words that end names of organisations rather than of jobs or places. */
+const ORGANISATION_WORD =
+  /\b(?:associates|partners|consulting|consultants|solutions|technologies|technology|systems|labs|studios?|agency|bank|holdings|ventures|capital|university|hospital|council|foundation|institute|trust|media|software|games|health|networks?)$/i;
 
 interface PageContext {
   /** `<title>` and og:title, lower case. */
   pageTitle: string;
-  /** Every variable text of the page, lower case, for "does this value recur on the page". */
-  variableText: string;
+  /** How often each short variable text, or part of one, is on the page (lower case). */
+  shortTexts: Map<string, number>;
 }
 
 function pageContext(page: PageData): PageContext {
-  const texts: string[] = [];
-  for (const item of page.aligned) if (!item.isConstant) texts.push(item.unit.text);
+  const shortTexts = new Map<string, number>();
+  const count = (text: string): void => {
+    shortTexts.set(text, (shortTexts.get(text) ?? 0) + 1);
+  };
+  for (const item of page.aligned) {
+    if (item.isConstant || item.unit.text.length > 300) continue;
+    const lower = item.unit.text.toLowerCase();
+    count(lower);
+    for (const part of splitParts(lower)) count(part);
+    // "informacija apie UAB Daltra": a name at the end of a short line.
+    const words = lower.split(' ');
+    if (words.length > 2 && words.length <= 8)
+      for (let start = 1; start < words.length - 1; start++) count(words.slice(start).join(' '));
+  }
   return {
-    pageTitle: comparableText(`${page.meta.title ?? ''} | ${page.meta.ogTitle ?? ''}`),
-    variableText: comparableText(texts.join(' \u0000 ')),
+    pageTitle: comparableText(
+      `${page.meta.title ?? ''} | ${page.meta.ogTitle ?? ''} | ${page.meta.description?.slice(0, 300) ?? ''}`,
+    ),
+    shortTexts,
   };
 }
 
+/** Whether the text is on the page more than once: a name in a heading and in a line. */
 function recurs(lower: string, context: PageContext): boolean {
-  const first = context.variableText.indexOf(lower);
-  return first !== -1 && context.variableText.indexOf(lower, first + 1) !== -1;
+  return (context.shortTexts.get(lower) ?? 0) >= 2;
 }
 
 /** "… at Early Learning - Bendigo": the text follows "at" (or "@", "bei", "chez") in the title. */
@@ -260,6 +297,9 @@ function scoreSlot(
   companyAt: Map<number, string> | null,
 ): number {
   if (slot.part !== null && field !== 'company' && field !== 'location') return 0;
+  let total = 0;
+  for (const text of slot.texts.values()) total += text.length;
+  if (slot.at.size < 2 || total / slot.at.size > 150) return 0;
   let evidence = 0;
   let chrome = 0;
   let labelled = 0;
@@ -274,16 +314,18 @@ function scoreSlot(
     const context = contexts[pageIndex] as PageContext;
     const { unit } = page.aligned[unitIndex] as AlignedUnit;
     const text = slot.texts.get(pageIndex) ?? '';
-    const lower = comparableText(text);
+    const lower = slot.lowers.get(pageIndex) ?? '';
     distinct.add(lower);
     lengths += text.length;
-    if (unit.isChrome) chrome++;
+    // A heading that changes from page to page is the record's, even inside a site header (a
+    // career page's hero holds the job's title in `<header>`).
+    if (unit.isChrome && !(field === 'title' && unit.headingLevel !== null)) chrome++;
     const label = slot.part === null || slot.part === 0 ? anchorLabel(page, unitIndex) : null;
     if (label !== null) {
       if (LABEL_FIELDS[label] === field) labelled++;
       else other++;
     }
-    const isDate = normaliseDate(stripDatePrefix(text)) !== null;
+    const isDate = text.length <= 60 && normaliseDate(stripDatePrefix(text)) !== null;
     const reader = page.reader;
     const vote = reader === null ? undefined : reader[field as 'title' | 'company' | 'location'];
     if (vote !== undefined) {
@@ -300,7 +342,13 @@ function scoreSlot(
       if (unit.isBrand || isDate || !/\p{L}{2}/u.test(text)) score -= 5;
     } else if (field === 'company') {
       if (LEGAL_FORM.test(text)) score += 1.5;
-      if (lower.length >= 2 && recurs(lower, context)) score += 1;
+      else if (ORGANISATION_WORD.test(text)) score += 1;
+      // "Mango Associates · Boston, MA, US": beside a place on one line, a name is the employer.
+      if (slot.part !== null && !looksLikePlace(text)) {
+        const others = splitParts(unit.text).filter((_, index) => index !== slot.part);
+        if (others.some((other) => looksLikePlace(other))) score += 1.5;
+      }
+      if (lower.length >= 2 && text.length <= 80 && recurs(lower, context)) score += 1;
       if (lower.length >= 2 && context.pageTitle.includes(lower)) score += 1;
       // "Casual Educator at Early Learning - Bendigo": the employer after "at".
       if (lower.length >= 2 && isAfterAt(context.pageTitle, lower)) score += 2;
@@ -363,7 +411,7 @@ function assignFields(
   const chosen = new Map<TemplateField, Slot>();
   const used = new Set<string>();
   const pick = (wanted: readonly TemplateField[], companyAt: Map<number, string> | null): void => {
-    const candidates: { field: TemplateField; slot: Slot; score: number; order: number }[] = [];
+    const candidates: Candidate[] = [];
     for (const slot of slots.values()) {
       if (slot.at.size < 2 || used.has(slot.slot)) continue;
       for (const field of wanted) {
@@ -374,6 +422,12 @@ function assignFields(
     }
     // Best first; between equals, the earlier slot (the title above its repeat in a sidebar).
     candidates.sort((a, b) => b.score - a.score || a.order - b.order);
+    if (wanted.includes('title') && wanted.includes('company')) {
+      // The title and the employer together: an `<h1>` naming the employer above an `<h2>`
+      // naming the job reads best as that pair, not as a title and no employer.
+      const pair = bestPair(candidates);
+      if (pair !== null) candidates.unshift(...pair);
+    }
     for (const { field, slot } of candidates) {
       if (chosen.has(field) || used.has(slot.slot)) continue;
       chosen.set(field, slot);
@@ -388,6 +442,32 @@ function assignFields(
   const description = descriptionSlot(slots, pages, used, count);
   if (description !== null) fields.description = pathOf(description, pages, count, 'learned');
   return fields;
+}
+
+interface Candidate {
+  field: TemplateField;
+  slot: Slot;
+  score: number;
+  order: number;
+}
+
+/** Of the best few title and company candidates, the two slots whose scores add up highest. */
+function bestPair(candidates: readonly Candidate[]): Candidate[] | null {
+  const titles = candidates.filter((candidate) => candidate.field === 'title').slice(0, 4);
+  const companies = candidates.filter((candidate) => candidate.field === 'company').slice(0, 4);
+  let best: Candidate[] | null = null;
+  let bestScore = 0;
+  for (const title of titles) {
+    for (const company of companies) {
+      if (company.slot.slot === title.slot.slot) continue;
+      const score = title.score + company.score;
+      if (score > bestScore) {
+        best = [title, company];
+        bestScore = score;
+      }
+    }
+  }
+  return best;
 }
 
 /** Average relative position of the slot's units in their pages. */

@@ -53,6 +53,19 @@ function fits(page: AlignedPage, template: SiteTemplate): boolean {
   return keyShare >= FIT_KEYS && constantShare >= FIT_CONSTANTS;
 }
 
+/**
+ * Whether the page shares the site's chrome (header, footer): a page that does not fit the
+ * record but shares the chrome is another kind of page of the same site; one that shares
+ * neither was made from another template (an older design), of which this one knows nothing.
+ */
+export function sharesChrome(page: AlignedPage, template: SiteTemplate): boolean {
+  if (template.chromeConstants.length === 0) return true;
+  const constants = new Set<string>();
+  for (const item of page.aligned) if (item.isConstant) constants.add(item.constantId);
+  const shared = template.chromeConstants.filter((id) => constants.has(id)).length;
+  return shared / template.chromeConstants.length >= FIT_CONSTANTS;
+}
+
 /** What the template reads from an aligned page. */
 export function readAligned(page: AlignedPage | null, template: SiteTemplate): TemplateReading {
   const unread = REQUIRED_FIELDS.filter(
@@ -153,6 +166,7 @@ function isTemplate(template: SiteTemplate): boolean {
     template.format === 1 &&
     Array.isArray(template.constants) &&
     Array.isArray(template.recordConstants) &&
+    Array.isArray(template.chromeConstants) &&
     Array.isArray(template.recordKeys) &&
     Array.isArray(template.templateTexts) &&
     typeof template.fields === 'object' &&

@@ -49,6 +49,11 @@ export interface SiteTemplate {
   constants: string[];
   /** The record's constants ("Job Overview", "Location:"): a page of this kind shares them. */
   recordConstants: string[];
+  /**
+   * The site's other constants on nearly every page (header, footer, side column): a page that
+   * shares them but not the record is another kind of page of the site (a listing).
+   */
+  chromeConstants: string[];
   /** Keys of the record's region on most pages: a page of this kind has most of them. */
   recordKeys: string[];
   /** Constant texts up to 150 characters, lower-cased: never a value of a record. */
