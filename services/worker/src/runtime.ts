@@ -1,4 +1,10 @@
-import { getDocument, getRun, resolveTemplateChangedAlert, type ExpiryPolicy } from '@gleaner/db';
+import {
+  getDocument,
+  getRun,
+  resolveTemplateChangedAlert,
+  runReadPagesFromMarkup,
+  type ExpiryPolicy,
+} from '@gleaner/db';
 import { isClassifiedError } from '@gleaner/errors';
 import {
   createQueueTelemetry,
@@ -373,10 +379,10 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     awaitingSync: async (runId) => {
       await enqueue(deps.queues, 'llm-sync', { runId });
     },
-    // A closed run's pages teach its site's template (decision 0028), in the page analyser's
-    // threads: a replica without them (it reads no pages) leaves that to the extract stage.
+    // A closed run's pages read from their markup teach its site's template (decision 0028), in
+    // the page analyser's threads: a replica without them leaves that to the extract stage.
     afterClose: async (run) => {
-      if (readsPages)
+      if (readsPages && (await runReadPagesFromMarkup(deps.db, run.id)))
         await ensureSiteTemplate(
           { db: deps.db, analyser, log: deps.logger },
           run.siteScheduleId,

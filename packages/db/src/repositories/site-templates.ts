@@ -335,3 +335,19 @@ export async function runHasPagesToCome(
   );
   return rows[0]?.coming ?? false;
 }
+
+/**
+ * Whether a run read pages of its site without structured data, or could not read some: what a
+ * site template is for. A site whose pages all carry JSON-LD has no use for one.
+ */
+export async function runReadPagesFromMarkup(db: Database, runId: string): Promise<boolean> {
+  const { rows } = await db.$client.query<{ found: boolean }>(
+    `SELECT EXISTS (
+       SELECT 1 FROM postings p
+       WHERE p.run_id = $1 AND p.listing_payload IS NULL
+         AND (p.status = 'error' OR p.provenance->>'title' IN ('dom', 'llm'))
+     ) AS found`,
+    [runId],
+  );
+  return rows[0]?.found ?? false;
+}

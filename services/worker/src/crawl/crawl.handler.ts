@@ -7,6 +7,9 @@ import { countSiteRequests } from '../site-requests.js';
 import { noteTemplateFit, siteTemplateOf } from '../templates/site-templates.js';
 import { fetchPolitely } from './polite-fetch.js';
 
+/** Where a title read from structured data came from: a template does not change those. */
+const STRUCTURED_SOURCES = new Set(['json-ld', 'microdata', 'rdfa']);
+
 /**
  * Fetches a posting's page (or takes its ATS listing payload), skips it when its visible text
  * did not change, and otherwise extracts it from the bytes in hand (the page analyser, in a
@@ -40,13 +43,15 @@ export const crawlHandler: JobHandler<'crawl'> = {
       { url: posting.url, bytes: response.body.byteLength },
       posting.listingPayload !== null ? 'posting taken from the listing' : 'page fetched',
     );
-    // A page is read with its site's template (decision 0028); one extracted before the template
-    // was learned (or learned again) is read again even when its text did not change.
+    // A page is read with its site's template (decision 0028); one read from its markup before
+    // the template was learned (or learned again) is read again even when its text did not change.
     const template =
       posting.listingPayload === null ? await siteTemplateOf(db, payload.siteId) : null;
     const readAfresh =
       posting.extractedAt === null ||
-      (template !== null && posting.extractedAt < template.createdAt);
+      (template !== null &&
+        posting.extractedAt < template.createdAt &&
+        !STRUCTURED_SOURCES.has(posting.titleSource ?? ''));
     const analysis = await analyser.analyse(
       {
         body: response.body,
