@@ -28,7 +28,11 @@ export function readTemplatePosting(
   if (!reading.fits) return sharesChrome(page, template) ? null : 'foreign';
   const isTemplateText = createTemplateTextVeto(template);
   const hasTitle = reading.fields.title !== undefined;
-  // Without a title in its slot, the page must convince the reader on its own.
+  // A page of this kind without the title its template has on most pages is another page
+  // made of the same parts (a home page's hero); without a learned title slot, the page must
+  // convince the reader on its own.
+  const titlePath = template.fields.title;
+  if (!hasTitle && titlePath !== undefined && !titlePath.isOptional) return null;
   if (!hasTitle && !mayBeDomPosting(html)) return null;
   const posting = findDomPosting($, page.meta, {
     jsonLdTypes,

@@ -8,7 +8,7 @@
 import { findDomPosting } from '../dom-posting.js';
 import { normaliseDate } from '../dates.js';
 import { findEmploymentType } from '../employment-type.js';
-import { cleanSiteName, companyFromPageTitle } from '../page-meta.js';
+import { cleanSiteName, companyFromPageTitle, type PageMeta } from '../page-meta.js';
 import type { LabelKey } from '../page-labels.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
@@ -133,6 +133,7 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
       .sort()
       .slice(0, MAX_CHROME_CONSTANTS),
     recordKeys: [...region.keys].sort().slice(0, MAX_RECORD_KEYS),
+    sharedPageTitles: sharedPageTitles(pageData),
     templateTexts: templateTexts(pageData),
     fields,
     siteValues,
@@ -506,14 +507,20 @@ function descriptionSlot(
 
 export function pathOf(
   slot: { slot: string; key: string; part: number | null; at: Map<number, number> },
-  pages: readonly { aligned: AlignedUnit[] }[],
+  pages: readonly { aligned: AlignedUnit[]; meta: PageMeta }[],
   count: number,
   source: TemplatePath['source'],
 ): TemplatePath {
   let unique = 0;
-  for (const pageIndex of slot.at.keys()) {
+  let inPageTitle = 0;
+  let titled = 0;
+  for (const [pageIndex, unitIndex] of slot.at) {
     const page = pages[pageIndex];
     if (page === undefined) continue;
+    const text = page.aligned[unitIndex]?.unit.text ?? '';
+    const value = slot.part === null ? text : (splitParts(text)[slot.part] ?? '');
+    if (hasPageTitle(page.meta)) titled++;
+    if (isInPageTitle(value, page.meta)) inPageTitle++;
     let atKey = 0;
     for (const item of page.aligned) if (!item.isConstant && item.unit.key === slot.key) atKey++;
     if (atKey === 1) unique++;
@@ -525,6 +532,7 @@ export function pathOf(
     isKeyUnique: unique >= slot.at.size * 0.8,
     source,
     isOptional: slot.at.size < count * 0.8,
+    isInPageTitle: titled > 0 && inPageTitle >= titled * 0.6,
   };
 }
 
@@ -614,6 +622,26 @@ function findSiteValues(
   return values;
 }
 
+/** Whether the page has a title of its own to check a value against. */
+export function hasPageTitle(meta: PageMeta, shared: readonly string[] = []): boolean {
+  if (meta.title === null && meta.ogTitle === null) return false;
+  return !shared.includes(comparableText(`${meta.title ?? ''} | ${meta.ogTitle ?? ''}`));
+}
+
+/**
+ * Whether a value is in the page's `<title>` or og:title, or most of its words are ("ETL /
+ * Datawarehouse specialist" under the title "Datawarehouse specialist").
+ */
+export function isInPageTitle(value: string, meta: PageMeta): boolean {
+  const lower = comparableText(value);
+  if (lower.length < 2) return false;
+  const pageTitle = comparableText(`${meta.title ?? ''} | ${meta.ogTitle ?? ''}`);
+  if (pageTitle.includes(lower)) return true;
+  const words = lower.match(/[\p{L}\p{N}]{3,}/gu) ?? [];
+  const found = words.filter((word) => pageTitle.includes(word)).length;
+  return words.length > 0 && found / words.length >= 0.5;
+}
+
 /** The text a path finds on an aligned page, or null. */
 export function valueAt(
   page: { aligned: readonly AlignedUnit[] },
@@ -700,6 +728,19 @@ function shapeOf(
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }
   return `${stable.length}-${hash.toString(36)}`;
+}
+
+/** `<title>`s that two or more pages share ("Gojek Tech"): a title check cannot use them. */
+function sharedPageTitles(pages: readonly PageData[]): string[] {
+  const counts = new Map<string, number>();
+  for (const page of pages) {
+    const title = comparableText(`${page.meta.title ?? ''} | ${page.meta.ogTitle ?? ''}`);
+    counts.set(title, (counts.get(title) ?? 0) + 1);
+  }
+  return [...counts]
+    .filter(([title, count]) => count >= 2 && title.length <= 300)
+    .map(([title]) => title)
+    .slice(0, 20);
 }
 
 /** Constant texts that may never be a record's value, within the template's size budget. */
