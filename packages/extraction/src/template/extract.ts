@@ -14,7 +14,7 @@ import type { ExtractedPosting, ExtractionResult } from '../types.js';
 import { alignPage, createTemplateTextVeto, readAligned, sharesChrome } from './read.js';
 import { comparableText } from './slots.js';
 import type { SiteTemplate, TemplateField } from './types.js';
-import { stripDatePrefix } from './values.js';
+import { stripDatePrefix, withoutAside } from './values.js';
 
 export function readTemplatePosting(
   html: string,
@@ -80,11 +80,12 @@ function applyFields(
   fields: Partial<Record<TemplateField, string>>,
 ): void {
   if (fields.title !== undefined) posting.title = fields.title;
-  if (fields.company !== undefined) posting.company = fields.company;
+  if (fields.company !== undefined) posting.company = withoutAside(fields.company);
   if (fields.location !== undefined) {
     // The place as the page writes it; its parts as the reader splits them.
-    const parsed = parseLocationText(fields.location);
-    posting.location = fields.location;
+    const location = withoutAside(fields.location);
+    const parsed = parseLocationText(location);
+    posting.location = location;
     posting.locationCity = parsed.city;
     posting.locationRegion = parsed.region;
     posting.locationCountry = parsed.country;
