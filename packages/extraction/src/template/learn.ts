@@ -550,6 +550,32 @@ function mostCommon(values: readonly (string | null)[], minimum: number): string
   return best !== null && best.count >= minimum ? best.value : null;
 }
 
+const ABOUT_HEADING = /^(?:about|über|à propos de|over)\s+(.{2,40}?)[:.]?$/i;
+const ABOUT_US = /^(?:about\s+us|who\s+we\s+are|über\s+uns|à\s+propos(?:\s+de\s+nous)?|over\s+ons)[:.]?$/i;
+/** "Drifty is a well-funded, Madison-based …": the name a company's own paragraph starts with. */
+const NAME_IS = /^((?:\p{Lu}[\p{L}\p{N}&.'’-]*)(?:\s+\p{Lu}[\p{L}\p{N}&.'’-]*){0,3})\s+(?:is|was|are|ist|est|builds|makes|helps)\s/u;
+
+/**
+ * The employer a constant "About <Company>" heading names, or the name an "About us" section's
+ * first paragraph starts with.
+ */
+function aboutName(page: PageData): string | null {
+  for (const [index, item] of page.aligned.entries()) {
+    if (item.unit.headingLevel === null && !/^(?:b|strong)$/.test(item.unit.tag)) continue;
+    if (item.unit.text.length > 50) continue;
+    if (ABOUT_US.test(item.unit.text)) {
+      const next = page.aligned[index + 1]?.unit.text ?? '';
+      const match = NAME_IS.exec(next);
+      if (match?.[1] !== undefined && !/^(?:We|Our|The|This|It)$/.test(match[1])) return match[1];
+      continue;
+    }
+    const named = ABOUT_HEADING.exec(item.unit.text)?.[1];
+    if (named !== undefined && !/^(?:us|the\s|this\s|you\b|the\s+(?:role|job|team|position))/i.test(named))
+      return named;
+  }
+  return null;
+}
+
 const COPYRIGHT =
   /(?:©|\(c\)|copyright)\s*(?:\d{4}\s*(?:[-–]\s*\d{4})?\s*)?(?:by\s+)?(\p{Lu}[\p{L}\p{N}&.,'’ -]{1,60}?)(?:[.,]?\s*(?:all\s+rights|\||-\s|$))/iu;
 
@@ -617,7 +643,11 @@ function findSiteValues(
     }),
     most,
   );
-  const company = siteName ?? readerCompany ?? titleRest ?? copyright;
+  const about = mostCommon(
+    pages.map((page) => aboutName(page)),
+    most,
+  );
+  const company = siteName ?? about ?? readerCompany ?? titleRest ?? copyright;
   if (company !== null) values.company = company;
   return values;
 }
