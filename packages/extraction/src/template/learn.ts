@@ -13,6 +13,7 @@ import type { LabelKey } from '../page-labels.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
 import type { SiteTemplate, TemplateField, TemplatePath } from './types.js';
+import { prefixOf, splitPrefixes } from './units.js';
 import { looksLikePlace, splitParts, stripDatePrefix } from './values.js';
 
 /** A constant is on at least this share of the pages (and on two). */
@@ -24,6 +25,7 @@ const READER_VOTE_PAGES = 10;
 const MAX_CONSTANTS = 3000;
 const MAX_RECORD_KEYS = 300;
 const MAX_CHROME_CONSTANTS = 300;
+const MAX_PREFIX_LABELS = 60;
 const MAX_TEMPLATE_TEXTS_CHARS = 24_000;
 
 const LABEL_FIELDS: Partial<Record<LabelKey, TemplateField>> = {
@@ -70,6 +72,8 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
     .filter((page): page is TemplatePage => page !== null);
   const count = parsed.length;
   if (count < 2) return null;
+  const prefixLabels = commonPrefixes(parsed, count);
+  for (const page of parsed) page.units = splitPrefixes(page.units, prefixLabels);
   const minSupport = Math.max(2, Math.ceil(count * CONSTANT_SHARE));
 
   // Constants: the same text at the same key on most pages; labels on any two.
@@ -133,6 +137,7 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
       .sort()
       .slice(0, MAX_CHROME_CONSTANTS),
     recordKeys: [...region.keys].sort().slice(0, MAX_RECORD_KEYS),
+    prefixLabels: [...prefixLabels].sort(),
     sharedPageTitles: sharedPageTitles(pageData),
     templateTexts: templateTexts(pageData),
     fields,
@@ -226,11 +231,21 @@ const LEGAL_FORM =
 const ORGANISATION_WORD =
   /\b(?:associates|partners|consulting|consultants|solutions|technologies|technology|systems|labs|studios?|agency|bank|holdings|ventures|capital|university|hospital|council|foundation|institute|trust|media|software|games|health|networks?)$/i;
 
+/** Words in images' names that say nothing about whose logo it is. */
+// prettier-ignore
+const LOGO_WORDS = new Set([
+  'logo', 'image', 'img', 'photo', 'banner', 'header', 'footer', 'company', 'careers', 'icon',
+  'png', 'jpg', 'jpeg', 'svg', 'gif', 'webp', 'dark', 'light', 'color', 'colour', 'white',
+  'black', 'rgb', 'small', 'large', 'center', 'the', 'and', 'for', 'job', 'jobs', 'team',
+]);
+
 interface PageContext {
   /** `<title>` and og:title, lower case. */
   pageTitle: string;
   /** How often each short variable text, or part of one, is on the page (lower case). */
   shortTexts: Map<string, number>;
+  /** The words of the page's images' alt texts and file names: an employer's logo. */
+  imageWords: Set<string>;
 }
 
 function pageContext(page: PageData): PageContext {
@@ -248,7 +263,15 @@ function pageContext(page: PageData): PageContext {
     if (words.length > 2 && words.length <= 8)
       for (let start = 1; start < words.length - 1; start++) count(words.slice(start).join(' '));
   }
+  const imageWords = new Set<string>();
+  for (const element of page.index.elements) {
+    if (element.name !== 'img') continue;
+    const file = (element.attribs.src ?? '').split(/[?#]/)[0]?.split('/').pop() ?? '';
+    const words = `${element.attribs.alt ?? ''} ${file}`.toLowerCase().match(/\p{L}{3,}/gu) ?? [];
+    for (const word of words) imageWords.add(word);
+  }
   return {
+    imageWords,
     pageTitle: comparableText(
       `${page.meta.title ?? ''} | ${page.meta.ogTitle ?? ''} | ${page.meta.description?.slice(0, 300) ?? ''}`,
     ),
@@ -344,6 +367,10 @@ function scoreSlot(
     } else if (field === 'company') {
       if (LEGAL_FORM.test(text)) score += 1.5;
       else if (ORGANISATION_WORD.test(text)) score += 1;
+      // <img src="HitHorizons-dark.png"> beside "Finstat / HitHorizons": the employer's logo.
+      const nameWords = lower.match(/\p{L}{3,}/gu) ?? [];
+      if (nameWords.some((word) => !LOGO_WORDS.has(word) && context.imageWords.has(word)))
+        score += 1.5;
       // "Mango Associates · Boston, MA, US": beside a place on one line, a name is the employer.
       if (slot.part !== null && !looksLikePlace(text)) {
         const others = splitParts(unit.text).filter((_, index) => index !== slot.part);
@@ -551,9 +578,11 @@ function mostCommon(values: readonly (string | null)[], minimum: number): string
 }
 
 const ABOUT_HEADING = /^(?:about|über|à propos de|over)\s+(.{2,40}?)[:.]?$/i;
-const ABOUT_US = /^(?:about\s+us|who\s+we\s+are|über\s+uns|à\s+propos(?:\s+de\s+nous)?|over\s+ons)[:.]?$/i;
+const ABOUT_US =
+  /^(?:about\s+us|who\s+we\s+are|über\s+uns|à\s+propos(?:\s+de\s+nous)?|over\s+ons)[:.]?$/i;
 /** "Drifty is a well-funded, Madison-based …": the name a company's own paragraph starts with. */
-const NAME_IS = /^((?:\p{Lu}[\p{L}\p{N}&.'’-]*)(?:\s+\p{Lu}[\p{L}\p{N}&.'’-]*){0,3})\s+(?:is|was|are|ist|est|builds|makes|helps)\s/u;
+const NAME_IS =
+  /^((?:\p{Lu}[\p{L}\p{N}&.'’-]*)(?:\s+\p{Lu}[\p{L}\p{N}&.'’-]*){0,3})\s+(?:is|was|are|ist|est|builds|makes|helps)\s/u;
 
 /**
  * The employer a constant "About <Company>" heading names, or the name an "About us" section's
@@ -570,7 +599,10 @@ function aboutName(page: PageData): string | null {
       continue;
     }
     const named = ABOUT_HEADING.exec(item.unit.text)?.[1];
-    if (named !== undefined && !/^(?:us|the\s|this\s|you\b|the\s+(?:role|job|team|position))/i.test(named))
+    if (
+      named !== undefined &&
+      !/^(?:us|the\s|this\s|you\b|the\s+(?:role|job|team|position))/i.test(named)
+    )
       return named;
   }
   return null;
@@ -758,6 +790,23 @@ function shapeOf(
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }
   return `${stable.length}-${hash.toString(36)}`;
+}
+
+/** Unit prefixes ("Miesto:") on a third of the pages or more: the template's labels. */
+function commonPrefixes(pages: readonly TemplatePage[], count: number): Set<string> {
+  const support = new Map<string, number>();
+  for (const page of pages) {
+    const seen = new Set<string>();
+    for (const unit of page.units) {
+      const prefix = prefixOf(unit);
+      if (prefix !== null) seen.add(prefix);
+    }
+    for (const prefix of seen) support.set(prefix, (support.get(prefix) ?? 0) + 1);
+  }
+  const labels = [...support]
+    .filter(([, pagesWith]) => pagesWith >= Math.max(2, count * 0.3))
+    .map(([prefix]) => prefix);
+  return new Set(labels.slice(0, MAX_PREFIX_LABELS));
 }
 
 /** `<title>`s that two or more pages share ("Gojek Tech"): a title check cannot use them. */

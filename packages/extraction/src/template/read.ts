@@ -6,6 +6,7 @@ import type { CheerioAPI } from 'cheerio/slim';
 import { hasPageTitle, isInPageTitle, pathOf, valueAt } from './learn.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
+import { splitPrefixes } from './units.js';
 import {
   REQUIRED_FIELDS,
   TEMPLATE_FIELDS,
@@ -31,7 +32,8 @@ export function alignPage(
   const page = parseTemplatePage(html, $);
   if (page === null) return null;
   const constants = new Set(template.constants);
-  return { ...page, aligned: alignUnits(page.units, (id) => constants.has(id)) };
+  const units = splitPrefixes(page.units, new Set(template.prefixLabels));
+  return { ...page, units, aligned: alignUnits(units, (id) => constants.has(id)) };
 }
 
 /**
@@ -183,6 +185,7 @@ function isTemplate(template: SiteTemplate): boolean {
     Array.isArray(template.recordKeys) &&
     Array.isArray(template.templateTexts) &&
     Array.isArray(template.sharedPageTitles) &&
+    Array.isArray(template.prefixLabels) &&
     typeof template.fields === 'object' &&
     typeof template.siteValues === 'object'
   );

@@ -61,6 +61,8 @@ export interface SiteTemplate {
   chromeConstants: string[];
   /** Keys of the record's region on most pages: a page of this kind has most of them. */
   recordKeys: string[];
+  /** Labels in any language found as the first words of a unit on many pages ("miesto"). */
+  prefixLabels: string[];
   /** Page titles (`<title>`) several learning pages share, lower-cased: they name no record. */
   sharedPageTitles: string[];
   /** Constant texts up to 150 characters, lower-cased: never a value of a record. */

@@ -307,3 +307,46 @@ interface RunItem {
   frame: Frame;
   run: string;
 }
+
+const PREFIX_LABEL = /^(\p{L}[\p{L}'’. ]{0,28}?)\s*[:：]\s+(\S.{0,200})$/u;
+
+/**
+ * "Miesto: Bratislava", "Arbeitszeit: Vollzeit": a label in any language as the first one to
+ * three words of a unit, lower-cased; null when the unit has none. Whether it is the template's
+ * label or a line that happens to hold a colon, the site's pages tell (see splitPrefixes).
+ */
+export function prefixOf(unit: TextUnit): string | null {
+  if (unit.isLabel || unit.headingLevel !== null || unit.text.length > 240) return null;
+  const prefix = PREFIX_LABEL.exec(unit.text)?.[1];
+  return prefix !== undefined && prefix.split(' ').length <= 3 ? prefix.toLowerCase() : null;
+}
+
+/** Units whose prefix is one of the template's labels, split into the label and its value. */
+export function splitPrefixes(units: readonly TextUnit[], labels: ReadonlySet<string>): TextUnit[] {
+  if (labels.size === 0) return [...units];
+  const split: TextUnit[] = [];
+  for (const unit of units) {
+    const prefix = prefixOf(unit);
+    const match = prefix !== null && labels.has(prefix) ? PREFIX_LABEL.exec(unit.text) : null;
+    const value = match?.[2];
+    if (match === null || value === undefined) {
+      split.push(unit);
+      continue;
+    }
+    const labelText = `${match[1] ?? ''}:`;
+    split.push({
+      ...unit,
+      text: labelText,
+      id: `${unit.key}:${hashStep(ROOT_HASH, labelText.toLowerCase()).toString(36)}`,
+      isLabel: true,
+    });
+    const key = hashStep(ROOT_HASH, `${unit.key}@${prefix ?? ''}`).toString(36);
+    split.push({
+      ...unit,
+      key,
+      text: value,
+      id: `${key}:${hashStep(ROOT_HASH, value.toLowerCase()).toString(36)}`,
+    });
+  }
+  return split;
+}
