@@ -239,6 +239,10 @@ const LOGO_WORDS = new Set([
   'black', 'rgb', 'small', 'large', 'center', 'the', 'and', 'for', 'job', 'jobs', 'team',
 ]);
 
+/** "27 days ago", "Today", "il y a 1 sem.": when, never what or where. */
+const RELATIVE_TIME =
+  /^(?:posted\s+|publiée?\s+)?(?:today|yesterday|just\s+now|\d+\+?\s*(?:minutes?|mins?|hours?|hrs?|days?|weeks?|months?)\s+ago|il\s+y\s+a\b.*|hace\s+\d+.*|vor\s+\d+.*|heute|gestern|aujourd'hui|hier)$/i;
+
 interface PageContext {
   /** `<title>` and og:title, lower case. */
   pageTitle: string;
@@ -350,6 +354,8 @@ function scoreSlot(
       else other++;
     }
     const isDate = text.length <= 60 && normaliseDate(stripDatePrefix(text)) !== null;
+    // A date or a time ago is never a title, an employer or a place.
+    const isWhen = isDate || (text.length <= 40 && RELATIVE_TIME.test(text));
     const reader = page.reader;
     const vote = reader === null ? undefined : reader[field as 'title' | 'company' | 'location'];
     if (vote !== undefined) {
@@ -363,7 +369,7 @@ function scoreSlot(
       if (level === 1) score += 1.5;
       else if (level !== null && level <= 3) score += 0.75;
       if (level !== null && level <= 2 && isFirstHeading(page, unitIndex)) score += 1;
-      if (unit.isBrand || isDate || !/\p{L}{2}/u.test(text)) score -= 5;
+      if (unit.isBrand || isWhen || !/\p{L}{2}/u.test(text)) score -= 5;
     } else if (field === 'company') {
       if (LEGAL_FORM.test(text)) score += 1.5;
       else if (ORGANISATION_WORD.test(text)) score += 1;
@@ -381,10 +387,12 @@ function scoreSlot(
       // "Casual Educator at Early Learning - Bendigo": the employer after "at".
       if (lower.length >= 2 && isAfterAt(context.pageTitle, lower)) score += 2;
       if (looksLikePlace(text)) score -= 3;
-      if (isDate || text.length > 80 || !/\p{L}/u.test(text)) score -= 5;
+      if (isWhen || text.length > 80 || !/\p{L}/u.test(text)) score -= 5;
     } else if (field === 'location') {
       if (looksLikePlace(text)) score += 1.5;
       if (lower.length >= 2 && context.pageTitle.includes(lower)) score += 1;
+      // The place again in the employer's box or a line of facts.
+      if (lower.length >= 2 && text.length <= 80 && recurs(lower, context)) score += 0.5;
       // A line holding the company and something else: the something else is the place.
       const company = companyAt?.get(pageIndex);
       const parts = company === undefined ? [] : splitParts(unit.text).map(comparableText);
@@ -393,7 +401,7 @@ function scoreSlot(
         else if (lower !== comparableText(company)) score += 2.5;
       }
       if (LEGAL_FORM.test(text)) score -= 1.5;
-      if (isDate || text.length > 80 || !/\p{L}/u.test(text)) score -= 5;
+      if (isWhen || text.length > 80 || !/\p{L}/u.test(text)) score -= 5;
     } else if (field === 'datePosted') {
       if (isDate) score += 2;
     } else if (field === 'employmentType') {
@@ -608,6 +616,16 @@ function aboutName(page: PageData): string | null {
   return null;
 }
 
+/** A name, not a counter ("2 de 8") or a sentence: letters, at most 80 characters. */
+function isNameLike(text: string): boolean {
+  return (
+    text.length <= 80 &&
+    /\p{L}{2}/u.test(text) &&
+    !/^\d+\s*(?:\/|of|de|von|sur|z)\s*\d+$/i.test(text) &&
+    !/[.!?]\s+\p{Lu}/u.test(text)
+  );
+}
+
 const COPYRIGHT =
   /(?:©|\(c\)|copyright)\s*(?:\d{4}\s*(?:[-–]\s*\d{4})?\s*)?(?:by\s+)?(\p{Lu}[\p{L}\p{N}&.,'’ -]{1,60}?)(?:[.,]?\s*(?:all\s+rights|\||-\s|$))/iu;
 
@@ -629,8 +647,8 @@ function findSiteValues(
       for (const [index, item] of page.aligned.entries()) {
         if (!item.isConstant || item.unit.isLabel || item.unit.isChrome) continue;
         const label = anchorLabel(page, index);
-        if (label !== null && LABEL_FIELDS[label] === field && item.unit.text.length <= 80)
-          return item.unit.text;
+        const text = item.unit.text;
+        if (label !== null && LABEL_FIELDS[label] === field && isNameLike(text)) return text;
       }
       return null;
     });
@@ -679,8 +697,10 @@ function findSiteValues(
     pages.map((page) => aboutName(page)),
     most,
   );
-  const company = siteName ?? about ?? readerCompany ?? titleRest ?? copyright;
-  if (company !== null) values.company = company;
+  const company = [siteName, about, readerCompany, titleRest, copyright].find(
+    (name): name is string => name !== null && isNameLike(name),
+  );
+  if (company !== undefined) values.company = company;
   return values;
 }
 

@@ -209,7 +209,10 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
     });
   };
   const push = (frame: Frame, raw: string, hash: number): void => {
-    const text = normaliseWhitespace(raw).slice(0, MAX_UNIT_CHARS);
+    // "· Chaudière-Appalaches": a separator before a value in a line of facts is decoration.
+    const text = normaliseWhitespace(raw)
+      .replace(/^[·•|–—-]\s+/, '')
+      .slice(0, MAX_UNIT_CHARS);
     if (text === '' || !HAS_WORD.test(text)) return;
     const key = hash.toString(36);
     const label = text.length <= 40 ? labelKey(text) : null;
