@@ -69,7 +69,8 @@ function fits(page: AlignedPage, template: SiteTemplate, hasTitle: boolean): boo
  * neither was made from another template (an older design), of which this one knows nothing.
  */
 export function sharesChrome(page: AlignedPage, template: SiteTemplate): boolean {
-  if (template.chromeConstants.length === 0) return true;
+  // A site without chrome gives nothing to recognise its other pages by.
+  if (template.chromeConstants.length === 0) return false;
   const constants = new Set<string>();
   for (const item of page.aligned) if (item.isConstant) constants.add(item.constantId);
   const shared = template.chromeConstants.filter((id) => constants.has(id)).length;
