@@ -12,7 +12,7 @@
 import type { CheerioAPI } from 'cheerio/slim';
 import { childElements, type DomElement } from '../dom.js';
 import { normaliseWhitespace } from '../html-text.js';
-import { indexPage, SITE_NAME_HINT, type PageIndex } from '../page-index.js';
+import { indexPage, parentElement, SITE_NAME_HINT, type PageIndex } from '../page-index.js';
 import { labelKey, labelledPairs, type LabelKey } from '../page-labels.js';
 
 export interface TextUnit {
@@ -161,6 +161,24 @@ interface Frame {
   ownHints: string;
   isChrome: boolean;
   isBrand: boolean;
+  /** Inside a table cell under a header cell that names a field ("Location"). */
+  column: LabelKey | null;
+}
+
+/** The cells of a table row, in order. */
+function cellsOf(row: DomElement): DomElement[] {
+  return childElements(row).filter((cell) => cell.name === 'td' || cell.name === 'th');
+}
+
+/** The table a row belongs to (through its `<tbody>` or `<thead>`). */
+function tableOf(row: DomElement): DomElement | null {
+  for (
+    let node = parentElement(row), depth = 0;
+    node !== null && depth < 3;
+    node = parentElement(node), depth++
+  )
+    if (node.name === 'table') return node;
+  return null;
 }
 
 /**
@@ -181,7 +199,10 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
       ownHints: '',
       isChrome: false,
       isBrand: false,
+      column: null,
     }));
+  /** A table's header labels by column: "Post | Education | Location | Age" above its rows. */
+  const headers = new Map<DomElement, (LabelKey | null)[]>();
 
   // One object literal per unit, every field at once: spreading a shared base and adding the id
   // afterwards cost a third of the walk on a 100 KB page.
@@ -216,6 +237,11 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
     if (text === '' || !HAS_WORD.test(text)) return;
     const key = hash.toString(36);
     const label = text.length <= 40 ? labelKey(text) : null;
+    if (frame.column !== null && label === null) {
+      // The value in a column headed "Location": keyed by its column, wherever the row is.
+      add(frame, hashStep(hash, `@column:${frame.column}`).toString(36), text, frame.column, false);
+      return;
+    }
     if (label !== null) {
       add(frame, key, text, label, true);
       return;
@@ -254,6 +280,19 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
       if (run.trim() !== '') items.push({ frame: item, run });
       run = '';
     };
+    // A row of header cells names the columns of the rows below it; a cell of those rows is
+    // labelled by its column.
+    let columns: (LabelKey | null)[] | null = null;
+    if (item.element.name === 'tr') {
+      const cells = cellsOf(item.element);
+      const table = tableOf(item.element);
+      if (table !== null && cells.length >= 2 && cells.every((cell) => cell.name === 'th'))
+        headers.set(
+          table,
+          cells.map((cell) => labelKey(normaliseWhitespace(inlineText(cell, budget)))),
+        );
+      else if (table !== null) columns = headers.get(table) ?? null;
+    }
     for (const child of (item.element.children ?? []) as unknown as {
       type?: string;
       data?: string;
@@ -297,6 +336,10 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
         ownHints,
         isChrome: item.isChrome || page.inFurniture.has(childElement),
         isBrand: item.isBrand || (ownHints !== '' && SITE_NAME_HINT.test(ownHints)),
+        column:
+          columns === null
+            ? item.column
+            : (columns[cellsOf(item.element).indexOf(childElement)] ?? null),
       });
     }
     endRun();
