@@ -13,6 +13,8 @@ import type { CheerioAPI } from 'cheerio/slim';
 import { childElements, type DomElement } from '../dom.js';
 import { normaliseWhitespace } from '../html-text.js';
 import { indexPage, parentElement, SITE_NAME_HINT, type PageIndex } from '../page-index.js';
+import { findEmploymentType } from '../employment-type.js';
+import { isRemoteText } from '../location.js';
 import { labelKey, labelledPairs, type LabelKey } from '../page-labels.js';
 
 export interface TextUnit {
@@ -165,6 +167,18 @@ interface Frame {
   column: LabelKey | null;
 }
 
+/**
+ * The field a unit's text labels. "Remote" or "Contract" alone is a value more often than a
+ * label (a badge, a cell): without a colon, such a word is read as the value.
+ */
+function unitLabel(text: string): LabelKey | null {
+  const label = labelKey(text);
+  if (label === null || /[:：]\s*$/.test(text)) return label;
+  if (label === 'workplace' && isRemoteText(text)) return null;
+  if (label === 'employmentType' && findEmploymentType(text) !== null) return null;
+  return label;
+}
+
 /** The cells of a table row, in order. */
 function cellsOf(row: DomElement): DomElement[] {
   return childElements(row).filter((cell) => cell.name === 'td' || cell.name === 'th');
@@ -236,7 +250,7 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
       .slice(0, MAX_UNIT_CHARS);
     if (text === '' || !HAS_WORD.test(text)) return;
     const key = hash.toString(36);
-    const label = text.length <= 40 ? labelKey(text) : null;
+    const label = text.length <= 40 ? unitLabel(text) : null;
     if (frame.column !== null && label === null) {
       // The value in a column headed "Location": keyed by its column, wherever the row is.
       add(frame, hashStep(hash, `@column:${frame.column}`).toString(36), text, frame.column, false);
