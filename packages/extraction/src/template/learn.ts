@@ -21,12 +21,12 @@ const CONSTANT_SHARE = 0.5;
 /** A value on this share of the pages at one slot is the site's, not a page's. */
 const SITE_VALUE_SHARE = 0.9;
 /** Pages whose reader votes are counted: enough to outvote a few odd pages, and cheap. */
-const READER_VOTE_PAGES = 10;
-const MAX_CONSTANTS = 3000;
+const READER_VOTE_PAGES = 6;
+const MAX_CONSTANTS = 1500;
 const MAX_RECORD_KEYS = 300;
 const MAX_CHROME_CONSTANTS = 300;
 const MAX_PREFIX_LABELS = 60;
-const MAX_TEMPLATE_TEXTS_CHARS = 24_000;
+const MAX_TEMPLATE_TEXTS_CHARS = 16_000;
 
 const LABEL_FIELDS: Partial<Record<LabelKey, TemplateField>> = {
   title: 'title',
@@ -88,9 +88,15 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
       if (unit.isLabel) labelIds.add(unit.id);
     }
   }
-  const constants = new Set<string>();
-  for (const [id, pagesWith] of support)
-    if (pagesWith >= minSupport || (pagesWith >= 2 && labelIds.has(id))) constants.add(id);
+  // The most widespread first, at most MAX_CONSTANTS (a template stays well under 64 KB); the
+  // pages are aligned on exactly the set the template keeps, as a page read later will be.
+  const constants = new Set<string>(
+    [...support]
+      .filter(([id, pagesWith]) => pagesWith >= minSupport || (pagesWith >= 2 && labelIds.has(id)))
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, MAX_CONSTANTS)
+      .map(([id]) => id),
+  );
 
   // A frequent value ("London" on 6 pages of 10) is no constant when other pages hold other
   // values in its slot; again after demoting, since that changes the anchors after it.
@@ -130,7 +136,7 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
     format: 1,
     shape: shapeOf(region.constants, pageData, count),
     pages: count,
-    constants: [...constants].sort().slice(0, MAX_CONSTANTS),
+    constants: [...constants].sort(),
     recordConstants: [...region.constants].sort(),
     chromeConstants: [...constants]
       .filter((id) => !region.constants.has(id) && (support.get(id) ?? 0) >= count * 0.8)
