@@ -39,6 +39,11 @@ describe('page reader: SVG titles', () => {
 });
 
 describe('page reader: several <h1>s', () => {
+  it('never takes a question for the job title: a careers page inviting open applications', () => {
+    const html = `<html><head><title>Jobs - Harbour Labs</title></head><body><h1>Don't see your role here?</h1><p>Send your CV to jobs@harbour.example and tell us what you would like to work on.</p>${DESCRIPTION}<h2>Responsibilities</h2><p>Varied.</p><h2>Requirements</h2><p>Curiosity.</p></body></html>`;
+    expect(extractPosting(html)?.posting.title).not.toBe("Don't see your role here?");
+  });
+
   it('skips the logo, a generic heading and the site name for the job title', () => {
     const html = `<html><head><meta property="og:site_name" content="Orbital Games"></head><body><div class="top"><h1 class="logo">Orbital Games</h1></div><div class="hero"><h1>Careers</h1></div><h1>Orbital Games</h1><h1>Gameplay Programmer</h1><p>Location: Dundee, Scotland</p><h2>What you'll do</h2>${DESCRIPTION}<h2>Requirements</h2><p>C++.</p><a href="/apply">Apply</a><div class="about"><h1>About Orbital Games</h1></div></body></html>`;
     expect(extractPosting(html)?.posting).toMatchObject({

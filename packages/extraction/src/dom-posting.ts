@@ -174,6 +174,8 @@ interface TitleVeto {
 function isUsableTitle(text: string | null, veto: TitleVeto): text is string {
   if (text === null || text.length < 2 || text.length > MAX_TITLE_CHARS) return false;
   if (veto.isTemplateText(text)) return false;
+  // "Don't see your role here?": a question heads an invitation, never names a job.
+  if (text.endsWith('?')) return false;
   if (GENERIC_TITLE.test(text.replace(/[\s:.!]+$/, '')) || sectionKind(text) !== null) return false;
   if (labelKey(text) !== null) return false;
   const lower = text.toLowerCase();

@@ -28,7 +28,7 @@
  * together into a site template (template/) and then scored page by page with it; pages at the
  * top of the directory are sites of one page, read without a template.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import {
   longTextFieldKeys,
@@ -257,13 +257,14 @@ export function readSites(directory: string): CorpusSite[] {
     pages: [page],
     isFolder: false,
   }));
-  for (const entry of readdirSync(directory, { withFileTypes: true })) {
-    if (!entry.isDirectory()) continue;
-    const pages = readCorpus(path.join(directory, entry.name)).map((page) => ({
+  for (const name of readdirSync(directory)) {
+    // statSync follows links: a dev set may gather its sites as links to folders elsewhere.
+    if (!statSync(path.join(directory, name)).isDirectory()) continue;
+    const pages = readCorpus(path.join(directory, name)).map((page) => ({
       ...page,
-      name: `${entry.name}/${page.name}`,
+      name: `${name}/${page.name}`,
     }));
-    if (pages.length > 0) sites.push({ name: entry.name, pages, isFolder: true });
+    if (pages.length > 0) sites.push({ name, pages, isFolder: true });
   }
   return sites.sort((a, b) => a.name.localeCompare(b.name));
 }

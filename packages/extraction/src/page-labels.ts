@@ -55,10 +55,10 @@ export interface LabelReading {
 
 // prettier-ignore
 const LABEL_WORDS: readonly [LabelKey, string][] = [
-  ['title', "(?:job|position|vacancy|role|post)\\s+(?:title|name)|job|vacancy|stellenbezeichnung|stellentitel|jobtitel|stelle|intitulé(?:\\s+du\\s+poste)?|titre\\s+du\\s+poste|poste"],
+  ['title', "(?:job|position|vacancy|role|post)\\s+(?:title|name)|job|vacancy|stellenbezeichnung|stellentitel|jobtitel|stelle|intitulé(?:\\s+du\\s+poste)?|titre\\s+du\\s+poste|poste|pracovná\\s+pozícia|pracovní\\s+pozice|stanowisko|puesto|vacature"],
   ['roleTitle', "title|position|role|post"],
-  ['company', "company(?:\\s+name)?|employer|(?:hiring\\s+)?agency|organi[sz]ation|hiring\\s+(?:organi[sz]ation|company|manager's\\s+company)|unternehmen|arbeitgeber|firma|entreprise|société|employeur"],
-  ['location', "(?:job|work|office|primary)\\s+locations?|locations?|place\\s+of\\s+work|work\\s*place|based(?:\\s+in)?|base|city|duty\\s+station|where|office|standort|arbeitsort|einsatzort|dienstort|ort|lieu(?:\\s+de\\s+travail|\\s+d'affectation)?|localisation|ville|locatie|ubicación"],
+  ['company', "company(?:\\s+name)?|employer|(?:hiring\\s+)?agency|organi[sz]ation|hiring\\s+(?:organi[sz]ation|company|manager's\\s+company)|unternehmen|arbeitgeber|firma|entreprise|société|employeur|spoločnosť|společnost|zamestnávateľ|zaměstnavatel|pracodawca|empresa|azienda|werkgever|bedrijf|työnantaja|arbetsgivare"],
+  ['location', "(?:job|work|office|primary)\\s+locations?|locations?|place\\s+of\\s+work|work\\s*place|based(?:\\s+in)?|base|city|duty\\s+station|where|office|standort|arbeitsort|einsatzort|dienstort|ort|lieu(?:\\s+de\\s+travail|\\s+d'affectation)?|localisation|ville|locatie|werklocatie|standplaats|ubicación|lugar(?:\\s+de\\s+trabajo)?|sede|luogo(?:\\s+di\\s+lavoro)?|localização|local\\s+de\\s+trabalho|miesto(?:\\s+(?:výkonu\\s+)?práce)?|místo(?:\\s+(?:výkonu\\s+)?práce)?|lokalita|miejsce(?:\\s+pracy)?|lokalizacja|sijainti|arbetsort|arbejdssted"],
   ['workplace', "workplace(?:\\s+type)?|work\\s+(?:model|arrangement)|remote(?:\\s+work)?|arbeitsmodell|télétravail"],
   ['employmentType', "(?:employment|job|contract|work|position)\\s+type|type|commitment|(?:work\\s+)?schedule|hours|employment|working\\s+(?:hours|pattern)|contract|(?:job\\s+|employment\\s+)?status|anstellungsart|beschäftigungsart|vertragsart|arbeitszeit|type\\s+de\\s+contrat|contrat|type\\s+d'emploi|temps\\s+de\\s+travail"],
   ['salary', "salary(?:\\s+range)?|compensation|pay(?:\\s+range)?|base\\s+(?:pay|salary)|wage|remuneration|grade|gehalt|vergütung|rémunération|salaire"],

@@ -14,7 +14,7 @@ import type { ExtractedPosting, ExtractionResult } from '../types.js';
 import { alignPage, createTemplateTextVeto, readAligned, sharesChrome } from './read.js';
 import { comparableText } from './slots.js';
 import type { SiteTemplate, TemplateField, TemplateReading } from './types.js';
-import { stripDatePrefix } from './values.js';
+import { stripDatePrefix, withoutAside } from './values.js';
 
 export function readTemplatePosting(
   html: string,
@@ -30,7 +30,11 @@ export function readTemplatePosting(
   if (!reading.fits) return sharesChrome(page, template) ? null : 'foreign';
   const isTemplateText = createTemplateTextVeto(template);
   const hasTitle = reading.fields.title !== undefined;
-  // Without a title in its slot, the page must convince the reader on its own.
+  // A page of this kind without the title its template has on most pages is another page
+  // made of the same parts (a home page's hero); without a learned title slot, the page must
+  // convince the reader on its own.
+  const titlePath = template.fields.title;
+  if (!hasTitle && titlePath !== undefined && !titlePath.isOptional) return null;
   if (!hasTitle && !mayBeDomPosting(html)) return null;
   const posting = findDomPosting($, page.meta, {
     jsonLdTypes,
@@ -78,11 +82,12 @@ function applyFields(
   fields: Partial<Record<TemplateField, string>>,
 ): void {
   if (fields.title !== undefined) posting.title = fields.title;
-  if (fields.company !== undefined) posting.company = fields.company;
+  if (fields.company !== undefined) posting.company = withoutAside(fields.company);
   if (fields.location !== undefined) {
     // The place as the page writes it; its parts as the reader splits them.
-    const parsed = parseLocationText(fields.location);
-    posting.location = fields.location;
+    const location = withoutAside(fields.location);
+    const parsed = parseLocationText(location);
+    posting.location = location;
     posting.locationCity = parsed.city;
     posting.locationRegion = parsed.region;
     posting.locationCountry = parsed.country;

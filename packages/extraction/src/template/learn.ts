@@ -8,11 +8,12 @@
 import { findDomPosting } from '../dom-posting.js';
 import { normaliseDate } from '../dates.js';
 import { findEmploymentType } from '../employment-type.js';
-import { cleanSiteName, companyFromPageTitle } from '../page-meta.js';
+import { cleanSiteName, companyFromPageTitle, type PageMeta } from '../page-meta.js';
 import type { LabelKey } from '../page-labels.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
 import type { SiteTemplate, TemplateField, TemplatePath } from './types.js';
+import { prefixOf, splitPrefixes } from './units.js';
 import { looksLikePlace, splitParts, stripDatePrefix } from './values.js';
 
 /** A constant is on at least this share of the pages (and on two). */
@@ -20,11 +21,12 @@ const CONSTANT_SHARE = 0.5;
 /** A value on this share of the pages at one slot is the site's, not a page's. */
 const SITE_VALUE_SHARE = 0.9;
 /** Pages whose reader votes are counted: enough to outvote a few odd pages, and cheap. */
-const READER_VOTE_PAGES = 10;
-const MAX_CONSTANTS = 3000;
+const READER_VOTE_PAGES = 6;
+const MAX_CONSTANTS = 1500;
 const MAX_RECORD_KEYS = 300;
 const MAX_CHROME_CONSTANTS = 300;
-const MAX_TEMPLATE_TEXTS_CHARS = 24_000;
+const MAX_PREFIX_LABELS = 60;
+const MAX_TEMPLATE_TEXTS_CHARS = 16_000;
 
 const LABEL_FIELDS: Partial<Record<LabelKey, TemplateField>> = {
   title: 'title',
@@ -70,6 +72,8 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
     .filter((page): page is TemplatePage => page !== null);
   const count = parsed.length;
   if (count < 2) return null;
+  const prefixLabels = commonPrefixes(parsed, count);
+  for (const page of parsed) page.units = splitPrefixes(page.units, prefixLabels);
   const minSupport = Math.max(2, Math.ceil(count * CONSTANT_SHARE));
 
   // Constants: the same text at the same key on most pages; labels on any two.
@@ -84,9 +88,15 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
       if (unit.isLabel) labelIds.add(unit.id);
     }
   }
-  const constants = new Set<string>();
-  for (const [id, pagesWith] of support)
-    if (pagesWith >= minSupport || (pagesWith >= 2 && labelIds.has(id))) constants.add(id);
+  // The most widespread first, at most MAX_CONSTANTS (a template stays well under 64 KB); the
+  // pages are aligned on exactly the set the template keeps, as a page read later will be.
+  const constants = new Set<string>(
+    [...support]
+      .filter(([id, pagesWith]) => pagesWith >= minSupport || (pagesWith >= 2 && labelIds.has(id)))
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, MAX_CONSTANTS)
+      .map(([id]) => id),
+  );
 
   // A frequent value ("London" on 6 pages of 10) is no constant when other pages hold other
   // values in its slot; again after demoting, since that changes the anchors after it.
@@ -126,13 +136,15 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
     format: 1,
     shape: shapeOf(region.constants, pageData, count),
     pages: count,
-    constants: [...constants].sort().slice(0, MAX_CONSTANTS),
+    constants: [...constants].sort(),
     recordConstants: [...region.constants].sort(),
     chromeConstants: [...constants]
       .filter((id) => !region.constants.has(id) && (support.get(id) ?? 0) >= count * 0.8)
       .sort()
       .slice(0, MAX_CHROME_CONSTANTS),
     recordKeys: [...region.keys].sort().slice(0, MAX_RECORD_KEYS),
+    prefixLabels: [...prefixLabels].sort(),
+    sharedPageTitles: sharedPageTitles(pageData),
     templateTexts: templateTexts(pageData),
     fields,
     siteValues,
@@ -225,11 +237,25 @@ const LEGAL_FORM =
 const ORGANISATION_WORD =
   /\b(?:associates|partners|consulting|consultants|solutions|technologies|technology|systems|labs|studios?|agency|bank|holdings|ventures|capital|university|hospital|council|foundation|institute|trust|media|software|games|health|networks?)$/i;
 
+/** Words in images' names that say nothing about whose logo it is. */
+// prettier-ignore
+const LOGO_WORDS = new Set([
+  'logo', 'image', 'img', 'photo', 'banner', 'header', 'footer', 'company', 'careers', 'icon',
+  'png', 'jpg', 'jpeg', 'svg', 'gif', 'webp', 'dark', 'light', 'color', 'colour', 'white',
+  'black', 'rgb', 'small', 'large', 'center', 'the', 'and', 'for', 'job', 'jobs', 'team',
+]);
+
+/** "27 days ago", "Today", "il y a 1 sem.": when, never what or where. */
+const RELATIVE_TIME =
+  /^(?:posted\s+|publiée?\s+)?(?:today|yesterday|just\s+now|\d+\+?\s*(?:minutes?|mins?|hours?|hrs?|days?|weeks?|months?)\s+ago|il\s+y\s+a\b.*|hace\s+\d+.*|vor\s+\d+.*|heute|gestern|aujourd'hui|hier)$/i;
+
 interface PageContext {
   /** `<title>` and og:title, lower case. */
   pageTitle: string;
   /** How often each short variable text, or part of one, is on the page (lower case). */
   shortTexts: Map<string, number>;
+  /** The words of the page's images' alt texts and file names: an employer's logo. */
+  imageWords: Set<string>;
 }
 
 function pageContext(page: PageData): PageContext {
@@ -247,7 +273,15 @@ function pageContext(page: PageData): PageContext {
     if (words.length > 2 && words.length <= 8)
       for (let start = 1; start < words.length - 1; start++) count(words.slice(start).join(' '));
   }
+  const imageWords = new Set<string>();
+  for (const element of page.index.elements) {
+    if (element.name !== 'img') continue;
+    const file = (element.attribs.src ?? '').split(/[?#]/)[0]?.split('/').pop() ?? '';
+    const words = `${element.attribs.alt ?? ''} ${file}`.toLowerCase().match(/\p{L}{3,}/gu) ?? [];
+    for (const word of words) imageWords.add(word);
+  }
   return {
+    imageWords,
     pageTitle: comparableText(
       `${page.meta.title ?? ''} | ${page.meta.ogTitle ?? ''} | ${page.meta.description?.slice(0, 300) ?? ''}`,
     ),
@@ -326,6 +360,8 @@ function scoreSlot(
       else other++;
     }
     const isDate = text.length <= 60 && normaliseDate(stripDatePrefix(text)) !== null;
+    // A date or a time ago is never a title, an employer or a place.
+    const isWhen = isDate || (text.length <= 40 && RELATIVE_TIME.test(text));
     const reader = page.reader;
     const vote = reader === null ? undefined : reader[field as 'title' | 'company' | 'location'];
     if (vote !== undefined) {
@@ -339,10 +375,14 @@ function scoreSlot(
       if (level === 1) score += 1.5;
       else if (level !== null && level <= 3) score += 0.75;
       if (level !== null && level <= 2 && isFirstHeading(page, unitIndex)) score += 1;
-      if (unit.isBrand || isDate || !/\p{L}{2}/u.test(text)) score -= 5;
+      if (unit.isBrand || isWhen || !/\p{L}{2}/u.test(text)) score -= 5;
     } else if (field === 'company') {
       if (LEGAL_FORM.test(text)) score += 1.5;
       else if (ORGANISATION_WORD.test(text)) score += 1;
+      // <img src="HitHorizons-dark.png"> beside "Finstat / HitHorizons": the employer's logo.
+      const nameWords = lower.match(/\p{L}{3,}/gu) ?? [];
+      if (nameWords.some((word) => !LOGO_WORDS.has(word) && context.imageWords.has(word)))
+        score += 1.5;
       // "Mango Associates · Boston, MA, US": beside a place on one line, a name is the employer.
       if (slot.part !== null && !looksLikePlace(text)) {
         const others = splitParts(unit.text).filter((_, index) => index !== slot.part);
@@ -353,10 +393,12 @@ function scoreSlot(
       // "Casual Educator at Early Learning - Bendigo": the employer after "at".
       if (lower.length >= 2 && isAfterAt(context.pageTitle, lower)) score += 2;
       if (looksLikePlace(text)) score -= 3;
-      if (isDate || text.length > 80 || !/\p{L}/u.test(text)) score -= 5;
+      if (isWhen || text.length > 80 || !/\p{L}/u.test(text)) score -= 5;
     } else if (field === 'location') {
       if (looksLikePlace(text)) score += 1.5;
       if (lower.length >= 2 && context.pageTitle.includes(lower)) score += 1;
+      // The place again in the employer's box or a line of facts.
+      if (lower.length >= 2 && text.length <= 80 && recurs(lower, context)) score += 0.5;
       // A line holding the company and something else: the something else is the place.
       const company = companyAt?.get(pageIndex);
       const parts = company === undefined ? [] : splitParts(unit.text).map(comparableText);
@@ -365,7 +407,7 @@ function scoreSlot(
         else if (lower !== comparableText(company)) score += 2.5;
       }
       if (LEGAL_FORM.test(text)) score -= 1.5;
-      if (isDate || text.length > 80 || !/\p{L}/u.test(text)) score -= 5;
+      if (isWhen || text.length > 80 || !/\p{L}/u.test(text)) score -= 5;
     } else if (field === 'datePosted') {
       if (isDate) score += 2;
     } else if (field === 'employmentType') {
@@ -506,14 +548,20 @@ function descriptionSlot(
 
 export function pathOf(
   slot: { slot: string; key: string; part: number | null; at: Map<number, number> },
-  pages: readonly { aligned: AlignedUnit[] }[],
+  pages: readonly { aligned: AlignedUnit[]; meta: PageMeta }[],
   count: number,
   source: TemplatePath['source'],
 ): TemplatePath {
   let unique = 0;
-  for (const pageIndex of slot.at.keys()) {
+  let inPageTitle = 0;
+  let titled = 0;
+  for (const [pageIndex, unitIndex] of slot.at) {
     const page = pages[pageIndex];
     if (page === undefined) continue;
+    const text = page.aligned[unitIndex]?.unit.text ?? '';
+    const value = slot.part === null ? text : (splitParts(text)[slot.part] ?? '');
+    if (hasPageTitle(page.meta)) titled++;
+    if (isInPageTitle(value, page.meta)) inPageTitle++;
     let atKey = 0;
     for (const item of page.aligned) if (!item.isConstant && item.unit.key === slot.key) atKey++;
     if (atKey === 1) unique++;
@@ -525,6 +573,7 @@ export function pathOf(
     isKeyUnique: unique >= slot.at.size * 0.8,
     source,
     isOptional: slot.at.size < count * 0.8,
+    isInPageTitle: titled > 0 && inPageTitle >= titled * 0.6,
   };
 }
 
@@ -540,6 +589,47 @@ function mostCommon(values: readonly (string | null)[], minimum: number): string
   let best: { value: string; count: number } | null = null;
   for (const entry of counts.values()) if (best === null || entry.count > best.count) best = entry;
   return best !== null && best.count >= minimum ? best.value : null;
+}
+
+const ABOUT_HEADING = /^(?:about|über|à propos de|over)\s+(.{2,40}?)[:.]?$/i;
+const ABOUT_US =
+  /^(?:about\s+us|who\s+we\s+are|über\s+uns|à\s+propos(?:\s+de\s+nous)?|over\s+ons)[:.]?$/i;
+/** "Drifty is a well-funded, Madison-based …": the name a company's own paragraph starts with. */
+const NAME_IS =
+  /^((?:\p{Lu}[\p{L}\p{N}&.'’-]*)(?:\s+\p{Lu}[\p{L}\p{N}&.'’-]*){0,3})\s+(?:is|was|are|ist|est|builds|makes|helps)\s/u;
+
+/**
+ * The employer a constant "About <Company>" heading names, or the name an "About us" section's
+ * first paragraph starts with.
+ */
+function aboutName(page: PageData): string | null {
+  for (const [index, item] of page.aligned.entries()) {
+    if (item.unit.headingLevel === null && !/^(?:b|strong)$/.test(item.unit.tag)) continue;
+    if (item.unit.text.length > 50) continue;
+    if (ABOUT_US.test(item.unit.text)) {
+      const next = page.aligned[index + 1]?.unit.text ?? '';
+      const match = NAME_IS.exec(next);
+      if (match?.[1] !== undefined && !/^(?:We|Our|The|This|It)$/.test(match[1])) return match[1];
+      continue;
+    }
+    const named = ABOUT_HEADING.exec(item.unit.text)?.[1];
+    if (
+      named !== undefined &&
+      !/^(?:us|the\s|this\s|you\b|the\s+(?:role|job|team|position))/i.test(named)
+    )
+      return named;
+  }
+  return null;
+}
+
+/** A name, not a counter ("2 de 8") or a sentence: letters, at most 80 characters. */
+function isNameLike(text: string): boolean {
+  return (
+    text.length <= 80 &&
+    /\p{L}{2}/u.test(text) &&
+    !/^\d+\s*(?:\/|of|de|von|sur|z)\s*\d+$/i.test(text) &&
+    !/[.!?]\s+\p{Lu}/u.test(text)
+  );
 }
 
 const COPYRIGHT =
@@ -563,8 +653,8 @@ function findSiteValues(
       for (const [index, item] of page.aligned.entries()) {
         if (!item.isConstant || item.unit.isLabel || item.unit.isChrome) continue;
         const label = anchorLabel(page, index);
-        if (label !== null && LABEL_FIELDS[label] === field && item.unit.text.length <= 80)
-          return item.unit.text;
+        const text = item.unit.text;
+        if (label !== null && LABEL_FIELDS[label] === field && isNameLike(text)) return text;
       }
       return null;
     });
@@ -609,9 +699,35 @@ function findSiteValues(
     }),
     most,
   );
-  const company = siteName ?? readerCompany ?? titleRest ?? copyright;
-  if (company !== null) values.company = company;
+  const about = mostCommon(
+    pages.map((page) => aboutName(page)),
+    most,
+  );
+  const company = [siteName, about, readerCompany, titleRest, copyright].find(
+    (name): name is string => name !== null && isNameLike(name),
+  );
+  if (company !== undefined) values.company = company;
   return values;
+}
+
+/** Whether the page has a title of its own to check a value against. */
+export function hasPageTitle(meta: PageMeta, shared: readonly string[] = []): boolean {
+  if (meta.title === null && meta.ogTitle === null) return false;
+  return !shared.includes(comparableText(`${meta.title ?? ''} | ${meta.ogTitle ?? ''}`));
+}
+
+/**
+ * Whether a value is in the page's `<title>` or og:title, or most of its words are ("ETL /
+ * Datawarehouse specialist" under the title "Datawarehouse specialist").
+ */
+export function isInPageTitle(value: string, meta: PageMeta): boolean {
+  const lower = comparableText(value);
+  if (lower.length < 2) return false;
+  const pageTitle = comparableText(`${meta.title ?? ''} | ${meta.ogTitle ?? ''}`);
+  if (pageTitle.includes(lower)) return true;
+  const words = lower.match(/[\p{L}\p{N}]{3,}/gu) ?? [];
+  const found = words.filter((word) => pageTitle.includes(word)).length;
+  return words.length > 0 && found / words.length >= 0.5;
 }
 
 /** The text a path finds on an aligned page, or null. */
@@ -700,6 +816,36 @@ function shapeOf(
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }
   return `${stable.length}-${hash.toString(36)}`;
+}
+
+/** Unit prefixes ("Miesto:") on a third of the pages or more: the template's labels. */
+function commonPrefixes(pages: readonly TemplatePage[], count: number): Set<string> {
+  const support = new Map<string, number>();
+  for (const page of pages) {
+    const seen = new Set<string>();
+    for (const unit of page.units) {
+      const prefix = prefixOf(unit);
+      if (prefix !== null) seen.add(prefix);
+    }
+    for (const prefix of seen) support.set(prefix, (support.get(prefix) ?? 0) + 1);
+  }
+  const labels = [...support]
+    .filter(([, pagesWith]) => pagesWith >= Math.max(2, count * 0.3))
+    .map(([prefix]) => prefix);
+  return new Set(labels.slice(0, MAX_PREFIX_LABELS));
+}
+
+/** `<title>`s that two or more pages share ("Gojek Tech"): a title check cannot use them. */
+function sharedPageTitles(pages: readonly PageData[]): string[] {
+  const counts = new Map<string, number>();
+  for (const page of pages) {
+    const title = comparableText(`${page.meta.title ?? ''} | ${page.meta.ogTitle ?? ''}`);
+    counts.set(title, (counts.get(title) ?? 0) + 1);
+  }
+  return [...counts]
+    .filter(([title, count]) => count >= 2 && title.length <= 300)
+    .map(([title]) => title)
+    .slice(0, 20);
 }
 
 /** Constant texts that may never be a record's value, within the template's size budget. */

@@ -3,9 +3,10 @@
  * into paths of the template.
  */
 import type { CheerioAPI } from 'cheerio/slim';
-import { valueAt, pathOf } from './learn.js';
+import { hasPageTitle, isInPageTitle, pathOf, valueAt } from './learn.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
+import { splitPrefixes } from './units.js';
 import {
   REQUIRED_FIELDS,
   TEMPLATE_FIELDS,
@@ -31,10 +32,15 @@ export function alignPage(
   const page = parseTemplatePage(html, $);
   if (page === null) return null;
   const constants = new Set(template.constants);
-  return { ...page, aligned: alignUnits(page.units, (id) => constants.has(id)) };
+  const units = splitPrefixes(page.units, new Set(template.prefixLabels));
+  return { ...page, units, aligned: alignUnits(units, (id) => constants.has(id)) };
 }
 
-function fits(page: AlignedPage, template: SiteTemplate): boolean {
+/**
+ * Whether the page has most of the record's keys and half its constants; or nearly all its keys
+ * and a title, when optional sections leave out some constants (a posting without "Salary").
+ */
+function fits(page: AlignedPage, template: SiteTemplate, hasTitle: boolean): boolean {
   const keys = new Set<string>();
   const constants = new Set<string>();
   for (const item of page.aligned) {
@@ -50,7 +56,11 @@ function fits(page: AlignedPage, template: SiteTemplate): boolean {
       ? 1
       : template.recordConstants.filter((id) => constants.has(id)).length /
         template.recordConstants.length;
-  return keyShare >= FIT_KEYS && constantShare >= FIT_CONSTANTS;
+  if (keyShare < FIT_KEYS) return false;
+  return (
+    constantShare >= FIT_CONSTANTS ||
+    (hasTitle && keyShare >= 0.8 && constantShare >= FIT_CONSTANTS / 2)
+  );
 }
 
 /**
@@ -59,7 +69,8 @@ function fits(page: AlignedPage, template: SiteTemplate): boolean {
  * neither was made from another template (an older design), of which this one knows nothing.
  */
 export function sharesChrome(page: AlignedPage, template: SiteTemplate): boolean {
-  if (template.chromeConstants.length === 0) return true;
+  // A site without chrome gives nothing to recognise its other pages by.
+  if (template.chromeConstants.length === 0) return false;
   const constants = new Set<string>();
   for (const item of page.aligned) if (item.isConstant) constants.add(item.constantId);
   const shared = template.chromeConstants.filter((id) => constants.has(id)).length;
@@ -73,17 +84,22 @@ export function readAligned(page: AlignedPage | null, template: SiteTemplate): T
   );
   if (page === null || !isTemplate(template))
     return { fits: false, stale: false, fields: {}, unread };
-  const isFit = fits(page, template);
   const fields: Partial<Record<TemplateField, string>> = {};
   let stale = false;
   for (const field of TEMPLATE_FIELDS) {
     const path = template.fields[field];
-    const value = path === undefined ? null : valueAt(page, path);
+    let value = path === undefined ? null : valueAt(page, path);
+    // A title that every learning page repeated in its <title> and this page does not: the unit
+    // in the title's place holds something else.
+    const isChecked =
+      path?.isInPageTitle === true && hasPageTitle(page.meta, template.sharedPageTitles);
+    if (value !== null && isChecked && !isInPageTitle(value, page.meta)) value = null;
     if (value !== null) fields[field] = value;
     else if (path !== undefined && (!path.isOptional || path.source === 'labelled')) stale = true;
     const siteValue = template.siteValues[field];
     if (fields[field] === undefined && siteValue !== undefined) fields[field] = siteValue;
   }
+  const isFit = fits(page, template, fields.title !== undefined);
   return { fits: isFit, stale: isFit && stale, fields: isFit ? fields : {}, unread };
 }
 
@@ -169,6 +185,8 @@ function isTemplate(template: SiteTemplate): boolean {
     Array.isArray(template.chromeConstants) &&
     Array.isArray(template.recordKeys) &&
     Array.isArray(template.templateTexts) &&
+    Array.isArray(template.sharedPageTitles) &&
+    Array.isArray(template.prefixLabels) &&
     typeof template.fields === 'object' &&
     typeof template.siteValues === 'object'
   );

@@ -195,6 +195,21 @@ describe('labelTemplate', () => {
   });
 });
 
+describe('tables', () => {
+  it('reads a cell by the header of its column, wherever the row sits', () => {
+    const notice = (job: Job, index: number): string =>
+      `<html><head><title>${job.title} notice</title></head><body><h1>${job.title}</h1>
+<p>${job.body.slice(0, 40 + index * 30)}</p>
+<table class="posts"><tr><th>Post</th><th>Education</th><th>Location</th><th>Age</th></tr>
+<tr><td>${job.title}</td><td>Any degree</td><td>${job.location}</td><td>18 - 40</td></tr></table>
+<h2>How to apply</h2><p>Apply online before the closing date.</p></body></html>`;
+    const notices = JOBS.map(notice);
+    const template = learnSiteTemplate(notices)!;
+    for (const [index, page] of notices.entries())
+      expect(readWithTemplate(page, template).fields.location).toBe(JOBS[index]?.location);
+  });
+});
+
 describe('hostile input', () => {
   it('survives deep nesting, huge pages and things that are not HTML', () => {
     const deep = `<html><body>${'<div>'.repeat(20_000)}Deep${'</div>'.repeat(20_000)}</body></html>`;

@@ -34,6 +34,11 @@ export interface TemplatePath {
   source: 'learned' | 'labelled';
   /** Held by fewer than most learning pages: a page without it is not a stale template. */
   isOptional: boolean;
+  /**
+   * Its value is in the page's `<title>` or og:title on most learning pages: on a page
+   * where it is not, the unit there is something else (a home page's hero heading).
+   */
+  isInPageTitle: boolean;
 }
 
 export interface SiteTemplate {
@@ -56,6 +61,10 @@ export interface SiteTemplate {
   chromeConstants: string[];
   /** Keys of the record's region on most pages: a page of this kind has most of them. */
   recordKeys: string[];
+  /** Labels in any language found as the first words of a unit on many pages ("miesto"). */
+  prefixLabels: string[];
+  /** Page titles (`<title>`) several learning pages share, lower-cased: they name no record. */
+  sharedPageTitles: string[];
   /** Constant texts up to 150 characters, lower-cased: never a value of a record. */
   templateTexts: string[];
   fields: Partial<Record<TemplateField, TemplatePath>>;

@@ -12,7 +12,9 @@
 import type { CheerioAPI } from 'cheerio/slim';
 import { childElements, type DomElement } from '../dom.js';
 import { normaliseWhitespace } from '../html-text.js';
-import { indexPage, SITE_NAME_HINT, type PageIndex } from '../page-index.js';
+import { indexPage, parentElement, SITE_NAME_HINT, type PageIndex } from '../page-index.js';
+import { findEmploymentType } from '../employment-type.js';
+import { isRemoteText } from '../location.js';
 import { labelKey, labelledPairs, type LabelKey } from '../page-labels.js';
 
 export interface TextUnit {
@@ -161,6 +163,36 @@ interface Frame {
   ownHints: string;
   isChrome: boolean;
   isBrand: boolean;
+  /** Inside a table cell under a header cell that names a field ("Location"). */
+  column: LabelKey | null;
+}
+
+/**
+ * The field a unit's text labels. "Remote" or "Contract" alone is a value more often than a
+ * label (a badge, a cell): without a colon, such a word is read as the value.
+ */
+function unitLabel(text: string): LabelKey | null {
+  const label = labelKey(text);
+  if (label === null || /[:：]\s*$/.test(text)) return label;
+  if (label === 'workplace' && isRemoteText(text)) return null;
+  if (label === 'employmentType' && findEmploymentType(text) !== null) return null;
+  return label;
+}
+
+/** The cells of a table row, in order. */
+function cellsOf(row: DomElement): DomElement[] {
+  return childElements(row).filter((cell) => cell.name === 'td' || cell.name === 'th');
+}
+
+/** The table a row belongs to (through its `<tbody>` or `<thead>`). */
+function tableOf(row: DomElement): DomElement | null {
+  for (
+    let node = parentElement(row), depth = 0;
+    node !== null && depth < 3;
+    node = parentElement(node), depth++
+  )
+    if (node.name === 'table') return node;
+  return null;
 }
 
 /**
@@ -181,7 +213,10 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
       ownHints: '',
       isChrome: false,
       isBrand: false,
+      column: null,
     }));
+  /** A table's header labels by column: "Post | Education | Location | Age" above its rows. */
+  const headers = new Map<DomElement, (LabelKey | null)[]>();
 
   // One object literal per unit, every field at once: spreading a shared base and adding the id
   // afterwards cost a third of the walk on a 100 KB page.
@@ -209,10 +244,18 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
     });
   };
   const push = (frame: Frame, raw: string, hash: number): void => {
-    const text = normaliseWhitespace(raw).slice(0, MAX_UNIT_CHARS);
+    // "· Chaudière-Appalaches": a separator before a value in a line of facts is decoration.
+    const text = normaliseWhitespace(raw)
+      .replace(/^[·•|–—-]\s+/, '')
+      .slice(0, MAX_UNIT_CHARS);
     if (text === '' || !HAS_WORD.test(text)) return;
     const key = hash.toString(36);
-    const label = text.length <= 40 ? labelKey(text) : null;
+    const label = text.length <= 40 ? unitLabel(text) : null;
+    if (frame.column !== null && label === null) {
+      // The value in a column headed "Location": keyed by its column, wherever the row is.
+      add(frame, hashStep(hash, `@column:${frame.column}`).toString(36), text, frame.column, false);
+      return;
+    }
     if (label !== null) {
       add(frame, key, text, label, true);
       return;
@@ -251,6 +294,19 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
       if (run.trim() !== '') items.push({ frame: item, run });
       run = '';
     };
+    // A row of header cells names the columns of the rows below it; a cell of those rows is
+    // labelled by its column.
+    let columns: (LabelKey | null)[] | null = null;
+    if (item.element.name === 'tr') {
+      const cells = cellsOf(item.element);
+      const table = tableOf(item.element);
+      if (table !== null && cells.length >= 2 && cells.every((cell) => cell.name === 'th'))
+        headers.set(
+          table,
+          cells.map((cell) => labelKey(normaliseWhitespace(inlineText(cell, budget)))),
+        );
+      else if (table !== null) columns = headers.get(table) ?? null;
+    }
     for (const child of (item.element.children ?? []) as unknown as {
       type?: string;
       data?: string;
@@ -294,6 +350,10 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
         ownHints,
         isChrome: item.isChrome || page.inFurniture.has(childElement),
         isBrand: item.isBrand || (ownHints !== '' && SITE_NAME_HINT.test(ownHints)),
+        column:
+          columns === null
+            ? item.column
+            : (columns[cellsOf(item.element).indexOf(childElement)] ?? null),
       });
     }
     endRun();
@@ -306,4 +366,47 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
 interface RunItem {
   frame: Frame;
   run: string;
+}
+
+const PREFIX_LABEL = /^(\p{L}[\p{L}'’. ]{0,28}?)\s*[:：]\s+(\S.{0,200})$/u;
+
+/**
+ * "Miesto: Bratislava", "Arbeitszeit: Vollzeit": a label in any language as the first one to
+ * three words of a unit, lower-cased; null when the unit has none. Whether it is the template's
+ * label or a line that happens to hold a colon, the site's pages tell (see splitPrefixes).
+ */
+export function prefixOf(unit: TextUnit): string | null {
+  if (unit.isLabel || unit.headingLevel !== null || unit.text.length > 240) return null;
+  const prefix = PREFIX_LABEL.exec(unit.text)?.[1];
+  return prefix !== undefined && prefix.split(' ').length <= 3 ? prefix.toLowerCase() : null;
+}
+
+/** Units whose prefix is one of the template's labels, split into the label and its value. */
+export function splitPrefixes(units: readonly TextUnit[], labels: ReadonlySet<string>): TextUnit[] {
+  if (labels.size === 0) return [...units];
+  const split: TextUnit[] = [];
+  for (const unit of units) {
+    const prefix = prefixOf(unit);
+    const match = prefix !== null && labels.has(prefix) ? PREFIX_LABEL.exec(unit.text) : null;
+    const value = match?.[2];
+    if (match === null || value === undefined) {
+      split.push(unit);
+      continue;
+    }
+    const labelText = `${match[1] ?? ''}:`;
+    split.push({
+      ...unit,
+      text: labelText,
+      id: `${unit.key}:${hashStep(ROOT_HASH, labelText.toLowerCase()).toString(36)}`,
+      isLabel: true,
+    });
+    const key = hashStep(ROOT_HASH, `${unit.key}@${prefix ?? ''}`).toString(36);
+    split.push({
+      ...unit,
+      key,
+      text: value,
+      id: `${key}:${hashStep(ROOT_HASH, value.toLowerCase()).toString(36)}`,
+    });
+  }
+  return split;
 }

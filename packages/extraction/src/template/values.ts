@@ -27,6 +27,19 @@ export function stripDatePrefix(text: string): string {
     .trim();
 }
 
+/**
+ * A short value without the aside a page wrote after it: "NanoFrontier Inc. (Headquarters: Room
+ * 215, …)", "Sendai or Tokyo (negotiable) / international travel required". A short bracket
+ * ("(negotiable)", "(Remote)") is part of the value.
+ */
+export function withoutAside(text: string): string {
+  const value = text
+    .replace(/\s*\([^()]{25,}\)\s*$/, '')
+    .replace(/\s+\/\s+(?=\p{Ll})[^/]*$/u, '')
+    .trim();
+  return value === '' ? text : value;
+}
+
 /** A line of several values: "Kaunas - UAB Daltra", "Berlin · Full-time". */
 const PART_SEPARATOR = /\s+[-–—|·•]\s+/;
 
