@@ -13,6 +13,7 @@ import { enqueue } from '@gleaner/queue';
 import type { BackfillSettings, HandlerContext, JobHandler } from '../context.js';
 import type { PageAnalysis } from '../page-analysis/analyse-page.js';
 import { LISTING_CONTENT_TYPE } from '../page-analysis/page-fields.js';
+import { siteTemplateOf } from '../templates/site-templates.js';
 
 /** Settings of a worker built without them (`BACKFILL_*`'s defaults). */
 export const defaultBackfillSettings: BackfillSettings = {
@@ -59,10 +60,19 @@ export const backfillHandler: JobHandler<'backfill'> = {
         skipped += 1;
         continue;
       }
+      // A page is read with its site's template, as the crawl reads it (decision 0028).
+      const template =
+        posting.listingPayload === null ? await siteTemplateOf(db, posting.siteId) : null;
       let analysis: PageAnalysis;
       try {
         analysis = await analyser.analyse(
-          { ...stored, siteKind, url: posting.url, previous: null },
+          {
+            ...stored,
+            siteKind,
+            url: posting.url,
+            previous: null,
+            ...(template && { template: template.template }),
+          },
           signal,
         );
       } catch (error) {
