@@ -12,6 +12,7 @@ import {
   type PageAnalyserOptions,
 } from './page-analyser.js';
 import { LISTING_CONTENT_TYPE } from './page-fields.js';
+import { templateLearnInput } from './template-tasks.js';
 
 /**
  * The page analyser's threads against the event loop: the same analysis for every kind of page,
@@ -320,5 +321,58 @@ describe('page analyser', () => {
     await expect(closing.analyse(pages[0]!)).rejects.toMatchObject({
       code: 'EXTRACT_THREAD_FAILED',
     });
+  });
+
+  it('learns a site template in a thread, reads with it, grounds a label, and tells a misfit', async () => {
+    const page = (title: string, team: string, company: string) =>
+      Buffer.from(`<html><head><title>${title}</title></head><body><header>Home</header>
+<main><h1 class="hd">${title}</h1><div class="m1">${team}</div><div class="m2">${company}</div>
+<p>Location: Lisbon, Portugal</p><h2>Responsibilities</h2>
+<p>As our ${title} you will work with ${team} on what ${company} ships every week.</p>
+<a href="/apply">Apply now</a></main><footer>All rights reserved.</footer></body></html>`);
+    const site = [
+      page('Data Analyst', 'Payments', 'Initech'),
+      page('Backend Engineer', 'Growth', 'Hooli'),
+      page('Product Designer', 'Search', 'Globex'),
+    ].map((body) => ({ body, contentType: 'text/html' }));
+    const threads = analyser(1);
+    const { template } = await threads.learn(templateLearnInput(site));
+    expect(template).not.toBeNull();
+    expect(template!.pages).toBe(3);
+
+    const labelled = await threads.label({
+      body: new Uint8Array(site[0]!.body),
+      contentType: 'text/html',
+      template: template!,
+      labels: { company: 'Initech' },
+    });
+    expect(labelled.grounded).toEqual(['company']);
+    const reading = await threads.read({
+      body: page('Site Reliability Engineer', 'Platform', 'Umbrella'),
+      contentType: 'text/html',
+      siteKind: 'career-site',
+      url: 'https://example.com/jobs/sre',
+      wantsText: false,
+      template: labelled.template,
+    });
+    expect(reading.fields).toMatchObject({
+      title: 'Site Reliability Engineer',
+      company: 'Umbrella',
+      location: 'Lisbon, Portugal',
+    });
+    expect(reading.templateFit).toMatchObject({ fits: true, stale: false, unread: [] });
+
+    // A page of another design is read as without the template, and says it does not fit.
+    const redesign = await threads.read({
+      body: Buffer.from(
+        `<html><body><section class="opening"><h3 class="t">Technical Writer</h3><ul><li>Remote</li></ul><h4>What you'll do</h4><p>Write the docs our users read every day, with the engineers who build it.</p><button>Apply for this job</button></section></body></html>`,
+      ),
+      contentType: 'text/html',
+      siteKind: 'career-site',
+      url: 'https://example.com/jobs/writer',
+      wantsText: false,
+      template: labelled.template,
+    });
+    expect(redesign.templateFit?.fits).toBe(false);
   });
 });
