@@ -549,7 +549,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description The site, with its open alerts */
+                /** @description The site, with its open alerts and its template */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -4638,7 +4638,7 @@ export interface paths {
         };
         /**
          * Sites' alerts, the most recently seen first
-         * @description Kinds: `listing_drop`, `error_rate`, `fields_missing`, `http_errors`, `overdue`; one open per site and kind. `listing_drop`: a site's complete listing found fewer than (1 − LISTING_DROP_GUARD) of the median of its last five (its postings are kept, its run ends `partial`); resolved by the site's next normal listing. `error_rate`: the share of a run's postings that ended in `error` is ERROR_RATE_ALERT_RISE (0.2) or more above its median over the site's last five closed runs; `fields_missing`: the same, field by field, for the shares of the postings a run read without a title, a company or a location (FIELDS_MISSING_ALERT_RISE), naming the fields that rose. Judged on runs of at least 5 postings of sites with earlier closed runs, and resolved by the next such run that is not. `http_errors`: the same, class by class, for the shares of a run's requests to the site (its listing and its pages, retried ones included) answered 4xx other than 429, 5xx, 429, or not at all (HTTP_ERRORS_ALERT_RISE), naming the classes that rose; judged on runs of at least 10 requests. `overdue`: no run of an enabled site has finished for SITE_OVERDUE_INTERVALS (3) of its intervals; resolved when one finishes. Each is seen again (`occurrences`, `last_seen_at`) while its cause lasts.
+         * @description Kinds: `listing_drop`, `error_rate`, `fields_missing`, `http_errors`, `overdue`, `template_changed`; one open per site and kind. `listing_drop`: a site's complete listing found fewer than (1 − LISTING_DROP_GUARD) of the median of its last five (its postings are kept, its run ends `partial`); resolved by the site's next normal listing. `error_rate`: the share of a run's postings that ended in `error` is ERROR_RATE_ALERT_RISE (0.2) or more above its median over the site's last five closed runs; `fields_missing`: the same, field by field, for the shares of the postings a run read without a title, a company or a location (FIELDS_MISSING_ALERT_RISE), naming the fields that rose. Judged on runs of at least 5 postings of sites with earlier closed runs, and resolved by the next such run that is not. `http_errors`: the same, class by class, for the shares of a run's requests to the site (its listing and its pages, retried ones included) answered 4xx other than 429, 5xx, 429, or not at all (HTTP_ERRORS_ALERT_RISE), naming the classes that rose; judged on runs of at least 10 requests. `overdue`: no run of an enabled site has finished for SITE_OVERDUE_INTERVALS (3) of its intervals; resolved when one finishes. `template_changed`: the site's pages stopped fitting its learned template and a template of another shape was learned from the new pages (decision 0028); resolved by the next run that closes without the template changing again. Each is seen again (`occurrences`, `last_seen_at`) while its cause lasts.
          */
         get: {
             parameters: {
@@ -6788,9 +6788,9 @@ export interface components {
             site_id: string;
             site_name: string;
             /** @enum {string} */
-            kind: "listing_drop" | "error_rate" | "fields_missing" | "http_errors" | "overdue";
+            kind: "listing_drop" | "error_rate" | "fields_missing" | "http_errors" | "overdue" | "template_changed";
             message: string;
-            /** @description For `listing_drop`: `listed`, `median_listed`, `listing_drop_guard`; `error_rate`: `errors`, `postings`, `median_share`, `rise`; `fields_missing`: `read`, `fields` (those that rose), `missing` and `median_share` by field, `rise`; `overdue`: `last_finished_at`, `quiet_minutes`, `interval_minutes`, `overdue_intervals` */
+            /** @description For `listing_drop`: `listed`, `median_listed`, `listing_drop_guard`; `error_rate`: `errors`, `postings`, `median_share`, `rise`; `fields_missing`: `read`, `fields` (those that rose), `missing` and `median_share` by field, `rise`; `overdue`: `last_finished_at`, `quiet_minutes`, `interval_minutes`, `overdue_intervals`; `template_changed`: `from_version`, `from_shape`, `to_version`, `to_shape`, `learned_from` */
             details: {
                 [key: string]: unknown;
             };
@@ -6826,7 +6826,24 @@ export interface components {
             /** Format: date-time */
             occurred_at: string;
         };
-        /** @description A registered site, its schedule and its open alerts */
+        /** @description The site's page template, learned from its own pages (decision 0028): what is the same on every page is never a value, and each field is read from its place */
+        SiteTemplate: {
+            /** @description Learned again from more pages, or after a redesign: a new version */
+            version: number;
+            /** @description Fingerprint of the template's constant parts: another shape is a redesign */
+            shape: string;
+            /** @description Stored pages of the site it was learned from */
+            learned_from: number;
+            /** @description Model calls that labelled pages of this shape (at most 5 per shape) */
+            model_calls: number;
+            /** @description Fields it reads from a path of its own or a site-wide value */
+            fields: string[];
+            /** @description Pages of the site it has not fitted since it was learned */
+            misfits: number;
+            /** Format: date-time */
+            learned_at: string;
+        };
+        /** @description A registered site, its schedule, its open alerts and its page template */
         SiteDetail: {
             /** Format: uuid */
             id: string;
@@ -6869,6 +6886,8 @@ export interface components {
             updated_at: string;
             /** @description The site's open alerts */
             alerts: components["schemas"]["SiteAlert"][];
+            /** @description Its learned page template; null while none was learned (or it has no pages) */
+            template: components["schemas"]["SiteTemplate"] | null;
         };
         /** @description One scrape of one site; counters are live while it is queued or running */
         Run: {

@@ -91,6 +91,7 @@ describe('the OpenAPI document', () => {
         'Site',
         'SiteAlert',
         'SiteDetail',
+        'SiteTemplate',
         'WebhookDelivery',
         'WebhookEndpoint',
         'WebhookSecret',
