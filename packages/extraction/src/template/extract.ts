@@ -12,6 +12,7 @@ import { findEmploymentType } from '../employment-type.js';
 import { parseLocationText } from '../location.js';
 import type { ExtractedPosting, ExtractionResult } from '../types.js';
 import { alignPage, createTemplateTextVeto, readAligned, sharesChrome } from './read.js';
+import { isSameName } from './site-name.js';
 import { comparableText } from './slots.js';
 import type { SiteTemplate, TemplateField, TemplateReading } from './types.js';
 import { stripDatePrefix, withoutAside } from './values.js';
@@ -53,6 +54,16 @@ export function readTemplatePosting(
       comparableText(template.siteValues[field] ?? '\u0000') === comparableText(value);
     if (isTemplateText(value) && !isSiteValue) record[field] = null;
   }
+  // The site's own name that this page's text never shows (only its logo or `<title>` do): the
+  // page shows no company.
+  const siteCompany = template.siteValues.company;
+  if (
+    siteCompany !== undefined &&
+    reading.fields.company === undefined &&
+    record.company !== null &&
+    isSameName(record.company, siteCompany)
+  )
+    record.company = null;
   applyFields(record, reading.fields);
   if (record.title === null || record.title === '') return null;
   return record;

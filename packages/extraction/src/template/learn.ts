@@ -677,8 +677,12 @@ function findSiteValues(
   const titleField = fields.title;
   const titleRest = mostCommon(
     pages.map((page) => {
-      const title = titleField === undefined ? null : valueAt(page, titleField);
-      if (title === null) return null;
+      // "analista de finanzas." under "Trabajo de Analista de Finanzas en Lampa | Randstad Chile".
+      const title =
+        titleField === undefined
+          ? null
+          : (valueAt(page, titleField)?.replace(/[\s.]+$/, '') ?? null);
+      if (title === null || title === '') return null;
       return (
         companyFromPageTitle(page.meta.title, title) ??
         companyFromPageTitle(page.meta.ogTitle, title)

@@ -6,6 +6,7 @@ import type { CheerioAPI } from 'cheerio/slim';
 import { hasPageTitle, isInPageTitle, pathOf, valueAt } from './learn.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
+import { pageFormOf } from './site-name.js';
 import { splitPrefixes } from './units.js';
 import {
   REQUIRED_FIELDS,
@@ -97,10 +98,17 @@ export function readAligned(page: AlignedPage | null, template: SiteTemplate): T
     if (value !== null) fields[field] = value;
     else if (path !== undefined && (!path.isOptional || path.source === 'labelled')) stale = true;
     const siteValue = template.siteValues[field];
-    if (fields[field] === undefined && siteValue !== undefined) fields[field] = siteValue;
+    if (fields[field] !== undefined || siteValue === undefined) continue;
+    // The site's company as this page writes it, and none where its text never names it.
+    const siteForm = field === 'company' ? pageFormOf(siteValue, unitTexts(page)) : siteValue;
+    if (siteForm !== null) fields[field] = siteForm;
   }
   const isFit = fits(page, template, fields.title !== undefined);
   return { fits: isFit, stale: isFit && stale, fields: isFit ? fields : {}, unread };
+}
+
+function* unitTexts(page: AlignedPage): Iterable<string> {
+  for (const item of page.aligned) yield item.unit.text;
 }
 
 export function readWithTemplate(html: string, template: SiteTemplate): TemplateReading {
