@@ -19,6 +19,8 @@ import {
 /** A page fits when it has this share of the record's keys and of its constants. */
 const FIT_KEYS = 0.6;
 const FIT_CONSTANTS = 0.5;
+/** A page with this many units at a title's key, one per posting page, lists postings. */
+const LISTING_TITLES = 3;
 
 export interface AlignedPage extends TemplatePage {
   aligned: AlignedUnit[];
@@ -44,10 +46,15 @@ export function alignPage(
 function fits(page: AlignedPage, template: SiteTemplate, hasTitle: boolean): boolean {
   const keys = new Set<string>();
   const constants = new Set<string>();
+  const titleKey = template.fields.title?.isKeyUnique === true ? template.fields.title.key : null;
+  let titles = 0;
   for (const item of page.aligned) {
     keys.add(item.unit.key);
     if (item.isConstant) constants.add(item.constantId);
+    else if (item.unit.key === titleKey) titles++;
   }
+  // The title's place, alone on a posting, repeated down the page: a listing of the records.
+  if (titles >= LISTING_TITLES) return false;
   const keyShare =
     template.recordKeys.length === 0
       ? 1

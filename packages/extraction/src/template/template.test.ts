@@ -246,3 +246,29 @@ describe('hostile input', () => {
     expect(performance.now() - started).toBeLessThan(2000);
   });
 });
+
+describe('a board without headings or a <title>', () => {
+  /** "Employer / Role" on one line, as a small static board writes its postings. */
+  const roles = ['Data Engineer', 'Technical Writer', 'Community Manager', 'Frontend Developer'];
+  const employers = ['Quantel', 'Coiled Labs', 'Zarrow', 'Quantel'];
+  const board = (lines: readonly string[]): string =>
+    `<html><head><meta charset="utf-8"></head><body><div class="header"><a href="/"><h1>Open Jobs Board</h1></a></div>${lines.join('')}<p>Return to <a href="/">jobs</a>.</p></body></html>`;
+  const record = (index: number): string =>
+    `<div class="job"><a href="/job/${index}"><div class="title">${employers[index]} / ${roles[index]}</div></a><div class="meta"><div class="location">Location: ${index === 1 ? 'Berlin, Germany' : 'Remote'}</div></div><div class="description"><p>${JOBS[index]?.body ?? ''}</p></div></div>`;
+  const postings = roles.map((_, index) => board([record(index)]));
+  const template = learnSiteTemplate(postings)!;
+
+  it('reads the employer and the role from one line', () => {
+    for (const [index, page] of postings.entries())
+      expect(extractPosting(page, { template })?.posting).toMatchObject({
+        title: roles[index],
+        company: employers[index],
+      });
+  });
+
+  it('takes the page listing every record for no posting', () => {
+    const index = board(roles.map((_, at) => record(at)));
+    expect(readWithTemplate(index, template).fits).toBe(false);
+    expect(extractPosting(index, { template })).toBeNull();
+  });
+});

@@ -41,7 +41,7 @@ export function withoutAside(text: string): string {
 }
 
 /** A line of several values: "Kaunas - UAB Daltra", "Berlin · Full-time". */
-const PART_SEPARATOR = /\s+[-–—|·•]\s+/;
+const PART_SEPARATOR = /\s+[-–—|·•/]\s+/;
 
 /** The parts of a short line of several values, or none. */
 export function splitParts(text: string): string[] {
@@ -51,4 +51,120 @@ export function splitParts(text: string): string[] {
   return parts.length <= 4 && parts.every((part) => part !== '') && (parts[0] ?? '').length <= 80
     ? parts
     : [];
+}
+
+/**
+ * Nouns that name a role, in the languages of the boards Gleaner reads: a text holding one reads
+ * as a job's title ("PyData maintainer", "Analista de finanzas"), seldom as an employer's name.
+ */
+const ROLE_WORD = new RegExp(
+  `(?:^|[^\\p{L}])(?:${[
+    'engineer',
+    'developer',
+    'programmer',
+    'manager',
+    'director',
+    'designer',
+    'analyst',
+    'architect',
+    'consultant',
+    'specialist',
+    'scientist',
+    'researcher',
+    'writer',
+    'editor',
+    'lead',
+    'head',
+    'officer',
+    'administrator',
+    'assistant',
+    'associate',
+    'coordinator',
+    'representative',
+    'executive',
+    'intern',
+    'internship',
+    'trainee',
+    'apprentice',
+    'technician',
+    'operator',
+    'nurse',
+    'driver',
+    'teacher',
+    'accountant',
+    'clerk',
+    'agent',
+    'advis[oe]r',
+    'supervisor',
+    'maintainer',
+    'expert',
+    'recruiter',
+    'strategist',
+    'producer',
+    'postdoc',
+    'phd',
+    'fellow',
+    'professor',
+    'lecturer',
+    'chef',
+    'cook',
+    'cashier',
+    'mechanic',
+    'electrician',
+    'welder',
+    'owner',
+    'partner',
+    'staff',
+    'sdet',
+    'sre',
+    'cto',
+    'ceo',
+    'cfo',
+    'coo',
+    'vp',
+    'tester',
+    'entwickler',
+    'ingenieur',
+    'leiter',
+    'berater',
+    'mitarbeiter',
+    'referent',
+    'sachbearbeiter',
+    'développeur',
+    'ingénieur',
+    'responsable',
+    'chargée?',
+    'directeur',
+    'stagiaire',
+    'desarrollador',
+    'ingeniero',
+    'analista',
+    'jefe',
+    'gerente',
+    'asistente',
+    'técnico',
+    'operario',
+    'vendedor',
+    'administrativo',
+    'encargado',
+    'ejecutivo',
+    'mercaderista',
+    'medewerker',
+    'ontwikkelaar',
+    'adviseur',
+    'vývojár',
+    'manažér',
+    'programátor',
+    'špecialista',
+    'účtovník',
+    'vadybinink',
+    'specialist',
+    'inžinier',
+    'vadov',
+  ].join('|')})(?:e?s|a|as|ai|ka|ė|ės|in|innen)?(?![\\p{L}])`,
+  'iu',
+);
+
+export function looksLikeRole(text: string): boolean {
+  return text.length <= 120 && ROLE_WORD.test(text);
 }
