@@ -13,7 +13,7 @@ import type { LabelKey } from '../page-labels.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
 import type { SiteTemplate, TemplateField, TemplatePath } from './types.js';
-import { prefixOf, splitPrefixes } from './units.js';
+import { innerPartText, prefixOf, splitPrefixes } from './units.js';
 import { looksLikePlace, looksLikeRole, splitParts, stripDatePrefix } from './values.js';
 
 /** A constant is on at least this share of the pages (and on two). */
@@ -793,7 +793,9 @@ export function valueAt(
     }
     if (path.isKeyUnique && byKey === null && item.unit.key === path.key) byKey = item;
   }
-  const text = (found ?? byKey)?.unit.text ?? null;
+  const unit = (found ?? byKey)?.unit;
+  if (unit !== undefined && path.inner !== undefined) return innerPartText(unit, path.inner);
+  const text = unit?.text ?? null;
   if (text === null || path.part === null) return text;
   return splitParts(text)[path.part] ?? null;
 }

@@ -7,7 +7,7 @@ import { hasPageTitle, isInPageTitle, pathOf, valueAt } from './learn.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
 import { pageFormOf } from './site-name.js';
-import { splitPrefixes } from './units.js';
+import { findInnerPart, splitPrefixes, type InnerPart } from './units.js';
 import {
   REQUIRED_FIELDS,
   TEMPLATE_FIELDS,
@@ -178,6 +178,27 @@ export function labelTemplate(
       grounded.push(field);
       continue;
     }
+    // "Payments Initech" of `<span class="m1">Payments</span> <span class="m2">Initech</span>`:
+    // the label is one inline element of a variable unit.
+    const inner = findInner(page, wanted);
+    if (inner !== null) {
+      fields[field] = {
+        ...pathOf(
+          {
+            slot: inner.item.slot,
+            key: inner.item.unit.key,
+            part: null,
+            at: new Map([[0, inner.index]]),
+          },
+          [page],
+          1,
+          'labelled',
+        ),
+        inner: inner.part,
+      };
+      grounded.push(field);
+      continue;
+    }
     const afterLabel = matches.find(
       ({ item, index }) => item.isConstant && page.aligned[index - 1]?.unit.isLabel === true,
     );
@@ -187,6 +208,23 @@ export function labelTemplate(
     }
   }
   return { template: { ...template, fields, siteValues }, grounded };
+}
+
+/** The variable unit (outside the chrome first) one of whose inline elements reads `wanted`. */
+function findInner(
+  page: AlignedPage,
+  wanted: string,
+): { item: AlignedUnit; index: number; part: InnerPart } | null {
+  let found: { item: AlignedUnit; index: number; part: InnerPart } | null = null;
+  for (const [index, item] of page.aligned.entries()) {
+    if (item.isConstant || item.unit.text.length > 300) continue;
+    if (!comparableText(item.unit.text).includes(wanted)) continue;
+    const part = findInnerPart(item.unit, wanted);
+    if (part === null) continue;
+    if (!item.unit.isChrome) return { item, index, part };
+    found ??= { item, index, part };
+  }
+  return found;
 }
 
 /** A template as stored: anything else (an older format, a hand-edited row) reads nothing. */

@@ -195,6 +195,29 @@ describe('labelTemplate', () => {
   });
 });
 
+describe('labelTemplate on a line of several inline values', () => {
+  const metaPage = (title: string, team: string, company: string, body: string): string =>
+    `<html><head><title>${title}</title></head><body><main><h1 class="posting-title">${title}</h1>
+<div class="meta"><span class="m1">${team}</span> <span class="m2">${company}</span></div>
+<section class="body"><p>${body}</p></section><a class="btn" href="/apply">Apply</a></main></body></html>`;
+  const metaPages = [
+    metaPage('Backend Engineer', 'Payments', 'Initech', JOBS[0]?.body ?? ''),
+    metaPage('Data Analyst', 'Risk', 'Globex', JOBS[1]?.body ?? ''),
+    metaPage('Product Designer', 'Growth', 'Umbrella', JOBS[2]?.body ?? ''),
+  ];
+
+  it('grounds a label that is one span of the line, and reads that span on other pages', () => {
+    const learned = learnSiteTemplate(metaPages)!;
+    const { template, grounded } = labelTemplate(learned, metaPages[0] ?? '', {
+      company: 'Initech',
+    });
+    expect(grounded).toEqual(['company']);
+    expect(JSON.parse(JSON.stringify(template))).toEqual(template);
+    expect(readWithTemplate(metaPages[1] ?? '', template).fields.company).toBe('Globex');
+    expect(extractPosting(metaPages[2] ?? '', { template })?.posting.company).toBe('Umbrella');
+  });
+});
+
 describe('tables', () => {
   it('reads a cell by the header of its column, wherever the row sits', () => {
     const notice = (job: Job, index: number): string =>
