@@ -14,7 +14,13 @@ import { parseTemplatePage, type TemplatePage } from './page.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
 import type { SiteTemplate, TemplateField, TemplatePath } from './types.js';
 import { innerPartText, prefixOf, splitPrefixes } from './units.js';
-import { looksLikePlace, looksLikeRole, splitParts, stripDatePrefix } from './values.js';
+import {
+  looksLikePlace,
+  looksLikePostingTitle,
+  looksLikeRole,
+  splitParts,
+  stripDatePrefix,
+} from './values.js';
 
 /** A constant is on at least this share of the pages (and on two). */
 const CONSTANT_SHARE = 0.5;
@@ -147,8 +153,22 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
     sharedPageTitles: sharedPageTitles(pageData),
     templateTexts: templateTexts(pageData),
     fields,
+    titleRoleShare: titleRoleShare(pageData, fields.title),
     siteValues,
   };
+}
+
+function titleRoleShare(pages: readonly PageData[], path: TemplatePath | undefined): number {
+  if (path === undefined) return 0;
+  let titled = 0;
+  let roles = 0;
+  for (const page of pages) {
+    const title = valueAt(page, path);
+    if (title === null) continue;
+    titled++;
+    if (looksLikePostingTitle(title)) roles++;
+  }
+  return titled === 0 ? 0 : Math.round((roles / titled) * 100) / 100;
 }
 
 function createTextVeto(pages: readonly PageData[]): (text: string) => boolean {

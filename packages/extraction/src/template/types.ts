@@ -74,6 +74,11 @@ export interface SiteTemplate {
   /** Constant texts up to 150 characters, lower-cased: never a value of a record. */
   templateTexts: string[];
   fields: Partial<Record<TemplateField, TemplatePath>>;
+  /**
+   * The share of learning pages whose title names a role or a job ("Engineer", "Recruitment
+   * 2026"), of those with a title. Absent in templates learned before it was kept.
+   */
+  titleRoleShare?: number;
   /** Values that are the same on every page of the site (a career site's company). */
   siteValues: Partial<Record<TemplateField, string>>;
 }
