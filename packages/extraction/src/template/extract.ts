@@ -12,9 +12,14 @@ import { findEmploymentType } from '../employment-type.js';
 import { parseLocationText } from '../location.js';
 import type { ExtractedPosting, ExtractionResult } from '../types.js';
 import { alignPage, createTemplateTextVeto, readAligned, sharesChrome } from './read.js';
+import { isSameName } from './site-name.js';
 import { comparableText } from './slots.js';
 import type { SiteTemplate, TemplateField, TemplateReading } from './types.js';
-import { stripDatePrefix, withoutAside } from './values.js';
+import { looksLikePostingTitle, stripDatePrefix, withoutAside } from './values.js';
+
+/** Shares of learning pages whose title names a role above which every posting's must. */
+const ROLE_SHARE = 0.95;
+const ROLE_SHARE_WITHOUT_CONSTANTS = 0.75;
 
 export function readTemplatePosting(
   html: string,
@@ -35,6 +40,7 @@ export function readTemplatePosting(
   // convince the reader on its own.
   const titlePath = template.fields.title;
   if (!hasTitle && titlePath !== undefined && !titlePath.isOptional) return null;
+  if (hasTitle && !isPostingTitle(reading.fields.title ?? '', template)) return null;
   if (!hasTitle && !mayBeDomPosting(html)) return null;
   const posting = findDomPosting($, page.meta, {
     jsonLdTypes,
@@ -53,9 +59,33 @@ export function readTemplatePosting(
       comparableText(template.siteValues[field] ?? '\u0000') === comparableText(value);
     if (isTemplateText(value) && !isSiteValue) record[field] = null;
   }
+  // The site's own name that this page's text never shows (only its logo or `<title>` do): the
+  // page shows no company.
+  const siteCompany = template.siteValues.company;
+  if (
+    siteCompany !== undefined &&
+    reading.fields.company === undefined &&
+    record.company !== null &&
+    isSameName(record.company, siteCompany)
+  )
+    record.company = null;
   applyFields(record, reading.fields);
   if (record.title === null || record.title === '') return null;
   return record;
+}
+
+/**
+ * Whether the title in the record's place is a job's. Where nearly every learning page's title
+ * names a role or a job, one that names none is another page of the same parts: an exam result
+ * in a notice board's posting template, an "About us" or "Contact" page of a career site whose
+ * pages share no record constants (then the titles alone tell a posting, and most is enough).
+ */
+function isPostingTitle(title: string, template: SiteTemplate): boolean {
+  const share = template.titleRoleShare;
+  if (share === undefined) return true;
+  const required =
+    template.recordConstants.length === 0 ? ROLE_SHARE_WITHOUT_CONSTANTS : ROLE_SHARE;
+  return share < required || looksLikePostingTitle(title);
 }
 
 /** A structured-data posting's missing title or company, from the template when the page fits. */

@@ -13,8 +13,14 @@ import type { LabelKey } from '../page-labels.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
 import type { SiteTemplate, TemplateField, TemplatePath } from './types.js';
-import { prefixOf, splitPrefixes } from './units.js';
-import { looksLikePlace, splitParts, stripDatePrefix } from './values.js';
+import { innerPartText, prefixOf, splitPrefixes } from './units.js';
+import {
+  looksLikePlace,
+  looksLikePostingTitle,
+  looksLikeRole,
+  splitParts,
+  stripDatePrefix,
+} from './values.js';
 
 /** A constant is on at least this share of the pages (and on two). */
 const CONSTANT_SHARE = 0.5;
@@ -147,8 +153,22 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
     sharedPageTitles: sharedPageTitles(pageData),
     templateTexts: templateTexts(pageData),
     fields,
+    titleRoleShare: titleRoleShare(pageData, fields.title),
     siteValues,
   };
+}
+
+function titleRoleShare(pages: readonly PageData[], path: TemplatePath | undefined): number {
+  if (path === undefined) return 0;
+  let titled = 0;
+  let roles = 0;
+  for (const page of pages) {
+    const title = valueAt(page, path);
+    if (title === null) continue;
+    titled++;
+    if (looksLikePostingTitle(title)) roles++;
+  }
+  return titled === 0 ? 0 : Math.round((roles / titled) * 100) / 100;
 }
 
 function createTextVeto(pages: readonly PageData[]): (text: string) => boolean {
@@ -256,6 +276,8 @@ interface PageContext {
   shortTexts: Map<string, number>;
   /** The words of the page's images' alt texts and file names: an employer's logo. */
   imageWords: Set<string>;
+  /** The index of the page's first variable unit outside the chrome that is no label. */
+  firstVariable: number;
 }
 
 function pageContext(page: PageData): PageContext {
@@ -280,8 +302,12 @@ function pageContext(page: PageData): PageContext {
     const words = `${element.attribs.alt ?? ''} ${file}`.toLowerCase().match(/\p{L}{3,}/gu) ?? [];
     for (const word of words) imageWords.add(word);
   }
+  const firstVariable = page.aligned.findIndex(
+    (item) => !item.isConstant && !item.unit.isChrome && !item.unit.isLabel,
+  );
   return {
     imageWords,
+    firstVariable,
     pageTitle: comparableText(
       `${page.meta.title ?? ''} | ${page.meta.ogTitle ?? ''} | ${page.meta.description?.slice(0, 300) ?? ''}`,
     ),
@@ -330,7 +356,8 @@ function scoreSlot(
   count: number,
   companyAt: Map<number, string> | null,
 ): number {
-  if (slot.part !== null && field !== 'company' && field !== 'location') return 0;
+  if (slot.part !== null && field !== 'company' && field !== 'location' && field !== 'title')
+    return 0;
   let total = 0;
   for (const text of slot.texts.values()) total += text.length;
   if (slot.at.size < 2 || total / slot.at.size > 150) return 0;
@@ -375,6 +402,16 @@ function scoreSlot(
       if (level === 1) score += 1.5;
       else if (level !== null && level <= 3) score += 0.75;
       if (level !== null && level <= 2 && isFirstHeading(page, unitIndex)) score += 1;
+      // A page without headings or a `<title>` still opens its record with the job's name.
+      if (unitIndex === context.firstVariable && text.length <= 120) score += 1;
+      if (looksLikeRole(text)) score += 0.5;
+      // "Quansight / PyData maintainer": a line of an employer and a role; the role is the title.
+      const parts = splitParts(unit.text);
+      const isNameAndRole =
+        parts.some((part) => looksLikeRole(part)) &&
+        parts.some((part) => !looksLikeRole(part) && !looksLikePlace(part));
+      if (slot.part === null && isNameAndRole) score -= 1;
+      if (slot.part !== null && !(isNameAndRole && looksLikeRole(text))) score -= 5;
       if (unit.isBrand || isWhen || !/\p{L}{2}/u.test(text)) score -= 5;
     } else if (field === 'company') {
       if (LEGAL_FORM.test(text)) score += 1.5;
@@ -387,6 +424,8 @@ function scoreSlot(
       if (slot.part !== null && !looksLikePlace(text)) {
         const others = splitParts(unit.text).filter((_, index) => index !== slot.part);
         if (others.some((other) => looksLikePlace(other))) score += 1.5;
+        // "Quansight / PyData maintainer": beside a role, a name is the employer.
+        else if (!looksLikeRole(text) && others.some((other) => looksLikeRole(other))) score += 2.5;
       }
       if (lower.length >= 2 && text.length <= 80 && recurs(lower, context)) score += 1;
       if (lower.length >= 2 && context.pageTitle.includes(lower)) score += 1;
@@ -454,12 +493,15 @@ function assignFields(
   const used = new Set<string>();
   const pick = (wanted: readonly TemplateField[], companyAt: Map<number, string> | null): void => {
     const candidates: Candidate[] = [];
+    /** Parts of a line that each fall short, but together read as an employer and a role. */
+    const lineParts: Candidate[] = [];
     for (const slot of slots.values()) {
       if (slot.at.size < 2 || used.has(slot.slot)) continue;
       for (const field of wanted) {
         const score = scoreSlot(field, slot, pages, contexts, count, companyAt);
-        if (score >= MIN_SCORE[field])
-          candidates.push({ field, slot, score, order: meanIndex(slot, pages) });
+        const candidate = { field, slot, score, order: meanIndex(slot, pages) };
+        if (score >= MIN_SCORE[field]) candidates.push(candidate);
+        else if (slot.part !== null && score >= MIN_SCORE[field] - 1) lineParts.push(candidate);
       }
     }
     // Best first; between equals, the earlier slot (the title above its repeat in a sidebar).
@@ -467,7 +509,7 @@ function assignFields(
     if (wanted.includes('title') && wanted.includes('company')) {
       // The title and the employer together: an `<h1>` naming the employer above an `<h2>`
       // naming the job reads best as that pair, not as a title and no employer.
-      const pair = bestPair(candidates);
+      const pair = bestPair(candidates) ?? bestLinePair(lineParts);
       if (pair !== null) candidates.unshift(...pair);
     }
     for (const { field, slot } of candidates) {
@@ -504,6 +546,28 @@ function bestPair(candidates: readonly Candidate[]): Candidate[] | null {
       if (company.slot.slot === title.slot.slot) continue;
       const score = title.score + company.score;
       if (score > bestScore) {
+        best = [title, company];
+        bestScore = score;
+      }
+    }
+  }
+  return best;
+}
+
+/**
+ * "Quansight / PyData maintainer": the title and the employer as two parts of one line, whose
+ * scores fall short alone (a page without headings or a `<title>`) but add up.
+ */
+function bestLinePair(candidates: readonly Candidate[]): Candidate[] | null {
+  let best: Candidate[] | null = null;
+  let bestScore = MIN_SCORE.title + MIN_SCORE.company - 1;
+  for (const title of candidates) {
+    if (title.field !== 'title') continue;
+    for (const company of candidates) {
+      if (company.field !== 'company' || company.slot.slot !== title.slot.slot) continue;
+      if (company.slot.part === title.slot.part) continue;
+      const score = title.score + company.score;
+      if (score >= bestScore) {
         best = [title, company];
         bestScore = score;
       }
@@ -677,8 +741,12 @@ function findSiteValues(
   const titleField = fields.title;
   const titleRest = mostCommon(
     pages.map((page) => {
-      const title = titleField === undefined ? null : valueAt(page, titleField);
-      if (title === null) return null;
+      // "analista de finanzas." under "Trabajo de Analista de Finanzas en Lampa | Randstad Chile".
+      const title =
+        titleField === undefined
+          ? null
+          : (valueAt(page, titleField)?.replace(/[\s.]+$/, '') ?? null);
+      if (title === null || title === '') return null;
       return (
         companyFromPageTitle(page.meta.title, title) ??
         companyFromPageTitle(page.meta.ogTitle, title)
@@ -745,7 +813,9 @@ export function valueAt(
     }
     if (path.isKeyUnique && byKey === null && item.unit.key === path.key) byKey = item;
   }
-  const text = (found ?? byKey)?.unit.text ?? null;
+  const unit = (found ?? byKey)?.unit;
+  if (unit !== undefined && path.inner !== undefined) return innerPartText(unit, path.inner);
+  const text = unit?.text ?? null;
   if (text === null || path.part === null) return text;
   return splitParts(text)[path.part] ?? null;
 }

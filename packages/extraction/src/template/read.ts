@@ -6,7 +6,8 @@ import type { CheerioAPI } from 'cheerio/slim';
 import { hasPageTitle, isInPageTitle, pathOf, valueAt } from './learn.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
-import { splitPrefixes } from './units.js';
+import { pageFormOf } from './site-name.js';
+import { findInnerPart, splitPrefixes, type InnerPart } from './units.js';
 import {
   REQUIRED_FIELDS,
   TEMPLATE_FIELDS,
@@ -18,6 +19,8 @@ import {
 /** A page fits when it has this share of the record's keys and of its constants. */
 const FIT_KEYS = 0.6;
 const FIT_CONSTANTS = 0.5;
+/** A page with this many units at a title's key, one per posting page, lists postings. */
+const LISTING_TITLES = 3;
 
 export interface AlignedPage extends TemplatePage {
   aligned: AlignedUnit[];
@@ -43,10 +46,15 @@ export function alignPage(
 function fits(page: AlignedPage, template: SiteTemplate, hasTitle: boolean): boolean {
   const keys = new Set<string>();
   const constants = new Set<string>();
+  const titleKey = template.fields.title?.isKeyUnique === true ? template.fields.title.key : null;
+  let titles = 0;
   for (const item of page.aligned) {
     keys.add(item.unit.key);
     if (item.isConstant) constants.add(item.constantId);
+    else if (item.unit.key === titleKey) titles++;
   }
+  // The title's place, alone on a posting, repeated down the page: a listing of the records.
+  if (titles >= LISTING_TITLES) return false;
   const keyShare =
     template.recordKeys.length === 0
       ? 1
@@ -97,10 +105,17 @@ export function readAligned(page: AlignedPage | null, template: SiteTemplate): T
     if (value !== null) fields[field] = value;
     else if (path !== undefined && (!path.isOptional || path.source === 'labelled')) stale = true;
     const siteValue = template.siteValues[field];
-    if (fields[field] === undefined && siteValue !== undefined) fields[field] = siteValue;
+    if (fields[field] !== undefined || siteValue === undefined) continue;
+    // The site's company as this page writes it, and none where its text never names it.
+    const siteForm = field === 'company' ? pageFormOf(siteValue, unitTexts(page)) : siteValue;
+    if (siteForm !== null) fields[field] = siteForm;
   }
   const isFit = fits(page, template, fields.title !== undefined);
   return { fits: isFit, stale: isFit && stale, fields: isFit ? fields : {}, unread };
+}
+
+function* unitTexts(page: AlignedPage): Iterable<string> {
+  for (const item of page.aligned) yield item.unit.text;
 }
 
 export function readWithTemplate(html: string, template: SiteTemplate): TemplateReading {
@@ -163,6 +178,27 @@ export function labelTemplate(
       grounded.push(field);
       continue;
     }
+    // "Payments Initech" of `<span class="m1">Payments</span> <span class="m2">Initech</span>`:
+    // the label is one inline element of a variable unit.
+    const inner = findInner(page, wanted);
+    if (inner !== null) {
+      fields[field] = {
+        ...pathOf(
+          {
+            slot: inner.item.slot,
+            key: inner.item.unit.key,
+            part: null,
+            at: new Map([[0, inner.index]]),
+          },
+          [page],
+          1,
+          'labelled',
+        ),
+        inner: inner.part,
+      };
+      grounded.push(field);
+      continue;
+    }
     const afterLabel = matches.find(
       ({ item, index }) => item.isConstant && page.aligned[index - 1]?.unit.isLabel === true,
     );
@@ -172,6 +208,23 @@ export function labelTemplate(
     }
   }
   return { template: { ...template, fields, siteValues }, grounded };
+}
+
+/** The variable unit (outside the chrome first) one of whose inline elements reads `wanted`. */
+function findInner(
+  page: AlignedPage,
+  wanted: string,
+): { item: AlignedUnit; index: number; part: InnerPart } | null {
+  let found: { item: AlignedUnit; index: number; part: InnerPart } | null = null;
+  for (const [index, item] of page.aligned.entries()) {
+    if (item.isConstant || item.unit.text.length > 300) continue;
+    if (!comparableText(item.unit.text).includes(wanted)) continue;
+    const part = findInnerPart(item.unit, wanted);
+    if (part === null) continue;
+    if (!item.unit.isChrome) return { item, index, part };
+    found ??= { item, index, part };
+  }
+  return found;
 }
 
 /** A template as stored: anything else (an older format, a hand-edited row) reads nothing. */

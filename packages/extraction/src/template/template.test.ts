@@ -195,6 +195,29 @@ describe('labelTemplate', () => {
   });
 });
 
+describe('labelTemplate on a line of several inline values', () => {
+  const metaPage = (title: string, team: string, company: string, body: string): string =>
+    `<html><head><title>${title}</title></head><body><main><h1 class="posting-title">${title}</h1>
+<div class="meta"><span class="m1">${team}</span> <span class="m2">${company}</span></div>
+<section class="body"><p>${body}</p></section><a class="btn" href="/apply">Apply</a></main></body></html>`;
+  const metaPages = [
+    metaPage('Backend Engineer', 'Payments', 'Initech', JOBS[0]?.body ?? ''),
+    metaPage('Data Analyst', 'Risk', 'Globex', JOBS[1]?.body ?? ''),
+    metaPage('Product Designer', 'Growth', 'Umbrella', JOBS[2]?.body ?? ''),
+  ];
+
+  it('grounds a label that is one span of the line, and reads that span on other pages', () => {
+    const learned = learnSiteTemplate(metaPages)!;
+    const { template, grounded } = labelTemplate(learned, metaPages[0] ?? '', {
+      company: 'Initech',
+    });
+    expect(grounded).toEqual(['company']);
+    expect(JSON.parse(JSON.stringify(template))).toEqual(template);
+    expect(readWithTemplate(metaPages[1] ?? '', template).fields.company).toBe('Globex');
+    expect(extractPosting(metaPages[2] ?? '', { template })?.posting.company).toBe('Umbrella');
+  });
+});
+
 describe('tables', () => {
   it('reads a cell by the header of its column, wherever the row sits', () => {
     const notice = (job: Job, index: number): string =>
@@ -244,5 +267,31 @@ describe('hostile input', () => {
     const started = performance.now();
     expect(learnSiteTemplate(big)).not.toBeNull();
     expect(performance.now() - started).toBeLessThan(2000);
+  });
+});
+
+describe('a board without headings or a <title>', () => {
+  /** "Employer / Role" on one line, as a small static board writes its postings. */
+  const roles = ['Data Engineer', 'Technical Writer', 'Community Manager', 'Frontend Developer'];
+  const employers = ['Quantel', 'Coiled Labs', 'Zarrow', 'Quantel'];
+  const board = (lines: readonly string[]): string =>
+    `<html><head><meta charset="utf-8"></head><body><div class="header"><a href="/"><h1>Open Jobs Board</h1></a></div>${lines.join('')}<p>Return to <a href="/">jobs</a>.</p></body></html>`;
+  const record = (index: number): string =>
+    `<div class="job"><a href="/job/${index}"><div class="title">${employers[index]} / ${roles[index]}</div></a><div class="meta"><div class="location">Location: ${index === 1 ? 'Berlin, Germany' : 'Remote'}</div></div><div class="description"><p>${JOBS[index]?.body ?? ''}</p></div></div>`;
+  const postings = roles.map((_, index) => board([record(index)]));
+  const template = learnSiteTemplate(postings)!;
+
+  it('reads the employer and the role from one line', () => {
+    for (const [index, page] of postings.entries())
+      expect(extractPosting(page, { template })?.posting).toMatchObject({
+        title: roles[index],
+        company: employers[index],
+      });
+  });
+
+  it('takes the page listing every record for no posting', () => {
+    const index = board(roles.map((_, at) => record(at)));
+    expect(readWithTemplate(index, template).fits).toBe(false);
+    expect(extractPosting(index, { template })).toBeNull();
   });
 });

@@ -2,6 +2,7 @@
  * A site's template as learned from its pages: plain JSON (stored in Postgres jsonb, passed to
  * worker threads), under ~64 KB.
  */
+import type { InnerPart } from './units.js';
 
 /** The fields a template reads. */
 export type TemplateField =
@@ -28,6 +29,11 @@ export interface TemplatePath {
   key: string;
   /** One part of the unit's text split at " - ", " | ", " · " (splitParts), or the whole. */
   part: number | null;
+  /**
+   * The inline element of the unit that holds the value, when the unit's line holds others too
+   * (`<span class="m2">Initech</span>` beside "Payments"); grounded from a label.
+   */
+  inner?: InnerPart;
   /** Whether the key alone finds the value (one variable unit at the key on the learning pages). */
   isKeyUnique: boolean;
   /** Learned from the site's pages, or grounded from a label (labelTemplate). */
@@ -68,6 +74,11 @@ export interface SiteTemplate {
   /** Constant texts up to 150 characters, lower-cased: never a value of a record. */
   templateTexts: string[];
   fields: Partial<Record<TemplateField, TemplatePath>>;
+  /**
+   * The share of learning pages whose title names a role or a job ("Engineer", "Recruitment
+   * 2026"), of those with a title. Absent in templates learned before it was kept.
+   */
+  titleRoleShare?: number;
   /** Values that are the same on every page of the site (a career site's company). */
   siteValues: Partial<Record<TemplateField, string>>;
 }

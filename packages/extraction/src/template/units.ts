@@ -410,3 +410,56 @@ export function splitPrefixes(units: readonly TextUnit[], labels: ReadonlySet<st
   }
   return split;
 }
+
+/**
+ * Where a value sits inside a unit whose inline elements share one line (`<span class="m1">
+ * Payments</span> <span class="m2">Initech</span>`): the element's tag and class attribute as
+ * written (digits included: inside one unit they are the template's, not positions), and which
+ * of the unit's inline elements with that selector it is.
+ */
+export interface InnerPart {
+  selector: string;
+  nth: number;
+}
+
+function selectorOf(element: DomElement): string {
+  const className = (element.attribs.class ?? '').trim().split(/\s+/).sort().join('.');
+  return className === '' ? element.name : `${element.name}.${className}`;
+}
+
+/** The unit element's inline descendants in document order (not those inside its blocks). */
+function inlineDescendants(element: DomElement): DomElement[] {
+  const found: DomElement[] = [];
+  const stack = childElements(element).reverse();
+  while (stack.length > 0 && found.length < 200) {
+    const child = stack.pop() as DomElement;
+    if (!INLINE_TAGS.has(child.name)) continue;
+    found.push(child);
+    stack.push(...childElements(child).reverse());
+  }
+  return found;
+}
+
+/** The inline element of the unit whose text is `wanted` (as compared), or null. */
+export function findInnerPart(unit: TextUnit, wanted: string): InnerPart | null {
+  const elements = inlineDescendants(unit.element);
+  const budget = { steps: 20_000 };
+  for (const element of elements) {
+    const text = normaliseWhitespace(inlineText(element, budget)).toLowerCase();
+    if (text !== wanted) continue;
+    const selector = selectorOf(element);
+    const nth = elements.filter((other) => selectorOf(other) === selector).indexOf(element);
+    return { selector, nth };
+  }
+  return null;
+}
+
+/** The text of a unit's inline element an InnerPart names, or null. */
+export function innerPartText(unit: TextUnit, inner: InnerPart): string | null {
+  const element = inlineDescendants(unit.element).filter(
+    (candidate) => selectorOf(candidate) === inner.selector,
+  )[inner.nth];
+  if (element === undefined) return null;
+  const text = normaliseWhitespace(inlineText(element, { steps: 20_000 }));
+  return text === '' ? null : text;
+}
