@@ -63,7 +63,7 @@ const pageA = (job: Job) => `<!doctype html><html><head><title>${job.title}</tit
 <header><a href="/">Home</a> <a href="/jobs">All jobs</a></header>
 <main><div class="job">
 <h1 class="hd">${job.title}</h1>
-<div class="meta"><div class="m1">${job.team}</div><div class="m2">${job.company}</div></div>
+<div class="meta"><span class="m1">${job.team}</span> <span class="m2">${job.company}</span></div>
 <p class="where">Location: ${job.location}</p>
 <h2>Responsibilities</h2>
 <div class="body"><p>${job.duties}</p><p>You will pair with engineers, designers and customers, and write down what you learn so that the next person starts ahead.</p></div>
