@@ -44,6 +44,8 @@ export interface PostingForWork {
   bodySha256: string | null;
   textSha256: string | null;
   extractedAt: Date | null;
+  /** When its page was last fetched (null: never). */
+  fetchedAt: Date | null;
   /**
    * Where its title was read from last (`json-ld`, `dom`, `llm`…; null before it was read): a
    * posting read from structured data gains nothing from its site's template (decision 0028).
@@ -62,6 +64,7 @@ interface PostingForWorkRow {
   body_sha256: string | null;
   text_sha256: string | null;
   extracted_at: Date | null;
+  fetched_at: Date | null;
   title_source: string | null;
   run_status: string | null;
   site_id: string;
@@ -75,7 +78,7 @@ interface PostingForWorkRow {
 
 const POSTINGS_FOR_WORK = `
   SELECT p.id, p.run_id, p.status, p.url, p.listing_payload, p.body_sha256, p.text_sha256,
-         p.extracted_at, p.provenance->>'title' AS title_source, r.status AS run_status, p.site_id, s.kind, s.rate_limit_rps,
+         p.extracted_at, p.fetched_at, p.provenance->>'title' AS title_source, r.status AS run_status, p.site_id, s.kind, s.rate_limit_rps,
          s.min_pause_seconds, s.max_pause_seconds, s.max_concurrency, s.llm_extraction
   FROM postings p
   JOIN site_schedules s ON s.id = p.site_id
@@ -104,6 +107,7 @@ export async function readPostingsForWork(
         bodySha256: row.body_sha256,
         textSha256: row.text_sha256,
         extractedAt: row.extracted_at,
+        fetchedAt: row.fetched_at,
         titleSource: row.title_source,
         runStatus: row.run_status,
         site: {

@@ -17,6 +17,11 @@ export interface SiteTemplateRow {
   modelCalls: number;
   misfits: string[];
   createdAt: Date;
+  /**
+   * When the site's pages took this version's shape: the first of the versions of this shape
+   * since the site last had another.
+   */
+  shapeSince: Date;
 }
 
 /** Stored pages of a site that disagree with its template, kept for the next learning. */
@@ -31,6 +36,7 @@ interface TemplateDbRow {
   model_calls: number;
   misfits: string[];
   created_at: Date;
+  shape_since?: Date;
 }
 
 const COLUMNS = 'site_id, version, shape, template, learned_from, model_calls, misfits, created_at';
@@ -45,6 +51,7 @@ function toRow(row: TemplateDbRow): SiteTemplateRow {
     modelCalls: row.model_calls,
     misfits: row.misfits,
     createdAt: row.created_at,
+    shapeSince: row.shape_since ?? row.created_at,
   };
 }
 
@@ -55,7 +62,13 @@ export async function getSiteTemplate(
 ): Promise<SiteTemplateRow | null> {
   const { rows } = await db.$client.query<TemplateDbRow>({
     name: 'gleaner-site-template',
-    text: `SELECT ${COLUMNS} FROM site_templates WHERE site_id = $1 ORDER BY version DESC LIMIT 1`,
+    text: `SELECT ${COLUMNS},
+                  (SELECT min(s.created_at) FROM site_templates s
+                   WHERE s.site_id = t.site_id
+                     AND s.version > coalesce((SELECT max(o.version) FROM site_templates o
+                                               WHERE o.site_id = t.site_id AND o.shape <> t.shape), 0)
+                  ) AS shape_since
+           FROM site_templates t WHERE t.site_id = $1 ORDER BY t.version DESC LIMIT 1`,
     values: [siteId],
   });
   return rows[0] ? toRow(rows[0]) : null;
@@ -134,8 +147,9 @@ export async function loadTemplatePages(
 
 /**
  * Saves a newly learned template as the version after `after` (0 for a site's first). Of two
- * learners that learned from the same version, one saves and the other gets null. A version of
- * the same shape as `after` keeps its model calls (the labelling budget is the shape's).
+ * learners that learned from the same version, one saves and the other gets null. A version of a
+ * shape the site had before keeps the calls that shape spent (the labelling budget is the
+ * shape's, also when the site's pages went back to it).
  */
 export async function saveSiteTemplate(
   db: Database,
@@ -146,8 +160,8 @@ export async function saveSiteTemplate(
   const { rows } = await db.$client.query<TemplateDbRow>(
     `INSERT INTO site_templates (site_id, version, shape, template, learned_from, model_calls)
      SELECT $1, $2::int + 1, $3, $4::jsonb, $5,
-            coalesce((SELECT t.model_calls FROM site_templates t
-                      WHERE t.site_id = $1 AND t.version = $2 AND t.shape = $3), 0)
+            coalesce((SELECT max(t.model_calls) FROM site_templates t
+                      WHERE t.site_id = $1 AND t.shape = $3), 0)
      WHERE NOT EXISTS (SELECT 1 FROM site_templates t WHERE t.site_id = $1 AND t.version > $2)
      ON CONFLICT (site_id, version) DO NOTHING
      RETURNING ${COLUMNS}`,

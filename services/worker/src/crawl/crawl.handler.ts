@@ -66,7 +66,10 @@ export const crawlHandler: JobHandler<'crawl'> = {
       signal,
     );
     const { sha256, textSha256: pageText } = analysis;
-    await noteTemplateFit(context, payload.siteId, template, analysis.templateFit, sha256);
+    await noteTemplateFit(context, payload.siteId, template, analysis.templateFit, {
+      sha256,
+      fetchedAt: null,
+    });
     if (analysis.unchanged) {
       await settlement.settle({ status: 'skipped', postingId: posting.id, runId: payload.runId });
       log.debug({ url: posting.url }, 'unchanged since it was last extracted; skipped');

@@ -38,7 +38,10 @@ export const extractHandler: JobHandler<'extract'> = {
       },
       signal,
     );
-    await noteTemplateFit(context, posting.site.id, template, reading.templateFit, stored.sha256);
+    await noteTemplateFit(context, posting.site.id, template, reading.templateFit, {
+      sha256: stored.sha256,
+      fetchedAt: posting.fetchedAt,
+    });
     const fields: ExtractedFields | null = reading.fields ?? null;
     if (reading.extractionError) {
       const error = toExtractError(reading.extractionError);

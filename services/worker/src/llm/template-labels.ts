@@ -85,18 +85,19 @@ export async function templateStep(
       ? { kind: 'wait' }
       : { kind: 'model' };
   const fit = source.templateFit;
-  const relearn = await noteTemplateFit(
-    context,
-    posting.site.id,
-    template,
-    fit,
-    posting.bodySha256,
-  );
-  // A page of another template (a redesign, learned again once a few of its pages are in).
-  if (fit?.fits !== true || fit.stale)
-    return mayWait && (relearn || (await runHasPagesToCome(context.db, posting.runId, posting.id)))
+  const page = { sha256: posting.bodySha256, fetchedAt: posting.fetchedAt };
+  const relearn = await noteTemplateFit(context, posting.site.id, template, fit, page);
+  if (fit?.fits !== true || fit.stale) {
+    // A page of the design before a redesign, fetched before the site's template changed: asked
+    // about on its own. One of the new design waits for its template, learned again once a few
+    // of its pages are in.
+    const isOlder = page.fetchedAt !== null && page.fetchedAt < template.shapeSince;
+    return !isOlder &&
+      mayWait &&
+      (relearn || (await runHasPagesToCome(context.db, posting.runId, posting.id)))
       ? { kind: 'wait' }
       : { kind: 'model' };
+  }
   // A field no slot of the template holds, or the shape's labels spent: the page's own call.
   if (template.modelCalls >= TEMPLATE_LABEL_CALLS) return { kind: 'model' };
   if (!missing.some((field) => fit.unread.includes(field as TemplateField)))

@@ -43,6 +43,8 @@ export interface ActiveTemplate {
   modelCalls: number;
   misfits: number;
   createdAt: Date;
+  /** When the site's pages took this shape (versions of the same shape learned later keep it). */
+  shapeSince: Date;
 }
 
 interface TemplateDeps {
@@ -66,6 +68,7 @@ function active(row: SiteTemplateRow | null): ActiveTemplate | null {
     modelCalls: row.modelCalls,
     misfits: row.misfits.length,
     createdAt: row.createdAt,
+    shapeSince: row.shapeSince,
   };
 }
 
@@ -93,16 +96,19 @@ function remember(siteId: string, template: ActiveTemplate | null): ActiveTempla
 /**
  * Notes a page the template did not fit, or fitted with a path that found nothing (`stale`): once
  * TEMPLATE_MISFITS_TO_RELEARN of the site's pages have, its template is learned again from them.
- * Returns whether that is now due.
+ * A page fetched before the site's pages took the template's shape (one that waited in a later
+ * stage meanwhile) says nothing of the site's pages now, and is not noted. Returns whether learning is now due.
  */
 export async function noteTemplateFit(
   deps: Pick<TemplateDeps, 'db' | 'log'>,
   siteId: string,
   template: ActiveTemplate | null,
   fit: TemplateFit | undefined,
-  bodySha256: string,
+  page: { sha256: string; fetchedAt: Date | null },
 ): Promise<boolean> {
   if (template === null || fit === undefined || (fit.fits && !fit.stale)) return false;
+  if (page.fetchedAt !== null && page.fetchedAt < template.shapeSince) return false;
+  const bodySha256 = page.sha256;
   const misfits = await recordTemplateMisfit(deps.db, siteId, template.version, bodySha256);
   deps.log.debug(
     { version: template.version, fits: fit.fits, stale: fit.stale, misfits },
@@ -210,7 +216,8 @@ export async function ensureSiteTemplate(
       'site’s pages changed template: learned the new one (template_changed)',
     );
   }
-  return remember(siteId, active(saved));
+  // Read again for when the site took this shape, which an earlier version of it may say.
+  return remember(siteId, active(await getSiteTemplate(db, siteId)));
 }
 
 /**
