@@ -85,6 +85,16 @@ describe('site templates, as stored', () => {
       3, 2, 1,
     ]);
     expect(await getSiteTemplate(handle.db, site.id)).toMatchObject({ version: 3 });
+    // The site going back to an earlier shape: that shape's calls count again, and it took the
+    // shape when this version came (not when the shape was first seen).
+    const back = await saveSiteTemplate(handle.db, site.id, 3, learned('shape-a', 8));
+    expect(back).toMatchObject({ version: 4, shape: 'shape-a', modelCalls: 1 });
+    const current = await getSiteTemplate(handle.db, site.id);
+    expect(current?.shapeSince).toEqual(current?.createdAt);
+    await saveSiteTemplate(handle.db, site.id, 4, learned('shape-a', 16));
+    const refined = await getSiteTemplate(handle.db, site.id);
+    expect(refined).toMatchObject({ version: 5, modelCalls: 1 });
+    expect(refined?.shapeSince).toEqual(current?.createdAt);
   });
 
   it('caps a shape’s label calls, and labels only the newest version', async () => {
