@@ -11,7 +11,7 @@ import { findDomPosting, mayBeDomPosting } from '../dom-posting.js';
 import { findEmploymentType } from '../employment-type.js';
 import { parseLocationText } from '../location.js';
 import type { ExtractedPosting, ExtractionResult } from '../types.js';
-import { alignPage, createTemplateTextVeto, readAligned, sharesChrome } from './read.js';
+import { createTemplateTextVeto, readDesign, sharesChrome } from './read.js';
 import { isSameName } from './site-name.js';
 import { comparableText } from './slots.js';
 import type { SiteTemplate, TemplateField, TemplateReading } from './types.js';
@@ -24,12 +24,12 @@ const ROLE_SHARE_WITHOUT_CONSTANTS = 0.75;
 export function readTemplatePosting(
   html: string,
   $: CheerioAPI,
-  template: SiteTemplate,
+  siteTemplate: SiteTemplate,
   jsonLdTypes: ReadonlySet<string>,
   onReading?: (reading: TemplateReading) => void,
 ): ExtractedPosting | 'foreign' | null {
-  const page = alignPage(html, template, $);
-  const reading = readAligned(page, template);
+  // The design of the site the page fits; the rest is read with that design's template.
+  const { page, design: template, reading } = readDesign(html, siteTemplate, $);
   onReading?.(reading);
   if (page === null) return null;
   if (!reading.fits) return sharesChrome(page, template) ? null : 'foreign';
@@ -97,7 +97,7 @@ export function completeFromTemplate(
 ): void {
   const { posting, provenance } = result;
   if (posting.title !== null && posting.company !== null) return;
-  const reading = readAligned(alignPage(html, template, $), template);
+  const { reading } = readDesign(html, template, $);
   if (!reading.fits) return;
   for (const field of ['title', 'company'] as const) {
     const value = reading.fields[field];

@@ -8,12 +8,14 @@
 import { findDomPosting } from '../dom-posting.js';
 import { normaliseDate } from '../dates.js';
 import { findEmploymentType } from '../employment-type.js';
-import { cleanSiteName, companyFromPageTitle, type PageMeta } from '../page-meta.js';
+import { cleanSiteName, companyFromPageTitle } from '../page-meta.js';
 import type { LabelKey } from '../page-labels.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
+import { pathOf, valueAt } from './paths.js';
+import { alignParsed, readAligned, sharesChrome } from './read.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
 import type { SiteTemplate, TemplateField, TemplatePath } from './types.js';
-import { innerPartText, prefixOf, splitPrefixes } from './units.js';
+import { prefixOf, splitPrefixes } from './units.js';
 import {
   looksLikePlace,
   looksLikePostingTitle,
@@ -28,11 +30,22 @@ const CONSTANT_SHARE = 0.5;
 const SITE_VALUE_SHARE = 0.9;
 /** Pages whose reader votes are counted: enough to outvote a few odd pages, and cheap. */
 const READER_VOTE_PAGES = 6;
-const MAX_CONSTANTS = 1500;
+/**
+ * How much of a site each design's template keeps (constants, template texts): the site's main
+ * design, and each design variant beside it, smaller, so that all stay well under 64 KB.
+ */
+interface Limits {
+  constants: number;
+  templateTextsChars: number;
+}
+const MAIN_LIMITS: Limits = { constants: 1500, templateTextsChars: 16_000 };
+const VARIANT_LIMITS: Limits = { constants: 300, templateTextsChars: 3000 };
+/** Designs beside the main one, each learned from this many pages the others do not fit. */
+const MAX_VARIANTS = 2;
+const MIN_VARIANT_PAGES = 3;
 const MAX_RECORD_KEYS = 300;
 const MAX_CHROME_CONSTANTS = 300;
 const MAX_PREFIX_LABELS = 60;
-const MAX_TEMPLATE_TEXTS_CHARS = 16_000;
 
 const LABEL_FIELDS: Partial<Record<LabelKey, TemplateField>> = {
   title: 'title',
@@ -76,6 +89,49 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
   const parsed = (given as unknown[])
     .map((html) => (typeof html === 'string' ? parseTemplatePage(html) : null))
     .filter((page): page is TemplatePage => page !== null);
+  const main = learnDesign(parsed, MAIN_LIMITS);
+  if (main === null) return null;
+  // Pages of another design (an older build of the site, a second page layout): each cluster of
+  // them that the designs so far do not fit teaches a variant, read where a page fits it. A page
+  // in the main design's chrome but not its record is another kind of page (a listing, a closed
+  // posting), never a design of postings.
+  const variants: SiteTemplate[] = [];
+  const taken = new Set<TemplatePage>();
+  let rest = parsed.filter((page) => {
+    const aligned = alignParsed(page, main);
+    return !readAligned(aligned, main).fits && !sharesChrome(aligned, main);
+  });
+  while (variants.length < MAX_VARIANTS && rest.length >= MIN_VARIANT_PAGES) {
+    const variant = learnDesign(rest, VARIANT_LIMITS);
+    if (variant === null || !isPostingDesign(variant)) break;
+    const left = rest.filter((page) => !fitsDesign(page, variant));
+    if (rest.length - left.length < MIN_VARIANT_PAGES) break;
+    variants.push(variant);
+    for (const page of rest) if (!left.includes(page)) taken.add(page);
+    rest = left;
+  }
+  if (variants.length === 0) return main;
+  // The main design again without the variants' pages: its record and `shape` as its own pages
+  // alone give them, so that the shape follows the dominant design whatever else was crawled.
+  const own = learnDesign(
+    parsed.filter((page) => !taken.has(page)),
+    MAIN_LIMITS,
+  );
+  return { ...(own ?? main), variants };
+}
+
+/** Whether a design's template reads postings: a title, naming roles on most of its pages. */
+function isPostingDesign(design: SiteTemplate): boolean {
+  return design.fields.title !== undefined && (design.titleRoleShare ?? 0) >= 0.75;
+}
+
+function fitsDesign(page: TemplatePage, design: SiteTemplate): boolean {
+  return readAligned(alignParsed(page, design), design).fits;
+}
+
+/** One design's template, learned from its pages (the units as parsed, not yet split). */
+function learnDesign(pages: readonly TemplatePage[], limits: Limits): SiteTemplate | null {
+  const parsed = pages.map((page) => ({ ...page }));
   const count = parsed.length;
   if (count < 2) return null;
   const prefixLabels = commonPrefixes(parsed, count);
@@ -94,13 +150,13 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
       if (unit.isLabel) labelIds.add(unit.id);
     }
   }
-  // The most widespread first, at most MAX_CONSTANTS (a template stays well under 64 KB); the
+  // The most widespread first, at most `limits.constants` (a template stays well under 64 KB); the
   // pages are aligned on exactly the set the template keeps, as a page read later will be.
   const constants = new Set<string>(
     [...support]
       .filter(([id, pagesWith]) => pagesWith >= minSupport || (pagesWith >= 2 && labelIds.has(id)))
       .sort((a, b) => b[1] - a[1])
-      .slice(0, MAX_CONSTANTS)
+      .slice(0, limits.constants)
       .map(([id]) => id),
   );
 
@@ -151,7 +207,7 @@ export function learnSiteTemplate(pages: readonly string[]): SiteTemplate | null
     recordKeys: [...region.keys].sort().slice(0, MAX_RECORD_KEYS),
     prefixLabels: [...prefixLabels].sort(),
     sharedPageTitles: sharedPageTitles(pageData),
-    templateTexts: templateTexts(pageData),
+    templateTexts: templateTexts(pageData, limits.templateTextsChars),
     fields,
     titleRoleShare: titleRoleShare(pageData, fields.title),
     siteValues,
@@ -610,37 +666,6 @@ function descriptionSlot(
   return bestLength >= 200 ? best : null;
 }
 
-export function pathOf(
-  slot: { slot: string; key: string; part: number | null; at: Map<number, number> },
-  pages: readonly { aligned: AlignedUnit[]; meta: PageMeta }[],
-  count: number,
-  source: TemplatePath['source'],
-): TemplatePath {
-  let unique = 0;
-  let inPageTitle = 0;
-  let titled = 0;
-  for (const [pageIndex, unitIndex] of slot.at) {
-    const page = pages[pageIndex];
-    if (page === undefined) continue;
-    const text = page.aligned[unitIndex]?.unit.text ?? '';
-    const value = slot.part === null ? text : (splitParts(text)[slot.part] ?? '');
-    if (hasPageTitle(page.meta)) titled++;
-    if (isInPageTitle(value, page.meta)) inPageTitle++;
-    let atKey = 0;
-    for (const item of page.aligned) if (!item.isConstant && item.unit.key === slot.key) atKey++;
-    if (atKey === 1) unique++;
-  }
-  return {
-    slot: slot.slot,
-    key: slot.key,
-    part: slot.part,
-    isKeyUnique: unique >= slot.at.size * 0.8,
-    source,
-    isOptional: slot.at.size < count * 0.8,
-    isInPageTitle: titled > 0 && inPageTitle >= titled * 0.6,
-  };
-}
-
 function mostCommon(values: readonly (string | null)[], minimum: number): string | null {
   const counts = new Map<string, { value: string; count: number }>();
   for (const value of values) {
@@ -778,48 +803,6 @@ function findSiteValues(
   return values;
 }
 
-/** Whether the page has a title of its own to check a value against. */
-export function hasPageTitle(meta: PageMeta, shared: readonly string[] = []): boolean {
-  if (meta.title === null && meta.ogTitle === null) return false;
-  return !shared.includes(comparableText(`${meta.title ?? ''} | ${meta.ogTitle ?? ''}`));
-}
-
-/**
- * Whether a value is in the page's `<title>` or og:title, or most of its words are ("ETL /
- * Datawarehouse specialist" under the title "Datawarehouse specialist").
- */
-export function isInPageTitle(value: string, meta: PageMeta): boolean {
-  const lower = comparableText(value);
-  if (lower.length < 2) return false;
-  const pageTitle = comparableText(`${meta.title ?? ''} | ${meta.ogTitle ?? ''}`);
-  if (pageTitle.includes(lower)) return true;
-  const words = lower.match(/[\p{L}\p{N}]{3,}/gu) ?? [];
-  const found = words.filter((word) => pageTitle.includes(word)).length;
-  return words.length > 0 && found / words.length >= 0.5;
-}
-
-/** The text a path finds on an aligned page, or null. */
-export function valueAt(
-  page: { aligned: readonly AlignedUnit[] },
-  path: TemplatePath,
-): string | null {
-  let found: AlignedUnit | null = null;
-  let byKey: AlignedUnit | null = null;
-  for (const item of page.aligned) {
-    if (item.isConstant) continue;
-    if (item.slot === path.slot) {
-      found = item;
-      break;
-    }
-    if (path.isKeyUnique && byKey === null && item.unit.key === path.key) byKey = item;
-  }
-  const unit = (found ?? byKey)?.unit;
-  if (unit !== undefined && path.inner !== undefined) return innerPartText(unit, path.inner);
-  const text = unit?.text ?? null;
-  if (text === null || path.part === null) return text;
-  return splitParts(text)[path.part] ?? null;
-}
-
 /**
  * The record's region on each page, from the first field's unit to the last (the description
  * included): its constants ("Job Overview", "Location:") and keys, on most pages.
@@ -919,7 +902,7 @@ function sharedPageTitles(pages: readonly PageData[]): string[] {
 }
 
 /** Constant texts that may never be a record's value, within the template's size budget. */
-function templateTexts(pages: readonly PageData[]): string[] {
+function templateTexts(pages: readonly PageData[], maxChars: number): string[] {
   const texts = new Set<string>();
   let chars = 0;
   for (const page of pages) {
@@ -927,7 +910,7 @@ function templateTexts(pages: readonly PageData[]): string[] {
       if (!item.isConstant || item.unit.text.length > 150) continue;
       const text = comparableText(item.unit.text);
       if (texts.has(text)) continue;
-      if (chars + text.length > MAX_TEMPLATE_TEXTS_CHARS) return [...texts];
+      if (chars + text.length > maxChars) return [...texts];
       texts.add(text);
       chars += text.length;
     }

@@ -3,7 +3,7 @@
  * into paths of the template.
  */
 import type { CheerioAPI } from 'cheerio/slim';
-import { hasPageTitle, isInPageTitle, pathOf, valueAt } from './learn.js';
+import { hasPageTitle, isInPageTitle, pathOf, valueAt } from './paths.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
 import { pageFormOf } from './site-name.js';
@@ -21,22 +21,47 @@ const FIT_KEYS = 0.6;
 const FIT_CONSTANTS = 0.5;
 /** A page with this many units at a title's key, one per posting page, lists postings. */
 const LISTING_TITLES = 3;
+/** Variants read, however many a stored template holds. */
+const MAX_VARIANTS = 2;
 
 export interface AlignedPage extends TemplatePage {
   aligned: AlignedUnit[];
 }
 
-/** The page aligned on the template's constants, or null when it cannot be parsed. */
-export function alignPage(
-  html: string,
-  template: SiteTemplate,
-  $?: CheerioAPI,
-): AlignedPage | null {
-  const page = parseTemplatePage(html, $);
-  if (page === null) return null;
+/** A parsed page aligned on one design's constants. */
+export function alignParsed(page: TemplatePage, template: SiteTemplate): AlignedPage {
   const constants = new Set(template.constants);
   const units = splitPrefixes(page.units, new Set(template.prefixLabels));
   return { ...page, units, aligned: alignUnits(units, (id) => constants.has(id)) };
+}
+
+export interface DesignReading {
+  /** The page aligned on `design`, or null when it cannot be parsed. */
+  page: AlignedPage | null;
+  /** The design of the site's template the page fits: the main one, else a variant; the main
+   *  one when it fits none. */
+  design: SiteTemplate;
+  reading: TemplateReading;
+}
+
+/** The page read with the first design of the site's template that it fits. */
+export function readDesign(html: string, template: SiteTemplate, $?: CheerioAPI): DesignReading {
+  const parsed = isTemplate(template) ? parseTemplatePage(html, $) : null;
+  if (parsed === null)
+    return { page: null, design: template, reading: readAligned(null, template) };
+  const page = alignParsed(parsed, template);
+  const reading = readAligned(page, template);
+  // A page in the main design's chrome but not its record is a listing or another page of the
+  // site, whatever other design it resembles.
+  if (reading.fits || !Array.isArray(template.variants) || sharesChrome(page, template))
+    return { page, design: template, reading };
+  for (const variant of template.variants.slice(0, MAX_VARIANTS)) {
+    if (!isTemplate(variant)) continue;
+    const variantPage = alignParsed(parsed, variant);
+    const variantReading = readAligned(variantPage, variant);
+    if (variantReading.fits) return { page: variantPage, design: variant, reading: variantReading };
+  }
+  return { page, design: template, reading };
 }
 
 /**
@@ -121,7 +146,7 @@ function* unitTexts(page: AlignedPage): Iterable<string> {
 export function readWithTemplate(html: string, template: SiteTemplate): TemplateReading {
   if (!isTemplate(template))
     return { fits: false, stale: false, fields: {}, unread: [...REQUIRED_FIELDS] };
-  return readAligned(alignPage(html, template), template);
+  return readDesign(html, template).reading;
 }
 
 /** Whether the texts of the template's constants hold this text: template, never a value. */
@@ -143,10 +168,10 @@ export function labelTemplate(
 ): { template: SiteTemplate; grounded: TemplateField[] } {
   if (!isTemplate(template) || typeof labels !== 'object' || labels === null)
     return { template, grounded: [] };
-  const page = alignPage(html, template);
+  const { page, design } = readDesign(html, template);
   if (page === null) return { template, grounded: [] };
-  const fields = { ...template.fields };
-  const siteValues = { ...template.siteValues };
+  const fields = { ...design.fields };
+  const siteValues = { ...design.siteValues };
   const grounded: TemplateField[] = [];
   for (const field of TEMPLATE_FIELDS) {
     const label = labels[field];
@@ -207,7 +232,12 @@ export function labelTemplate(
       grounded.push(field);
     }
   }
-  return { template: { ...template, fields, siteValues }, grounded };
+  if (design === template) return { template: { ...template, fields, siteValues }, grounded };
+  // A page of another design labels that design.
+  const variants = (template.variants ?? []).map((variant) =>
+    variant === design ? { ...variant, fields, siteValues } : variant,
+  );
+  return { template: { ...template, variants }, grounded };
 }
 
 /** The variable unit (outside the chrome first) one of whose inline elements reads `wanted`. */

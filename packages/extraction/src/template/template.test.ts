@@ -218,6 +218,35 @@ describe('labelTemplate on a line of several inline values', () => {
   });
 });
 
+describe('a site of two designs', () => {
+  /** The board's older build: another header and footer, and its own record. */
+  const olderPage = (job: Job): string =>
+    `<html><head><title>${job.title} - Northern Jobs (2009)</title></head><body><div id="top"><b>NORTHERN JOBS</b> since 1999</div>
+<div id="posting"><h1 class="jobtitle">${job.title}</h1><p class="org">Employer: ${job.company}</p><p class="where">Location: ${job.location}</p>
+<div class="text">${job.body}</div></div><div id="bottom">Northern Jobs &middot; Leeds</div></body></html>`;
+  const current = JOBS.slice(0, 5).map((job) => postingPage(job));
+  const older = JOBS.slice(5, 8).map(olderPage);
+  const template = learnSiteTemplate([...current, ...older, listingPage(JOBS)])!;
+
+  it('learns a variant for the older design and reads its pages with it', () => {
+    expect(template.variants).toHaveLength(1);
+    // The shape is the main design's: as if the older pages had not been crawled.
+    expect(template.shape).toBe(learnSiteTemplate([...current, listingPage(JOBS)])?.shape);
+    for (const [index, page] of older.entries())
+      expect(extractPosting(page, { template })?.posting).toMatchObject({
+        title: JOBS[5 + index]?.title,
+        company: JOBS[5 + index]?.company,
+        location: JOBS[5 + index]?.location,
+      });
+    expect(JSON.stringify(template).length).toBeLessThan(64 * 1024);
+  });
+
+  it('still takes the listing in the main design for no posting', () => {
+    expect(readWithTemplate(listingPage(JOBS.slice(0, 4)), template).fits).toBe(false);
+    expect(extractPosting(listingPage(JOBS.slice(0, 4)), { template })).toBeNull();
+  });
+});
+
 describe('tables', () => {
   it('reads a cell by the header of its column, wherever the row sits', () => {
     const notice = (job: Job, index: number): string =>

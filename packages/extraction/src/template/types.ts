@@ -79,6 +79,12 @@ export interface SiteTemplate {
    * 2026"), of those with a title. Absent in templates learned before it was kept.
    */
   titleRoleShare?: number;
+  /**
+   * Templates of the site's other designs (an older build, a second page layout), each learned
+   * from pages this one does not fit; a page is read with the first design it fits. Variants
+   * have none of their own; `shape` is this, the main design's.
+   */
+  variants?: SiteTemplate[];
   /** Values that are the same on every page of the site (a career site's company). */
   siteValues: Partial<Record<TemplateField, string>>;
 }
