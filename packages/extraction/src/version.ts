@@ -11,5 +11,8 @@
  * SVG `<title>`s never read as page titles; "Portland, OR" and "Bordeaux (33)" as locations.
  * 2026-11-26.2: posting-level salaryCurrency; currencies beyond $ (S$, HK$, ₹, ISO codes checked
  * against ISO 4217), a bare $ by the job's country; one shared list of requirement headings.
+ * 2026-12-05.1: pages read with their site's learned template (decision 0028); a question
+ * ("Don't see your role here?") never a title; place, employer and job-title labels in more
+ * languages; an "Employer / Role" line read part by part.
  */
-export const EXTRACTOR_VERSION = '2026-11-26.2';
+export const EXTRACTOR_VERSION = '2026-12-05.1';
