@@ -150,8 +150,12 @@ export async function ensureSiteTemplate(
   const row = await getSiteTemplate(db, siteId);
   const due = await learningDue(db, siteId, row);
   if (due === null) return remember(siteId, active(row));
-  // A learning that found nothing is not tried again until the site has more pages.
-  const attempt = `${row?.version ?? 0}:${due}:${due === 'misfits' ? row?.misfits.length : await countStoredSitePages(db, siteId, TEMPLATE_MAX_PAGES)}`;
+  // A learning that found nothing is not tried again until the site has more pages to give.
+  const pagesToGive =
+    due === 'misfits'
+      ? (row?.misfits.length ?? 0)
+      : await countStoredSitePages(db, siteId, TEMPLATE_MAX_PAGES);
+  const attempt = `${row?.version ?? 0}:${due}:${pagesToGive}`;
   if (unfruitful.get(siteId) === attempt) return remember(siteId, active(row));
 
   const loaded = await loadTemplatePages(db, siteId, {
