@@ -47,10 +47,10 @@ export interface PostingForWork {
   /** When its page was last fetched (null: never). */
   fetchedAt: Date | null;
   /**
-   * Where its title was read from last (`json-ld`, `dom`, `llm`…; null before it was read): a
-   * posting read from structured data gains nothing from its site's template (decision 0028).
+   * Its title was last read from structured data (JSON-LD, microdata, RDFa): such a posting gains
+   * nothing from its site's template (decision 0028).
    */
-  titleSource: string | null;
+  readFromStructuredData: boolean;
   runStatus: string | null;
   site: PostingSite;
 }
@@ -65,7 +65,7 @@ interface PostingForWorkRow {
   text_sha256: string | null;
   extracted_at: Date | null;
   fetched_at: Date | null;
-  title_source: string | null;
+  read_from_structured_data: boolean;
   run_status: string | null;
   site_id: string;
   kind: string;
@@ -76,9 +76,14 @@ interface PostingForWorkRow {
   llm_extraction: boolean;
 }
 
+/** Whether posting `p`'s title was last read from structured data, as SQL. */
+export const READ_FROM_STRUCTURED_DATA = `coalesce(p.provenance->>'title' IN ('json-ld', 'microdata', 'rdfa'), false)`;
+
 const POSTINGS_FOR_WORK = `
   SELECT p.id, p.run_id, p.status, p.url, p.listing_payload, p.body_sha256, p.text_sha256,
-         p.extracted_at, p.fetched_at, p.provenance->>'title' AS title_source, r.status AS run_status, p.site_id, s.kind, s.rate_limit_rps,
+         p.extracted_at, p.fetched_at,
+         ${READ_FROM_STRUCTURED_DATA} AS read_from_structured_data,
+         r.status AS run_status, p.site_id, s.kind, s.rate_limit_rps,
          s.min_pause_seconds, s.max_pause_seconds, s.max_concurrency, s.llm_extraction
   FROM postings p
   JOIN site_schedules s ON s.id = p.site_id
@@ -108,7 +113,7 @@ export async function readPostingsForWork(
         textSha256: row.text_sha256,
         extractedAt: row.extracted_at,
         fetchedAt: row.fetched_at,
-        titleSource: row.title_source,
+        readFromStructuredData: row.read_from_structured_data,
         runStatus: row.run_status,
         site: {
           id: row.site_id,

@@ -1,5 +1,6 @@
 import type { Database } from '../client.js';
 import { loadBody } from './bodies.js';
+import { READ_FROM_STRUCTURED_DATA } from './posting-work.js';
 
 /**
  * Site templates (decision 0028): each site's page template, learned from its own stored pages,
@@ -358,8 +359,7 @@ export async function runReadPagesFromMarkup(db: Database, runId: string): Promi
   const { rows } = await db.$client.query<{ found: boolean }>(
     `SELECT EXISTS (
        SELECT 1 FROM postings p
-       WHERE p.run_id = $1 AND p.listing_payload IS NULL
-         AND (p.status = 'error' OR p.provenance->>'title' IN ('dom', 'llm'))
+       WHERE p.run_id = $1 AND p.listing_payload IS NULL AND NOT ${READ_FROM_STRUCTURED_DATA}
      ) AS found`,
     [runId],
   );

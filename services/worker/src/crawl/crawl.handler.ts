@@ -7,9 +7,6 @@ import { countSiteRequests } from '../site-requests.js';
 import { noteTemplateFit, siteTemplateOf } from '../templates/site-templates.js';
 import { fetchPolitely } from './polite-fetch.js';
 
-/** Where a title read from structured data came from: a template does not change those. */
-const STRUCTURED_SOURCES = new Set(['json-ld', 'microdata', 'rdfa']);
-
 /**
  * Fetches a posting's page (or takes its ATS listing payload), skips it when its visible text
  * did not change, and otherwise extracts it from the bytes in hand (the page analyser, in a
@@ -51,7 +48,7 @@ export const crawlHandler: JobHandler<'crawl'> = {
       posting.extractedAt === null ||
       (template !== null &&
         posting.extractedAt < template.createdAt &&
-        !STRUCTURED_SOURCES.has(posting.titleSource ?? ''));
+        !posting.readFromStructuredData);
     const analysis = await analyser.analyse(
       {
         body: response.body,

@@ -41,7 +41,6 @@ import {
   templateStep,
   type TemplateStep,
 } from './template-labels.js';
-import type { ActiveTemplate } from '../templates/site-templates.js';
 
 /**
  * How long every replica's calls wait after the provider refused the key (401, 403): long enough
@@ -136,12 +135,10 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
       return { skipped: true };
     }
     let source: LlmSource;
-    const site: { template: ActiveTemplate | null } = { template: null };
     try {
-      source = await loadLlmSource(context, subject, async (posting) => {
-        site.template = await postingTemplate(context)(posting);
-        return site.template?.template;
-      });
+      source = await loadLlmSource(context, subject, (posting) =>
+        postingTemplate(context, posting),
+      );
     } catch (error) {
       if (error instanceof LlmSubjectUnavailable) throw new UnrecoverableError(error.message);
       throw error;
@@ -166,13 +163,12 @@ export const llmExtractHandler: JobHandler<'llm-extract'> = {
         llm,
         source,
         row,
-        site.template,
         missingPostingFields(source.fields),
       );
       if (step.kind === 'read') {
         await skipLlmExtraction(db, subject, payload.version, 'read with the site’s template');
         await settlePosting(context, source, null);
-        log.debug({ version: site.template?.version }, 'posting read with its site’s template');
+        log.debug({ version: source.template?.version }, 'posting read with its site’s template');
         return { skipped: true, reason: 'site-template' };
       }
       if (step.kind === 'wait')

@@ -5,9 +5,10 @@ import {
   type LlmSubject,
   type PostingForWork,
 } from '@gleaner/db';
-import type { SiteTemplate, TemplateFit } from '@gleaner/extraction';
+import type { TemplateFit } from '@gleaner/extraction';
 import { loadStoredPage } from '../page-analysis/body-fields.js';
 import type { PageAnalyser } from '../page-analysis/page-analyser.js';
+import type { ActiveTemplate } from '../templates/site-templates.js';
 
 /** What an LLM extraction reads: the text, and for a posting what settling it needs. */
 export type LlmSource =
@@ -21,6 +22,8 @@ export type LlmSource =
       fields: ExtractedFields | null;
       /** The stored page, for grounding labels in the site's template. */
       body: Buffer;
+      /** The site's template the page was read with (decision 0028); null when it has none. */
+      template: ActiveTemplate | null;
       /** How the page agreed with the site's template, when it was read with one. */
       templateFit?: TemplateFit;
     };
@@ -45,7 +48,7 @@ export async function loadLlmSource(
   }: { db: Database; analyser: PageAnalyser; signal: AbortSignal | undefined },
   subject: LlmSubject,
   /** The template to read a posting's page with (its site's, decision 0028), if any. */
-  templateOf?: (posting: PostingForWork) => Promise<SiteTemplate | undefined>,
+  templateOf?: (posting: PostingForWork) => Promise<ActiveTemplate | null>,
 ): Promise<LlmSource> {
   if (subject.subjectType === 'document') {
     const { rows } = await db.$client.query<{ status: string; text: string | null }>(
@@ -64,7 +67,7 @@ export async function loadLlmSource(
   if (posting.status !== 'pending' || posting.runStatus !== 'running' || !posting.runId)
     throw new LlmSubjectUnavailable('the posting is no longer pending in a running run');
   const stored = await loadStoredPage(db, posting);
-  const template = await templateOf?.(posting);
+  const template = (await templateOf?.(posting)) ?? null;
   const reading = await analyser.read(
     {
       body: stored.body,
@@ -72,7 +75,7 @@ export async function loadLlmSource(
       siteKind: posting.site.kind,
       url: posting.url,
       wantsText: true,
-      ...(template && { template }),
+      ...(template && { template: template.template }),
     },
     signal,
   );
@@ -84,6 +87,7 @@ export async function loadLlmSource(
     // No posting the rules could read (`reading.extractionError`): the LLM's fields are all there is.
     fields: reading.fields ?? null,
     body: stored.body,
+    template,
     ...(reading.templateFit && { templateFit: reading.templateFit }),
   };
 }

@@ -55,29 +55,27 @@ export type TemplateStep =
 const labelLockKey = (prefix: string, siteId: string) => `${prefix}:template-label:${siteId}`;
 
 /** The site's template for a posting's page, learned first when that is due. */
-export function postingTemplate(
+export async function postingTemplate(
   context: HandlerContext,
-): (posting: PostingForWork) => Promise<ActiveTemplate | null> {
-  return async (posting) => {
-    if (posting.listingPayload !== null) return null;
-    return ensureSiteTemplate(context, posting.site.id, posting.runId);
-  };
+  posting: PostingForWork,
+): Promise<ActiveTemplate | null> {
+  if (posting.listingPayload !== null) return null;
+  return ensureSiteTemplate(context, posting.site.id, posting.runId);
 }
 
 /**
- * Decides the step for a posting read with `template` (null: the site has none). Notes the page
- * as a misfit when the template does not fit it.
+ * Decides the step for a posting read with its site's template (`source.template`, null when the
+ * site has none). Notes the page as a misfit when the template does not fit it.
  */
 export async function templateStep(
   context: HandlerContext,
   llm: LlmDeps,
   source: Extract<LlmSource, { subjectType: 'posting' }>,
   row: Pick<LlmExtractionRow, 'queuedAt'>,
-  template: ActiveTemplate | null,
   missing: readonly string[],
 ): Promise<TemplateStep> {
   if (missing.length === 0) return { kind: 'read' };
-  const { posting } = source;
+  const { posting, template } = source;
   const mayWait = Date.now() - row.queuedAt.getTime() < TEMPLATE_WAIT_MS;
   if (template === null)
     // The site's first template is learned once a few of its pages are stored.
@@ -156,7 +154,7 @@ export async function groundLabels(
   const siteId = source.posting.site.id;
   const { template: labelled, grounded } = await context.analyser.label(
     {
-      body: new Uint8Array(source.body),
+      body: source.body,
       contentType: source.contentType,
       template: template.template,
       labels,
