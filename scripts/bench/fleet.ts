@@ -48,6 +48,7 @@ import {
   report,
   round2,
   Teardown,
+  waitUntilQuiet,
   wantsHelp,
 } from './support.js';
 
@@ -59,8 +60,6 @@ environment: BENCH_FLEET_WORKERS ("1,2,4"), BENCH_ROUNDS (3), BENCH_POSTINGS (40
 /** The workers' CPU per page with N workers may be at most this much above one worker's. */
 const TARGET_CPU_GROWTH = 0.15;
 const CONNECTION_SAMPLE_MS = 100;
-/** Pages each worker crawls before the timed run: enough for V8 to have compiled its hot code. */
-const WARM_UP_PAGES_PER_WORKER = 3000;
 
 const progress = progressFor('fleet');
 
@@ -84,7 +83,7 @@ function readSettings(args: string[]): FleetSettings | 'help' {
     counts: [...new Set(counts)],
     rounds: integerFrom('BENCH_ROUNDS', 3, { min: 1, max: 25 }, USAGE),
     base: {
-      ...runSettingsFrom(USAGE, 4000, WARM_UP_PAGES_PER_WORKER),
+      ...runSettingsFrom(USAGE, 4000),
       workers: 1,
       rounds: 1,
       skipCrawlee: true,
@@ -145,6 +144,12 @@ async function runCount(
     };
     const pipeline = await startPipeline(pipelineSettings, site, teardown);
     const { handle, databaseName } = pipeline.stack;
+    // The warm-up's runs are still being closed and written back when it ends: the timed run
+    // starts once the machine is quiet, or its CPU per page carries the warm-up's tail.
+    const quiet = await waitUntilQuiet();
+    progress(
+      `${workers} worker(s), round ${round}: machine quiet after ${(quiet.waitedMs / 1000).toFixed(1)} s`,
+    );
     const { result: timed, peak: peakConnections } = await withConnectionPeak(
       handle.pool,
       databaseName,

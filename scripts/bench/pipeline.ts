@@ -30,7 +30,7 @@
  *
  * Environment: BENCH_WORKERS (1), BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY,
  * BENCH_EXTRACT_THREADS (default: the worker's own defaults from @gleaner/config),
- * BENCH_WARM_UP_PAGES (500), BENCH_POSTINGS (2000), BENCH_PAGE_BYTES (30000),
+ * BENCH_WARM_UP_PAGES (3000), BENCH_POSTINGS (2000), BENCH_PAGE_BYTES (30000),
  * BENCH_ROUNDS (3), BENCH_TIMEOUT_MS (300000), BENCH_WORKER_NODE_OPTIONS (extra NODE_OPTIONS for the worker),
  * BENCH_WORKER_CPU_PROFILE=<dir> (writes the worker's .cpuprofile there, see cpu-profile.mjs),
  * BENCH_SKIP_CRAWLEE=1. TEST_DATABASE_URL / TEST_REDIS_URL as for the tests.
@@ -65,6 +65,7 @@ import {
   wantsHelp,
   startWorkerProcesses,
   assertWorkersAlive,
+  waitUntilQuiet,
   workerWarnings,
   waitForRuns,
   Teardown,
@@ -73,7 +74,7 @@ import {
 
 const USAGE = `usage: pnpm bench pipeline
 environment: BENCH_WORKERS (1), BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY, BENCH_EXTRACT_THREADS (worker defaults),
-  BENCH_WARM_UP_PAGES (500), BENCH_POSTINGS (2000), BENCH_ROUNDS (3),
+  BENCH_WARM_UP_PAGES (3000), BENCH_POSTINGS (2000), BENCH_ROUNDS (3),
   BENCH_PAGE_BYTES (30000), BENCH_TIMEOUT_MS (300000), BENCH_WORKER_NODE_OPTIONS,
   BENCH_WORKER_CPU_PROFILE=<dir>, BENCH_SKIP_CRAWLEE=1
 `;
@@ -118,13 +119,21 @@ const progress = progressFor('pipeline');
 // Settings
 
 /**
+ * Pages each worker crawls before it is timed (and the baseline loop reads before it is): a
+ * worker that runs for hours has its hot code compiled. A profile of the timed run after 500
+ * warm-up pages had the worker's compiler threads at about a fifth of its CPU, still optimising
+ * what the run was measuring; after 3,000, at under a tenth. Shared with `pnpm bench fleet`.
+ */
+export const STEADY_STATE_WARM_UP_PAGES = 3000;
+
+/**
  * What a run of the fixture site through the workers takes from the environment, shared with
  * `pnpm bench fleet`.
  */
 export function runSettingsFrom(
   usage: string,
   defaultPostings: number,
-  defaultWarmUpPages = 500,
+  defaultWarmUpPages = STEADY_STATE_WARM_UP_PAGES,
 ): Omit<Settings, 'workers' | 'rounds' | 'skipCrawlee'> {
   return {
     postings: integerFrom('BENCH_POSTINGS', defaultPostings, { min: 1 }, usage),
@@ -305,12 +314,15 @@ async function warmUp(sitemapUrl: string, concurrency: number, pages: number): P
   const agent = new Agent({ connections: concurrency });
   try {
     const urls = await fetchSitemapUrls(agent, sitemapUrl);
-    await forEachConcurrently(urls.slice(0, pages), concurrency, async (url) => {
-      const $ = load(await fetchText(agent, url));
-      $('script[type="application/ld+json"]').each((_, element) => {
-        JSON.parse($(element).text());
+    // Past the site's size, the list again from its start, as the workers' warm-up runs do.
+    for (let done = 0; done < pages && urls.length > 0; done += urls.length) {
+      await forEachConcurrently(urls.slice(0, pages - done), concurrency, async (url) => {
+        const $ = load(await fetchText(agent, url));
+        $('script[type="application/ld+json"]').each((_, element) => {
+          JSON.parse($(element).text());
+        });
       });
-    });
+    }
     return urls;
   } finally {
     await agent.close();
@@ -653,7 +665,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
   const urls = await warmUp(site.sitemapUrl, settings.crawlConcurrency, settings.warmUpPages);
   if (urls.length !== settings.postings)
     throw new Error(`sitemap lists ${urls.length} URLs, expected ${settings.postings}`);
-  progress(`warm-up done (${Math.min(settings.warmUpPages, urls.length)} pages)`);
+  progress(`warm-up done (${settings.warmUpPages} pages)`);
 
   const failures: string[] = [];
   progress(`pipeline: ${settings.workers} worker process(es), scrape → crawl → extract`);
@@ -661,6 +673,12 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
 
   const rounds: Round[] = [];
   for (let round = 1; round <= settings.rounds; round++) {
+    // The baseline opens each round on a quiet machine: the first round follows the workers'
+    // warm-up, whose runs are still being closed and written back when it ends.
+    const quiet = await waitUntilQuiet();
+    progress(
+      `round ${round}: machine quiet after ${(quiet.waitedMs / 1000).toFixed(1)} s (${quiet.busyCores.toFixed(2)} cores busy)`,
+    );
     const baseline = await runBaseline(site, settings.crawlConcurrency);
     const baselinePagesPerSec = baseline.pages / baseline.seconds;
     warnIfNoisy(`round ${round}'s baseline`, baseline.cpuSeconds);

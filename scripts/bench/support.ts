@@ -7,6 +7,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
@@ -681,15 +682,46 @@ export function cpuSnapshot(): CpuSnapshot {
       // The process ended between readdir and read.
     }
   }
+  const { busy, steal } = machineTicks();
+  return { processes, busyTicks: busy, stealTicks: steal };
+}
+
+/** The machine's CPU ticks so far, all cores: busy (user + nice + system) and stolen by the host. */
+function machineTicks(): { busy: number; steal: number } {
   // "cpu  user nice system idle iowait irq softirq steal guest guest_nice"
-  const total = readFileSync('/proc/stat', 'utf8')
+  const [user = 0, nice = 0, system = 0, , , , , steal = 0] = readFileSync('/proc/stat', 'utf8')
     .split('\n', 1)[0]!
     .trim()
     .split(/\s+/)
     .slice(1)
     .map(Number);
-  const [user = 0, nice = 0, system = 0, , , , , steal = 0] = total;
-  return { processes, busyTicks: user + nice + system, stealTicks: steal };
+  return { busy: user + nice + system, steal };
+}
+
+/**
+ * Waits until the machine is quiet: less than `busyCores` of a core busy over a `windowMs`
+ * window, all processes together, or `maxMs` at most. What a timed phase leaves behind (a
+ * worker closing its warm-up runs, Postgres writing back what they wrote) otherwise lands in
+ * the next phase's time. Returns how long it waited and how busy the last window was.
+ */
+export async function waitUntilQuiet({
+  busyCores = 0.15,
+  windowMs = 500,
+  maxMs = 20_000,
+}: { busyCores?: number; windowMs?: number; maxMs?: number } = {}): Promise<{
+  waitedMs: number;
+  busyCores: number;
+}> {
+  const started = performance.now();
+  for (;;) {
+    const before = machineTicks().busy;
+    const from = performance.now();
+    await sleep(windowMs);
+    const busy =
+      (machineTicks().busy - before) / CLOCK_TICKS_PER_SECOND / ((performance.now() - from) / 1000);
+    const waitedMs = performance.now() - started;
+    if (busy < busyCores || waitedMs >= maxMs) return { waitedMs, busyCores: busy };
+  }
 }
 
 /** Labels that are not processes: CPU nobody alive at the end accounts for, and host steal. */
