@@ -1,7 +1,7 @@
 /**
  * Scores posting extraction against a directory of pages with expected records:
  *
- *   pnpm eval:extraction [DIR] [--no-structured-data] [--no-template]
+ *   pnpm eval:extraction [DIR] [--no-structured-data] [--no-template] [--as-crawled]
  *                                   (default DIR: packages/extraction/corpus)
  *
  * DIR holds `<name>.html` and `<name>.expected.json` (the expected ExtractedPosting fields, or
@@ -12,6 +12,11 @@
  *   --no-structured-data  strip JSON-LD and microdata/RDFa from every page before learning and
  *                         reading: the template and the markup reader alone are measured
  *   --no-template         read every page without a template: today's reader, for comparison
+ *   --as-crawled          score each site's pages as its first run holds them once closed: in
+ *                         file order, each read with the template learned from the pages before
+ *                         it (first from 3 pages, again at 6, 12, 24 and 50), one with no posting
+ *                         before any template with the first, every page read again before the
+ *                         close with the last template where it fits (readAsFirstRun)
  *
  * Human-readable lines (every mismatch, a table of fields, a table of sites) go to stderr; the
  * last stdout line is the JSON summary `{"pages":…,"fields":{"title":{"precision":…,"recall":…,
@@ -33,7 +38,7 @@ import {
   summariseSites,
 } from '../packages/extraction/src/index.js';
 
-const FLAGS = new Set(['--no-structured-data', '--no-template']);
+const FLAGS = new Set(['--no-structured-data', '--no-template', '--as-crawled']);
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -60,6 +65,7 @@ function main(): number {
   const { total, sites: siteReports } = evaluateSites(sites, {
     useTemplate: !args.includes('--no-template'),
     stripStructuredData: args.includes('--no-structured-data'),
+    asCrawled: args.includes('--as-crawled'),
   });
   process.stderr.write(
     `eval-extraction: ${directory}\n${formatReport(total).join('\n')}\n\n${formatSites(siteReports).join('\n')}\n`,

@@ -93,8 +93,24 @@ interface Board {
   close(): Promise<void>;
 }
 
+/**
+ * Template C: template A with an unlabelled location, the same on the board's first eight
+ * postings. A template learned from the first pages alone takes that location for the board's
+ * own text and reads none; one learned from more pages reads it on every page.
+ */
+const firstRunLocation = (job: Job) => (job.id < 8 ? 'Lisbon, Portugal' : job.location);
+const pageC = (job: Job) =>
+  pageA(job).replace(
+    `<p class="where">Location: ${job.location}</p>`,
+    `<p class="where">${firstRunLocation(job)}</p>`,
+  );
+
 /** A board of `count` postings; pages after the first `redesignAfter` served use template B. */
-async function startBoard(count: number, redesignAfter = Infinity): Promise<Board> {
+async function startBoard(
+  count: number,
+  redesignAfter = Infinity,
+  first: (job: Job) => string = pageA,
+): Promise<Board> {
   let served = 0;
   const server = createServer((request, response) => {
     const path = request.url ?? '/';
@@ -112,7 +128,7 @@ async function startBoard(count: number, redesignAfter = Infinity): Promise<Boar
     const id = match ? Number(match[1]) : -1;
     if (id < 0 || id >= count) return void response.writeHead(404).end();
     served += 1;
-    return html(served > redesignAfter ? pageB(jobOf(id)) : pageA(jobOf(id)));
+    return html(served > redesignAfter ? pageB(jobOf(id)) : first(jobOf(id)));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -161,14 +177,14 @@ afterAll(async () => {
   await Promise.all(boards.map((board) => board.close()));
 });
 
-async function boardSite(name: string, board: Board) {
+async function boardSite(name: string, board: Board, llmExtraction = true) {
   return insertSite(system.handle.db, {
     siteName: name,
     kind: 'career-site',
     config: { url: board.url, listingUrl: `${board.url}/jobs` },
     minPauseSeconds: 0,
     maxPauseSeconds: 0,
-    llmExtraction: true,
+    llmExtraction,
   });
 }
 
@@ -247,5 +263,27 @@ describe('a career site without markup, read with its learned template', () => {
     const calls = postingCalls() - before;
     expect(calls).toBeLessThanOrEqual(10);
     expect(board.served()).toBe(120);
+  }, 240_000);
+
+  it('reads a first run’s pages again before it closes, with the template learned from them all', async () => {
+    const board = await startBoard(40, Infinity, pageC);
+    boards.push(board);
+    const site = await boardSite('template-first-run', board, false);
+
+    const run = await system.runToEnd(site.id, 180_000);
+
+    expect(run, run.message ?? '').toMatchObject({ status: 'succeeded', readyCount: 40 });
+    // The run's first pages were read with templates learned from a few pages that all had the
+    // same location, which read none; before it closed, the run read them again with the
+    // template learned from all its pages.
+    const postings = await postingsOf(site.id);
+    expect(postings).toHaveLength(40);
+    for (const posting of postings)
+      expect(posting).toMatchObject({
+        status: 'ready',
+        title: posting.job.title,
+        location: firstRunLocation(posting.job),
+      });
+    expect(board.served()).toBe(40);
   }, 240_000);
 });

@@ -35,8 +35,10 @@ import {
   postingFieldKeys,
   type PostingFieldKey,
 } from '@gleaner/db/posting-fields';
-import { extractPosting } from './extract-posting.js';
+import { extractPosting, type TemplateFit } from './extract-posting.js';
 import { learnSiteTemplate } from './template/learn.js';
+import { nextTemplateLearningAt, TEMPLATE_MAX_PAGES } from './template/schedule.js';
+import type { SiteTemplate } from './template/types.js';
 import { htmlToText, normaliseWhitespace } from './html-text.js';
 import type { ExtractionResult } from './types.js';
 
@@ -91,7 +93,8 @@ export interface EvaluationReport {
   results: Map<string, ExtractionResult | null>;
 }
 
-export type Extractor = (html: string) => ExtractionResult | null;
+/** Reads one page; `index` is the page's place in the list being evaluated. */
+export type Extractor = (html: string, index: number) => ExtractionResult | null;
 
 /** Reads `<name>.html` + `<name>.expected.json` pairs from a directory, in name order. */
 export function readCorpus(directory: string): CorpusPage[] {
@@ -194,8 +197,8 @@ export function evaluatePages(
     results: new Map(),
   };
 
-  for (const page of pages) {
-    const result = extract(page.html);
+  for (const [index, page] of pages.entries()) {
+    const result = extract(page.html, index);
     report.results.set(page.name, result);
     if (page.expected === null) {
       if (result !== null) {
@@ -274,6 +277,11 @@ export interface SiteEvaluationOptions {
   useTemplate?: boolean;
   /** Strip JSON-LD and microdata/RDFa from every page first (see stripStructuredData). */
   stripStructuredData?: boolean;
+  /**
+   * Score each folder's pages as the site's first run holds them once it has closed
+   * (`readAsFirstRun`), instead of each read with a template learned from all of them at once.
+   */
+  asCrawled?: boolean;
 }
 
 export interface SiteReport {
@@ -292,14 +300,61 @@ export function evaluateSites(
     const pages = options.stripStructuredData
       ? site.pages.map((page) => ({ ...page, html: stripStructuredData(page.html) }))
       : site.pages;
-    const template =
-      useTemplate && site.isFolder ? learnSiteTemplate(pages.map((page) => page.html)) : null;
+    const htmls = pages.map((page) => page.html);
+    if (useTemplate && site.isFolder && options.asCrawled) {
+      const { results, last } = readAsFirstRun(htmls);
+      const report = evaluatePages(pages, (_html, index) => results[index] ?? null);
+      return { site: site.name, report, hasTemplate: last !== null };
+    }
+    const template = useTemplate && site.isFolder ? learnSiteTemplate(htmls) : null;
     const report = evaluatePages(pages, (html) =>
       extractPosting(html, template === null ? {} : { template }),
     );
     return { site: site.name, report, hasTemplate: template !== null };
   });
   return { total: mergeReports(reports.map((site) => site.report)), sites: reports };
+}
+
+/**
+ * What a site's first run holds for each of its pages once it has closed, as the worker reads
+ * them: the pages come one after another; each is read with the template learned from the pages
+ * before it (none until `TEMPLATE_MIN_PAGES` are in, then again on `nextTemplateLearningAt`'s
+ * schedule, from the last `TEMPLATE_MAX_PAGES`; a learning that finds nothing is tried again at
+ * the next page); one the rules find no posting in before there is any template waits for the
+ * first; and before the run closes, every page, read or found to hold no posting, is read again
+ * with the template learned last, where that template fits it. The worker reads many pages at once, so its pages meet their
+ * templates later than these do.
+ */
+export function readAsFirstRun(htmls: readonly string[]): {
+  results: (ExtractionResult | null)[];
+  last: SiteTemplate | null;
+} {
+  const arrival: (SiteTemplate | null)[] = [];
+  let last: SiteTemplate | null = null;
+  let learnedFrom: number | null = null;
+  for (let stored = 1; stored <= htmls.length; stored += 1) {
+    arrival.push(last);
+    const due = nextTemplateLearningAt(learnedFrom);
+    if (due === null || stored < due) continue;
+    const from = htmls.slice(Math.max(0, stored - TEMPLATE_MAX_PAGES), stored);
+    const learned = learnSiteTemplate(from);
+    if (learned === null) continue;
+    last = learned;
+    learnedFrom = from.length;
+  }
+  const results = htmls.map((html, index) => {
+    const template = arrival[index] ?? null;
+    let result = extractPosting(html, template === null ? {} : { template });
+    if (result === null && template === null) {
+      const first = arrival.slice(index + 1).find((later) => later !== null) ?? last;
+      if (first !== null) result = extractPosting(html, { template: first });
+    }
+    if (last === null || last === template) return result;
+    let fit: TemplateFit | undefined;
+    const reread = extractPosting(html, { template: last, onTemplateFit: (seen) => (fit = seen) });
+    return reread !== null && fit?.fits === true && !fit.stale ? reread : result;
+  });
+  return { results, last };
 }
 
 function mergeReports(reports: readonly EvaluationReport[]): EvaluationReport {

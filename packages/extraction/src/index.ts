@@ -3,7 +3,10 @@ export { extractPosting, type ExtractPostingOptions, type TemplateFit } from './
 export {
   labelTemplate,
   learnSiteTemplate,
+  nextTemplateLearningAt,
   readWithTemplate,
+  TEMPLATE_MAX_PAGES,
+  TEMPLATE_MIN_PAGES,
   type SiteTemplate,
   type TemplateField,
   type TemplatePath,

@@ -33,6 +33,7 @@ import { createInFlightJobs, type InFlightJobs } from './job-signal.js';
 import { createPageAnalyser, type PageAnalyser } from './page-analysis/page-analyser.js';
 import { isLastAttempt, isPermanent } from './retry-decision.js';
 import { createSettlement, type Settlement } from './settlement/settlement.js';
+import { rereadRunWithTemplate } from './templates/reread.js';
 import { ensureSiteTemplate } from './templates/site-templates.js';
 import {
   createWorkerHeartbeat,
@@ -381,15 +382,17 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     },
     // A closed run's pages read from their markup teach its site's template (decision 0028), in
     // the page analyser's threads: a replica without them leaves that to the extract stage.
-    afterClose: async (run) => {
-      if (readsPages && (await runReadPagesFromMarkup(deps.db, run.id)))
-        await ensureSiteTemplate(
-          { db: deps.db, analyser, log: deps.logger },
-          run.siteScheduleId,
-          run.id,
-        );
-      await resolveTemplateChangedAlert(deps.db, run.id);
+    // A run that read pages from their markup learns its site's template again when that is due,
+    // and reads its pages again with it, before it closes (decision 0028).
+    beforeClose: async (runId) => {
+      if (!readsPages || !(await runReadPagesFromMarkup(deps.db, runId))) return;
+      const run = await getRun(deps.db, runId);
+      if (!run) return;
+      const templateDeps = { db: deps.db, analyser, log: deps.logger };
+      const template = await ensureSiteTemplate(templateDeps, run.siteScheduleId, run.id);
+      if (template) await rereadRunWithTemplate(templateDeps, run, template);
     },
+    afterClose: (run) => resolveTemplateChangedAlert(deps.db, run.id).then(() => undefined),
   });
   // A replica that serves no queue reading pages (scrape, documents only) starts no thread.
   const readsPages = options.queues.some((queue) => PAGE_READING_QUEUES.includes(queue));

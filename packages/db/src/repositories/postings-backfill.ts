@@ -167,6 +167,13 @@ const inputColumns = [
   ...extractedFieldKeys.map((key) => `${columns[key].name} ${columns[key].getSQLType()}`),
 ].join(', ');
 
+/** A posting's id and extracted fields as one row of `inputColumns`. */
+function fieldsRow({ postingId, fields }: { postingId: string; fields: ExtractedFields }) {
+  const row: Record<string, unknown> = { id: postingId };
+  for (const key of extractedFieldKeys) row[columns[key].name] = fields[key] ?? null;
+  return row;
+}
+
 /**
  * Saves re-extracted fields over postings still under another version, each one's current
  * fields kept first as its next `posting_versions` row (the path a changed page takes). The
@@ -186,6 +193,35 @@ const SAVE_REEXTRACTED = `
   FROM input i
   WHERE p.id = i.id AND p.extraction_version IS DISTINCT FROM $2 AND p.extracted_at IS NOT NULL
   RETURNING p.id`;
+
+/**
+ * Saves the fields of a run's pages read again with their site's newer template (decision 0028),
+ * before the run closes: over a posting still `ready` in `runId` and extracted before
+ * `readBefore` (a later read is never overwritten), or still in `error` with `noPostingError`,
+ * which becomes `ready`. The body is the same, so the earlier read is not kept as a version.
+ * Returns how many it saved.
+ */
+export async function saveTemplateRereads(
+  db: Database,
+  runId: string,
+  { readBefore, noPostingError }: { readBefore: Date; noPostingError: string },
+  reread: readonly { postingId: string; fields: ExtractedFields }[],
+): Promise<number> {
+  if (reread.length === 0) return 0;
+  const { rowCount } = await db.$client.query(
+    `WITH input AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS i(${inputColumns})
+     )
+     UPDATE postings p
+     SET ${fieldColumns.map((name) => `${name} = i.${name}`).join(', ')},
+         status = 'ready', error = NULL, extracted_at = now(), updated_at = now()
+     FROM input i
+     WHERE p.id = i.id AND p.run_id = $2
+       AND ((p.status = 'ready' AND p.extracted_at < $3) OR (p.status = 'error' AND p.error = $4))`,
+    [jsonForPg(reread.map(fieldsRow)), runId, readBefore, noPostingError],
+  );
+  return rowCount ?? 0;
+}
 
 /**
  * Commits one batch: the postings and the backfill's cursor and counters in one transaction,
@@ -212,12 +248,10 @@ export async function applyBackfillBatch(
     }
     let saved = 0;
     if (batch.reextracted.length > 0) {
-      const input = batch.reextracted.map(({ postingId, fields }) => {
-        const row: Record<string, unknown> = { id: postingId };
-        for (const key of extractedFieldKeys) row[columns[key].name] = fields[key] ?? null;
-        row.extraction_version = batch.version;
-        return row;
-      });
+      const input = batch.reextracted.map((posting) => ({
+        ...fieldsRow(posting),
+        extraction_version: batch.version,
+      }));
       const { rowCount } = await client.query(SAVE_REEXTRACTED, [jsonForPg(input), batch.version]);
       saved = rowCount ?? 0;
     }

@@ -535,9 +535,16 @@ export async function finalizeRun(
   {
     requests,
     awaitingSync,
+    beforeClose,
   }: {
     /** The run's requests by answer, read only for a run that may close; null when unknown. */
     requests?: () => Promise<RunRequestCounts | null>;
+    /**
+     * What must be done to the run's postings before it closes, called once nothing of it is
+     * pending (its pages read again with its site's template, decision 0028). A racing caller
+     * may call it too; the close that follows checks everything again.
+     */
+    beforeClose?: () => Promise<void>;
     /**
      * Told when the run would close but for its LLM sync (a `use_llm_sync` site, decision
      * 0025): its sync job is to be queued, and the run closes once it is done.
@@ -558,6 +565,7 @@ export async function finalizeRun(
     await awaitingSync?.(id);
     return undefined;
   }
+  await beforeClose?.();
   const counted = (await requests?.()) ?? null;
   const result = await db.$client.query<{
     id: string;

@@ -1,4 +1,7 @@
+import { and, asc, eq, isNotNull, isNull, lt, or, sql } from 'drizzle-orm';
+import { alias } from 'drizzle-orm/pg-core';
 import type { Database } from '../client.js';
+import { postings, type PostingRow } from '../schema.js';
 import { loadBody } from './bodies.js';
 import { READ_FROM_STRUCTURED_DATA } from './posting-work.js';
 
@@ -364,4 +367,42 @@ export async function runReadPagesFromMarkup(db: Database, runId: string): Promi
     [runId],
   );
   return rows[0]?.found ?? false;
+}
+
+/**
+ * A run's pages to read again with its site's current template before the run closes: those read
+ * from their markup by the rules before `readBefore` (when that template was learned) and
+ * `ready`, and those that ended in `error` with `noPostingError` (the rules found no posting in
+ * them, maybe before the site had any template); with their stored bodies. At most `limit`.
+ */
+export async function listRunPagesReadBefore(
+  db: Database,
+  runId: string,
+  { readBefore, noPostingError }: { readBefore: Date; noPostingError: string },
+  limit: number,
+): Promise<PostingRow[]> {
+  // As `p`, the alias READ_FROM_STRUCTURED_DATA is written for.
+  const p = alias(postings, 'p');
+  return db
+    .select()
+    .from(p)
+    .where(
+      and(
+        eq(p.runId, runId),
+        isNull(p.listingPayload),
+        isNotNull(p.bodySha256),
+        or(
+          and(
+            eq(p.status, 'ready'),
+            lt(p.extractedAt, readBefore),
+            sql`NOT ${sql.raw(READ_FROM_STRUCTURED_DATA)}`,
+            // What the model read stays the model's: its answers ground the template's labels.
+            sql`NOT coalesce(${p.provenance} @? '$.* ? (@ == "llm")', false)`,
+          ),
+          and(eq(p.status, 'error'), eq(p.error, noPostingError)),
+        ),
+      ),
+    )
+    .orderBy(asc(p.id))
+    .limit(limit);
 }

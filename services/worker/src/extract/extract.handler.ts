@@ -3,11 +3,17 @@ import type { JobHandler } from '../context.js';
 import { handPostingToLlm, needsLlm } from '../llm/handoff.js';
 import { loadStoredPage } from '../page-analysis/body-fields.js';
 import { toExtractError } from '../page-analysis/page-fields.js';
-import { ensureSiteTemplate, noteTemplateFit } from '../templates/site-templates.js';
+import {
+  ensureSiteTemplate,
+  noteTemplateFit,
+  waitForFirstTemplate,
+} from '../templates/site-templates.js';
 
 /**
  * Extracts a posting from its stored body: the pages the crawl job could not settle, retried
- * without fetching again, with the site's template (learned here when that is due). The page is read in the page analyser's threads, under the job's signal
+ * without fetching again, with the site's template (learned here when that is due; a page
+ * without a posting the rules can read, seen before its site has a template, waits for the first
+ * one while its run still has pages to fetch). The page is read in the page analyser's threads, under the job's signal
  * and the page's time budget (`EXTRACT_PAGE_TOO_SLOW`, permanent), never on the event loop. A
  * page without a posting, or without a required field, goes to the LLM stage instead when its
  * site asks for it (and stays pending until that settles it).
@@ -47,7 +53,13 @@ export const extractHandler: JobHandler<'extract'> = {
       const error = toExtractError(reading.extractionError);
       // No posting the rules can read: the LLM stage may still find one, when the site asks.
       if (error.code !== 'EXTRACT_NOT_A_POSTING') throw error;
-      if (!needsLlm(context, posting.site, null)) throw error;
+      if (!needsLlm(context, posting.site, null)) {
+        // A site's first pages come before its template: one learned from the run's next
+        // pages may read this one (the LLM stage waits for it the same way).
+        if (template === null && posting.listingPayload === null)
+          await waitForFirstTemplate(context, { ...posting, runId: payload.runId });
+        throw error;
+      }
     }
     if (!fields || needsLlm(context, posting.site, fields)) {
       await handPostingToLlm(

@@ -15,6 +15,7 @@ import {
   ensureSiteTemplate,
   forgetSiteTemplate,
   noteTemplateFit,
+  TEMPLATE_WAIT_MS,
   type ActiveTemplate,
 } from '../templates/site-templates.js';
 import type { LlmSource } from './subject.js';
@@ -35,11 +36,6 @@ export const TEMPLATE_LABEL_CALLS = 5;
 const LABEL_LOCK_MS = 120_000;
 /** How soon a job that found its site being labelled, or its template being learned, looks again. */
 export const LABEL_WAIT_MS = 1_000;
-/**
- * How long a page waits, from when it was handed to the LLM stage, for its site's template to be
- * learned (the site's first, or again after a redesign) before the model is asked about it alone.
- */
-export const TEMPLATE_WAIT_MS = 30_000;
 
 /** What the LLM stage does with a posting, given its site's template. */
 export type TemplateStep =

@@ -42,6 +42,9 @@ export function toExtractError(error: {
   );
 }
 
+/** The message of a page the rules find no posting in (`EXTRACT_NOT_A_POSTING`). */
+export const NOT_A_POSTING_MESSAGE = 'page holds no job posting';
+
 /**
  * Fields from an extraction result: the posting, where each field came from, the extractor's
  * version and the SimHash of the posting's own text. Throws ExtractError when there is none.
@@ -52,8 +55,7 @@ export function toExtractedFields(
     provenance: NonNullable<ExtractedFields['provenance']>;
   } | null,
 ): ExtractedFields {
-  if (!result)
-    throw new ExtractError('page holds no job posting', 'EXTRACT_NOT_A_POSTING', 'permanent');
+  if (!result) throw new ExtractError(NOT_A_POSTING_MESSAGE, 'EXTRACT_NOT_A_POSTING', 'permanent');
   const text = result.posting.descriptionText ?? result.posting.description ?? result.posting.title;
   return {
     ...result.posting,

@@ -50,6 +50,11 @@ export interface SettlementOptions {
   runRequests?: (runId: string) => Promise<RunRequestCounts | null>;
   /** Queues the LLM sync of a run that would close but for it (decision 0025). */
   awaitingSync?: (runId: string) => Promise<void>;
+  /**
+   * What a run's postings need before the run closes, once none is pending (a failure is logged
+   * and the run closes all the same).
+   */
+  beforeClose?: (runId: string) => Promise<void>;
   /** What follows a run's close that is not the settles' business (a failure is logged). */
   afterClose?: (run: FinalizedRun) => Promise<void>;
 }
@@ -106,12 +111,28 @@ async function eachOrAlone<K, V>(
 export function createSettlement(
   db: Database,
   logger: Logger,
-  { maxBatchSize = 64, expiry, runRequests, awaitingSync, afterClose }: SettlementOptions = {},
+  {
+    maxBatchSize = 64,
+    expiry,
+    runRequests,
+    awaitingSync,
+    beforeClose,
+    afterClose,
+  }: SettlementOptions = {},
 ): Settlement {
   async function closeRunIfDone(runId: string): Promise<void> {
     const closed = await finalizeRun(db, runId, expiry, {
       ...(runRequests && { requests: () => runRequests(runId) }),
       ...(awaitingSync && { awaitingSync }),
+      ...(beforeClose && {
+        beforeClose: () =>
+          beforeClose(runId).catch((error: unknown) => {
+            logger.warn(
+              { err: error, runId },
+              'could not finish what comes before the run’s close',
+            );
+          }),
+      }),
     });
     if (!closed) return;
     const { level, fields } = finalizedRunLog(closed);

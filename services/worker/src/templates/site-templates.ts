@@ -1,3 +1,4 @@
+import { DelayedError } from 'bullmq';
 import {
   countStoredSitePages,
   getSiteTemplate,
@@ -6,12 +7,19 @@ import {
   loadTemplatePages,
   raiseTemplateChangedAlert,
   recordTemplateMisfit,
+  runHasPagesToCome,
   saveSiteTemplate,
   type Database,
   type SiteTemplateRow,
 } from '@gleaner/db';
-import type { SiteTemplate, TemplateFit } from '@gleaner/extraction';
+import {
+  nextTemplateLearningAt,
+  TEMPLATE_MAX_PAGES,
+  type SiteTemplate,
+  type TemplateFit,
+} from '@gleaner/extraction';
 import type { Logger } from '@gleaner/logger';
+import type { HandlerContext } from '../context.js';
 import type { PageAnalyser } from '../page-analysis/page-analyser.js';
 import { templateLearnInput, type PageLabels } from '../page-analysis/template-tasks.js';
 
@@ -20,10 +28,6 @@ import { templateLearnInput, type PageLabels } from '../page-analysis/template-t
  * not fit, learn it again when there is more to learn from or when its pages changed shape.
  */
 
-/** Stored pages a site needs before its first template is learned. */
-export const TEMPLATE_MIN_PAGES = 3;
-/** Pages a template is learned from at most: the site's most recently fetched. */
-export const TEMPLATE_MAX_PAGES = 50;
 /**
  * Stored pages the template does not fit before it is learned again from them: fewer could be
  * a few expired or error pages, more keeps a redesigned site read the old way for longer.
@@ -31,6 +35,14 @@ export const TEMPLATE_MAX_PAGES = 50;
 export const TEMPLATE_MISFITS_TO_RELEARN = 5;
 /** Bytes of pages one learning reads at most (the most recent pages first). */
 export const TEMPLATE_MAX_BYTES = 8 * 1024 * 1024;
+/**
+ * How long a page the rules cannot read waits for its site's template to be learned (the site's
+ * first, or again after a redesign), from when it was handed to the LLM stage or, without one,
+ * fetched: after that it is asked about alone, or fails as no posting.
+ */
+export const TEMPLATE_WAIT_MS = 30_000;
+/** How soon the extract stage looks again for a template its page is waiting for. */
+const TEMPLATE_POLL_MS = 2_000;
 /** How long a worker keeps a site's template before reading it again from Postgres. */
 const CACHE_MS = 2_000;
 
@@ -118,19 +130,15 @@ export async function noteTemplateFit(
 }
 
 /**
- * Whether the site's template should be learned (again) now: it has none and enough stored
- * pages; enough of its pages no longer fit it; or it learned from fewer than TEMPLATE_MAX_PAGES
- * and the site now has twice as many.
+ * Whether the site's template should be learned (again) now: enough of its pages no longer fit
+ * it, or the site has the stored pages the schedule asks for (`nextTemplateLearningAt`: a first
+ * template from TEMPLATE_MIN_PAGES, then from twice as many, up to TEMPLATE_MAX_PAGES).
  */
 async function learningDue(db: Database, siteId: string, row: SiteTemplateRow | null) {
-  if (row === null)
-    return (await countStoredSitePages(db, siteId, TEMPLATE_MIN_PAGES)) >= TEMPLATE_MIN_PAGES
-      ? 'first'
-      : null;
-  if (row.misfits.length >= TEMPLATE_MISFITS_TO_RELEARN) return 'misfits';
-  if (row.learnedFrom >= TEMPLATE_MAX_PAGES) return null;
-  const wanted = Math.min(TEMPLATE_MAX_PAGES, 2 * row.learnedFrom);
-  return (await countStoredSitePages(db, siteId, wanted)) >= wanted ? 'more' : null;
+  if (row && row.misfits.length >= TEMPLATE_MISFITS_TO_RELEARN) return 'misfits';
+  const wanted = nextTemplateLearningAt(row?.learnedFrom ?? null);
+  if (wanted === null || (await countStoredSitePages(db, siteId, wanted)) < wanted) return null;
+  return row === null ? 'first' : 'more';
 }
 
 /**
@@ -251,4 +259,23 @@ async function labelledPages(
     labelled.push({ page, labels });
   }
   return labelled;
+}
+
+/**
+ * Parks a job whose page the rules found no posting in while its site has no template yet, for
+ * as long as its run still has pages to fetch (which bring the pages the first template is
+ * learned from) and at most TEMPLATE_WAIT_MS after the page was fetched: the job comes back once
+ * the site may have one. Returns when the page has waited enough; otherwise throws BullMQ's
+ * DelayedError, as a job moved to delayed must.
+ */
+export async function waitForFirstTemplate(
+  context: Pick<HandlerContext, 'db' | 'job' | 'token' | 'log'>,
+  posting: { id: string; runId: string | null; fetchedAt: Date | null },
+): Promise<void> {
+  if (posting.runId === null || posting.fetchedAt === null) return;
+  if (Date.now() - posting.fetchedAt.getTime() >= TEMPLATE_WAIT_MS) return;
+  if (!(await runHasPagesToCome(context.db, posting.runId, posting.id))) return;
+  await context.job.moveToDelayed(Date.now() + TEMPLATE_POLL_MS, context.token);
+  context.log.debug('no posting read before the site has a template; waiting for its first');
+  throw new DelayedError();
 }
