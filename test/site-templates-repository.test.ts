@@ -14,10 +14,14 @@ import {
   recordTemplateMisfit,
   resolveTemplateChangedAlert,
   MAX_TEMPLATE_MISFITS,
+  listRunPagesToReadAgain,
   saveSiteTemplate,
+  saveTemplateRereads,
+  settlePostings,
   storeBody,
   updateSiteTemplate,
   type DbHandle,
+  type FieldProvenance,
 } from '@gleaner/db';
 import { createTestDatabase, type TestDatabase } from '@gleaner/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -191,5 +195,67 @@ describe('site templates, as stored', () => {
     );
     expect(await resolveTemplateChangedAlert(handle.db, later.run.id)).toBe(true);
     expect(await listSiteAlerts(handle.db, { siteId: site.id })).toEqual([]);
+  });
+
+  it('reads a run’s pages again: those the rules read before the template, and those with no posting', async () => {
+    const { run, postings, sha256s } = await siteWithPages(6);
+    const noPosting = 'extract: page holds no job posting';
+    const ready = (index: number, title: string, provenance: FieldProvenance) => ({
+      status: 'ready' as const,
+      postingId: postings[index]!.id,
+      runId: run.id,
+      contentType: 'text/html',
+      sha256: sha256s[index]!,
+      textSha256: null,
+      fields: { title, provenance },
+    });
+    const failed = (index: number, error: string) => ({
+      status: 'error' as const,
+      postingId: postings[index]!.id,
+      runId: run.id,
+      error,
+    });
+    await settlePostings(handle.db, [
+      ready(0, 'Job Overview', { title: 'dom' }),
+      ready(1, 'From JSON-LD', { title: 'json-ld' }),
+      ready(2, 'From the model', { title: 'dom', company: 'llm' }),
+      failed(3, noPosting),
+      failed(4, 'crawl: HTTP 500'),
+    ]);
+    const { rows: clock } = await handle.pool.query<{ now: Date }>(
+      'SELECT clock_timestamp() AS now',
+    );
+    const learnedAt = clock[0]!.now;
+    await settlePostings(handle.db, [ready(5, 'Read with it', { title: 'dom' })]);
+    const which = { readBefore: learnedAt, noPostingError: noPosting };
+
+    const pages = await listRunPagesToReadAgain(handle.db, run.id, which, 100);
+    expect(pages.map((page) => page.id).sort()).toEqual([postings[0]!.id, postings[3]!.id].sort());
+
+    // The page read after the template was learned is not overwritten, whatever is sent.
+    const read = (index: number) => ({
+      postingId: postings[index]!.id,
+      fields: { title: `Engineer ${index}`, provenance: { title: 'dom' } as FieldProvenance },
+    });
+    expect(await saveTemplateRereads(handle.db, run.id, which, [read(0), read(3), read(5)])).toBe(
+      2,
+    );
+    const { rows } = await handle.pool.query<{
+      id: string;
+      status: string;
+      title: string | null;
+      error: string | null;
+    }>('SELECT id, status, title, error FROM postings WHERE run_id = $1', [run.id]);
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    expect(byId.get(postings[0]!.id)).toMatchObject({ status: 'ready', title: 'Engineer 0' });
+    expect(byId.get(postings[3]!.id)).toMatchObject({
+      status: 'ready',
+      title: 'Engineer 3',
+      error: null,
+    });
+    expect(byId.get(postings[4]!.id)).toMatchObject({ status: 'error', title: null });
+    expect(byId.get(postings[5]!.id)).toMatchObject({ status: 'ready', title: 'Read with it' });
+    // Read again once, they are not read again.
+    expect(await listRunPagesToReadAgain(handle.db, run.id, which, 100)).toEqual([]);
   });
 });

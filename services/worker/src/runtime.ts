@@ -380,10 +380,9 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     awaitingSync: async (runId) => {
       await enqueue(deps.queues, 'llm-sync', { runId });
     },
-    // A closed run's pages read from their markup teach its site's template (decision 0028), in
-    // the page analyser's threads: a replica without them leaves that to the extract stage.
     // A run that read pages from their markup learns its site's template again when that is due,
-    // and reads its pages again with it, before it closes (decision 0028).
+    // and reads its pages again with it, before it closes (decision 0028), in the page
+    // analyser's threads: a replica without them leaves learning to the extract stage.
     beforeClose: async (runId) => {
       if (!readsPages || !(await runReadPagesFromMarkup(deps.db, runId))) return;
       const run = await getRun(deps.db, runId);

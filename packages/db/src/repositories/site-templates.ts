@@ -375,7 +375,7 @@ export async function runReadPagesFromMarkup(db: Database, runId: string): Promi
  * `ready`, and those that ended in `error` with `noPostingError` (the rules found no posting in
  * them, maybe before the site had any template); with their stored bodies. At most `limit`.
  */
-export async function listRunPagesReadBefore(
+export async function listRunPagesToReadAgain(
   db: Database,
   runId: string,
   { readBefore, noPostingError }: { readBefore: Date; noPostingError: string },

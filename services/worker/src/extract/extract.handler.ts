@@ -11,12 +11,12 @@ import {
 
 /**
  * Extracts a posting from its stored body: the pages the crawl job could not settle, retried
- * without fetching again, with the site's template (learned here when that is due; a page
- * without a posting the rules can read, seen before its site has a template, waits for the first
- * one while its run still has pages to fetch). The page is read in the page analyser's threads, under the job's signal
- * and the page's time budget (`EXTRACT_PAGE_TOO_SLOW`, permanent), never on the event loop. A
- * page without a posting, or without a required field, goes to the LLM stage instead when its
- * site asks for it (and stays pending until that settles it).
+ * without fetching again, with the site's template (learned here when that is due). The page is
+ * read in the page analyser's threads, under the job's signal and the page's time budget
+ * (`EXTRACT_PAGE_TOO_SLOW`, permanent), never on the event loop. A page without a posting, or
+ * without a required field, goes to the LLM stage instead when its site asks for it (and stays
+ * pending until that settles it); otherwise one without a posting, met before its site has a
+ * template, waits for the first while its run still has pages to fetch.
  */
 export const extractHandler: JobHandler<'extract'> = {
   async run(payload, context) {

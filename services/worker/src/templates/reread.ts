@@ -1,6 +1,6 @@
 import {
   getSiteById,
-  listRunPagesReadBefore,
+  listRunPagesToReadAgain,
   loadBody,
   saveTemplateRereads,
   type Database,
@@ -32,7 +32,7 @@ export async function rereadRunWithTemplate(
 ): Promise<number> {
   const { db, analyser, log } = deps;
   const which = { readBefore: template.createdAt, noPostingError: NO_POSTING_ERROR };
-  const pages = await listRunPagesReadBefore(db, run.id, which, TEMPLATE_REREAD_MAX_PAGES);
+  const pages = await listRunPagesToReadAgain(db, run.id, which, TEMPLATE_REREAD_MAX_PAGES);
   if (pages.length === 0) return 0;
   const site = await getSiteById(db, run.siteScheduleId);
   if (!site) return 0;
