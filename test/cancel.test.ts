@@ -21,7 +21,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApi } from './support/api-server.js';
 import { startInProcessSystem, type InProcessSystem } from './support/in-process-system.js';
-import { seedRunWithPostings } from './support/seed.js';
+import { runPostingsById, seedRunWithPostings } from './support/seed.js';
 
 /**
  * Cancelling a run through the API while two worker replicas crawl it: the run ends `cancelled`
@@ -274,13 +274,7 @@ describe('cancelRun', () => {
     expect(result!.run.message).toBe(
       'stopped by a test; 3 postings were still pending (2 kept their last extraction, 1 were never extracted)',
     );
-    const { rows } = await system.handle.pool.query<{
-      id: string;
-      status: string;
-      title: string | null;
-      error: string | null;
-    }>('SELECT id, status, title, error FROM postings WHERE run_id = $1', [run.id]);
-    const byId = new Map(rows.map((row) => [row.id, row]));
+    const byId = await runPostingsById(system.handle, run.id);
     expect(byId.get(extracted!.id)).toMatchObject({
       status: 'ready',
       title: 'Kept title',

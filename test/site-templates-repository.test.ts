@@ -25,7 +25,7 @@ import {
 } from '@gleaner/db';
 import { createTestDatabase, type TestDatabase } from '@gleaner/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedRunWithPostings } from './support/seed.js';
+import { runPostingsById, seedRunWithPostings } from './support/seed.js';
 
 /**
  * Site templates as stored (decision 0028): versions of which one learner saves, the labelling
@@ -240,13 +240,7 @@ describe('site templates, as stored', () => {
     expect(await saveTemplateRereads(handle.db, run.id, which, [read(0), read(3), read(5)])).toBe(
       2,
     );
-    const { rows } = await handle.pool.query<{
-      id: string;
-      status: string;
-      title: string | null;
-      error: string | null;
-    }>('SELECT id, status, title, error FROM postings WHERE run_id = $1', [run.id]);
-    const byId = new Map(rows.map((row) => [row.id, row]));
+    const byId = await runPostingsById(handle, run.id);
     expect(byId.get(postings[0]!.id)).toMatchObject({ status: 'ready', title: 'Engineer 0' });
     expect(byId.get(postings[3]!.id)).toMatchObject({
       status: 'ready',

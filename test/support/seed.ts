@@ -5,6 +5,7 @@ import {
   startRun,
   upsertListedPostings,
   type Database,
+  type DbHandle,
 } from '@gleaner/db';
 
 let siteCounter = 0;
@@ -33,4 +34,15 @@ export async function seedRunWithPostings(db: Database, count: number, label = '
   );
   await completeListing(db, run.id, { requestedPages: count, listingComplete: true });
   return { site, run, postings };
+}
+
+/** A run's postings by id: their status, title and error. */
+export async function runPostingsById(handle: Pick<DbHandle, 'pool'>, runId: string) {
+  const { rows } = await handle.pool.query<{
+    id: string;
+    status: string;
+    title: string | null;
+    error: string | null;
+  }>('SELECT id, status, title, error FROM postings WHERE run_id = $1', [runId]);
+  return new Map(rows.map((row) => [row.id, row]));
 }
