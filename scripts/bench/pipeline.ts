@@ -122,9 +122,10 @@ const progress = progressFor('pipeline');
  * Pages each worker crawls before it is timed (and the baseline loop reads before it is): a
  * worker that runs for hours has its hot code compiled. A profile of the timed run after 500
  * warm-up pages had the worker's compiler threads at about a fifth of its CPU, still optimising
- * what the run was measuring; after 3,000, at under a tenth. Shared with `pnpm bench fleet`.
+ * what the run was measuring; after 3,000, at under a tenth. `pnpm bench fleet` warms its
+ * workers the same way (`runSettingsFrom`).
  */
-export const STEADY_STATE_WARM_UP_PAGES = 3000;
+const STEADY_STATE_WARM_UP_PAGES = 3000;
 
 /**
  * What a run of the fixture site through the workers takes from the environment, shared with
@@ -133,7 +134,6 @@ export const STEADY_STATE_WARM_UP_PAGES = 3000;
 export function runSettingsFrom(
   usage: string,
   defaultPostings: number,
-  defaultWarmUpPages = STEADY_STATE_WARM_UP_PAGES,
 ): Omit<Settings, 'workers' | 'rounds' | 'skipCrawlee'> {
   return {
     postings: integerFrom('BENCH_POSTINGS', defaultPostings, { min: 1 }, usage),
@@ -154,7 +154,7 @@ export function runSettingsFrom(
       usage,
     ),
     timeoutMs: integerFrom('BENCH_TIMEOUT_MS', 300_000, { min: 1000 }, usage),
-    warmUpPages: integerFrom('BENCH_WARM_UP_PAGES', defaultWarmUpPages, { min: 0 }, usage),
+    warmUpPages: integerFrom('BENCH_WARM_UP_PAGES', STEADY_STATE_WARM_UP_PAGES, { min: 0 }, usage),
   };
 }
 

@@ -2,6 +2,7 @@ export * from './catalogue.js';
 export * from './connection.js';
 export * from './counters.js';
 export * from './fleet-concurrency.js';
+export * from './held-keys.js';
 export * from './llm-alerts.js';
 export * from './define-job.js';
 export * from './queues.js';

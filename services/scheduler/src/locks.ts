@@ -1,11 +1,10 @@
-import { assertAllSent, schedulerLockKey, sendTogether, type RedisClient } from '@gleaner/queue';
-
-/** Deletes a lock only while this replica still holds it (an expired lock may be another's). */
-const RELEASE = `
-for i, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[1] then redis.call('DEL', key) end
-end
-return 0`;
+import {
+  assertAllSent,
+  RELEASE_HELD_KEYS,
+  schedulerLockKey,
+  sendTogether,
+  type RedisClient,
+} from '@gleaner/queue';
 
 /**
  * Per-site locks with expiry (seed 003): a replica starts a site's run only while it holds the
@@ -42,11 +41,12 @@ export function createSiteLocks(options: {
     },
     async release(siteIds) {
       if (siteIds.length === 0) return;
-      // A script per lock: on a cluster, locks of one pass live in many slots.
+      // A script per lock (only while this replica holds it): on a cluster, locks of one pass
+      // live in many slots.
       assertAllSent(
         await sendTogether(
           redis,
-          siteIds.map((id) => ['eval', RELEASE, 1, schedulerLockKey(prefix, id), holder]),
+          siteIds.map((id) => ['eval', RELEASE_HELD_KEYS, 1, schedulerLockKey(prefix, id), holder]),
         ),
       );
     },

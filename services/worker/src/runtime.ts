@@ -383,12 +383,10 @@ export function startWorkers(deps: WorkerDeps, options: RuntimeOptions): WorkerR
     // A run that read pages from their markup learns its site's template again when that is due,
     // and reads its pages again with it, before it closes (decision 0028), in the page
     // analyser's threads: a replica without them leaves learning to the extract stage.
-    beforeClose: async (runId) => {
-      if (!readsPages || !(await runReadPagesFromMarkup(deps.db, runId))) return;
-      const run = await getRun(deps.db, runId);
-      if (!run) return;
+    beforeClose: async (run) => {
+      if (!readsPages || !(await runReadPagesFromMarkup(deps.db, run.id))) return;
       const templateDeps = { db: deps.db, analyser, log: deps.logger };
-      const template = await ensureSiteTemplate(templateDeps, run.siteScheduleId, run.id);
+      const template = await ensureSiteTemplate(templateDeps, run.siteId, run.id);
       if (template) await rereadRunWithTemplate(templateDeps, run, template);
     },
     afterClose: (run) => resolveTemplateChangedAlert(deps.db, run.id).then(() => undefined),

@@ -469,7 +469,8 @@ const FINALIZE_RUN = `
     FROM closed c
   `;
 
-const RUN_CLOSABLE = `SELECT r.sync_state = 'pending' AS awaiting_sync FROM scrape_runs r
+const RUN_CLOSABLE = `SELECT r.sync_state = 'pending' AS awaiting_sync, r.site_schedule_id
+  FROM scrape_runs r
   WHERE r.id = $1 AND ${RUN_SETTLED}`;
 
 /** A run `finalizeRun` closed: its row, what its listing expired and missed, and the guard's say. */
@@ -544,7 +545,7 @@ export async function finalizeRun(
      * pending (its pages read again with its site's template, decision 0028). A racing caller
      * may call it too; the close that follows checks everything again.
      */
-    beforeClose?: () => Promise<void>;
+    beforeClose?: (run: { siteId: string }) => Promise<void>;
     /**
      * Told when the run would close but for its LLM sync (a `use_llm_sync` site, decision
      * 0025): its sync job is to be queued, and the run closes once it is done.
@@ -555,17 +556,21 @@ export async function finalizeRun(
   // Run after every settled batch, and almost always with postings still pending: a small
   // statement answers that, so that the closing one, whose plan costs about 0.3 ms each time
   // Postgres makes it, runs only for a run that may close. That one checks everything again.
-  const closable = await db.$client.query<{ awaiting_sync: boolean | null }>({
+  const closable = await db.$client.query<{
+    awaiting_sync: boolean | null;
+    site_schedule_id: string;
+  }>({
     name: 'gleaner-run-closable',
     text: RUN_CLOSABLE,
     values: [id],
   });
-  if (closable.rowCount === 0) return undefined;
-  if (closable.rows[0]?.awaiting_sync) {
+  const open = closable.rows[0];
+  if (!open) return undefined;
+  if (open.awaiting_sync) {
     await awaitingSync?.(id);
     return undefined;
   }
-  await beforeClose?.();
+  await beforeClose?.({ siteId: open.site_schedule_id });
   const counted = (await requests?.()) ?? null;
   const result = await db.$client.query<{
     id: string;

@@ -27,4 +27,5 @@ export const ledgers: LedgerMap = {
 };
 
 export { documentErrorTypeOf } from './documents.js';
+export { postingFailureError } from './postings.js';
 export * from './ledger.js';

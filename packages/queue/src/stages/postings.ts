@@ -25,6 +25,11 @@ export function correlationOf(scope: ReconcileScope, runId: string): string | un
   return scope.runs.find((run) => run.id === runId)?.correlationId ?? undefined;
 }
 
+/** A failed posting's `error`: its message prefixed by the stage that failed it. */
+export function postingFailureError(stage: string, reason: string): string {
+  return `${stage}: ${reason}`;
+}
+
 /** Settles each failed posting `error`, its message prefixed by the stage that failed it. */
 export async function settleFailedPostings(
   context: LedgerContext,
@@ -37,7 +42,7 @@ export async function settleFailedPostings(
       status: 'error' as const,
       postingId: payload.postingId,
       runId: payload.runId,
-      error: `${stage}: ${reason}`,
+      error: postingFailureError(stage, reason),
     })),
   );
   return settled.size;

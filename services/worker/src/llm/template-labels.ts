@@ -8,6 +8,7 @@ import {
   type PostingForWork,
 } from '@gleaner/db';
 import type { TemplateField } from '@gleaner/extraction';
+import { releaseHeldKey } from '@gleaner/queue';
 import type { PostingFields as LlmPostingFields } from '@gleaner/llm';
 import type { HandlerContext, LlmDeps } from '../context.js';
 import type { PageLabels } from '../page-analysis/template-tasks.js';
@@ -101,10 +102,8 @@ export async function templateStep(
   const token = randomUUID();
   if ((await llm.redis.set(key, token, 'PX', LABEL_LOCK_MS, 'NX')) !== 'OK')
     return { kind: 'wait' };
-  const release = async () => {
-    // Only this job's hold: one that outlived its lock must not end the next one's.
-    if ((await llm.redis.get(key)) === token) await llm.redis.del(key);
-  };
+  // Only this job's hold: one that outlived its lock must not end the next one's.
+  const release = () => releaseHeldKey(llm.redis, key, token);
   const claimed = await claimTemplateLabelCall(
     context.db,
     posting.site.id,

@@ -82,6 +82,9 @@ export function extractPageFields(
   let fit: TemplateFit | undefined;
   const result = extractPosting(html, { url, template, onTemplateFit: (each) => (fit = each) });
   if (fit !== undefined) onTemplateFit?.(fit);
-  if (fit?.fits === false) return toExtractedFields(extractPosting(html, { url }));
+  // A page of another design was read as without a template already; one the template refused
+  // as its site's chrome only (a listing's look) is left to the rules alone.
+  if (fit?.fits === false && result === null)
+    return toExtractedFields(extractPosting(html, { url }));
   return toExtractedFields(result);
 }

@@ -54,7 +54,7 @@ export interface SettlementOptions {
    * What a run's postings need before the run closes, once none is pending (a failure is logged
    * and the run closes all the same).
    */
-  beforeClose?: (runId: string) => Promise<void>;
+  beforeClose?: (run: { id: string; siteId: string }) => Promise<void>;
   /** What follows a run's close that is not the settles' business (a failure is logged). */
   afterClose?: (run: FinalizedRun) => Promise<void>;
 }
@@ -125,8 +125,8 @@ export function createSettlement(
       ...(runRequests && { requests: () => runRequests(runId) }),
       ...(awaitingSync && { awaitingSync }),
       ...(beforeClose && {
-        beforeClose: () =>
-          beforeClose(runId).catch((error: unknown) => {
+        beforeClose: ({ siteId }) =>
+          beforeClose({ id: runId, siteId }).catch((error: unknown) => {
             logger.warn(
               { err: error, runId },
               'could not finish what comes before the run’s close',

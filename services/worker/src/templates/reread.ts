@@ -7,14 +7,15 @@ import {
   type ExtractedFields,
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
+import { postingFailureError } from '@gleaner/queue';
 import type { PageAnalyser } from '../page-analysis/page-analyser.js';
 import { NOT_A_POSTING_MESSAGE } from '../page-analysis/page-fields.js';
 import type { ActiveTemplate } from './site-templates.js';
 
 /** Pages one run reads again at most before it closes; the rest wait for the site's next crawl. */
-export const TEMPLATE_REREAD_MAX_PAGES = 500;
+const TEMPLATE_REREAD_MAX_PAGES = 500;
 /** How a page the extract stage found no posting in ends (its ledger's `failForGood`). */
-const NO_POSTING_ERROR = `extract: ${NOT_A_POSTING_MESSAGE}`;
+const NO_POSTING_ERROR = postingFailureError('extract', NOT_A_POSTING_MESSAGE);
 
 /**
  * Reads a run's pages again with its site's current template (decision 0028), from their stored
@@ -27,25 +28,25 @@ const NO_POSTING_ERROR = `extract: ${NOT_A_POSTING_MESSAGE}`;
  */
 export async function rereadRunWithTemplate(
   deps: { db: Database; analyser: PageAnalyser; log: Logger },
-  run: { id: string; siteScheduleId: string },
+  run: { id: string; siteId: string },
   template: ActiveTemplate,
 ): Promise<number> {
   const { db, analyser, log } = deps;
   const which = { readBefore: template.createdAt, noPostingError: NO_POSTING_ERROR };
   const pages = await listRunPagesToReadAgain(db, run.id, which, TEMPLATE_REREAD_MAX_PAGES);
   if (pages.length === 0) return 0;
-  const site = await getSiteById(db, run.siteScheduleId);
+  const site = await getSiteById(db, run.siteId);
   if (!site) return 0;
   const reread: { postingId: string; fields: ExtractedFields }[] = [];
   for (const posting of pages) {
     const stored = posting.bodySha256 ? await loadBody(db, posting.bodySha256) : undefined;
     if (!stored) continue;
     try {
-      const analysis = await analyser.analyse({
+      const analysis = await analyser.read({
         ...stored,
         siteKind: site.kind,
         url: posting.url,
-        previous: null,
+        wantsText: false,
         template: template.template,
       });
       // Only a page its template fits and reads in full: one of an older design (its site

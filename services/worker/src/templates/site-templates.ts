@@ -6,6 +6,7 @@ import {
   loadBody,
   loadTemplatePages,
   raiseTemplateChangedAlert,
+  MAX_TEMPLATE_MISFITS,
   recordTemplateMisfit,
   runHasPagesToCome,
   saveSiteTemplate,
@@ -34,7 +35,7 @@ import { templateLearnInput, type PageLabels } from '../page-analysis/template-t
  */
 export const TEMPLATE_MISFITS_TO_RELEARN = 5;
 /** Bytes of pages one learning reads at most (the most recent pages first). */
-export const TEMPLATE_MAX_BYTES = 8 * 1024 * 1024;
+const TEMPLATE_MAX_BYTES = 8 * 1024 * 1024;
 /**
  * How long a page the rules cannot read waits for its site's template to be learned (the site's
  * first, or again after a redesign), from when it was handed to the LLM stage or, without one,
@@ -120,6 +121,8 @@ export async function noteTemplateFit(
 ): Promise<boolean> {
   if (template === null || fit === undefined || (fit.fits && !fit.stale)) return false;
   if (page.fetchedAt !== null && page.fetchedAt < template.shapeSince) return false;
+  // A version's list of misfits is capped: past the cap there is nothing more to note.
+  if (template.misfits >= MAX_TEMPLATE_MISFITS) return true;
   const bodySha256 = page.sha256;
   const misfits = await recordTemplateMisfit(deps.db, siteId, template.version, bodySha256);
   deps.log.debug(
@@ -134,11 +137,19 @@ export async function noteTemplateFit(
  * it, or the site has the stored pages the schedule asks for (`nextTemplateLearningAt`: a first
  * template from TEMPLATE_MIN_PAGES, then from twice as many, up to TEMPLATE_MAX_PAGES).
  */
-async function learningDue(db: Database, siteId: string, row: SiteTemplateRow | null) {
-  if (row && row.misfits.length >= TEMPLATE_MISFITS_TO_RELEARN) return 'misfits';
+async function learningDue(
+  db: Database,
+  siteId: string,
+  row: SiteTemplateRow | null,
+): Promise<{ due: 'first' | 'more' | 'misfits' | null; pagesToGive: number }> {
+  if (row && row.misfits.length >= TEMPLATE_MISFITS_TO_RELEARN)
+    return { due: 'misfits', pagesToGive: row.misfits.length };
   const wanted = nextTemplateLearningAt(row?.learnedFrom ?? null);
-  if (wanted === null || (await countStoredSitePages(db, siteId, wanted)) < wanted) return null;
-  return row === null ? 'first' : 'more';
+  if (wanted === null) return { due: null, pagesToGive: 0 };
+  // Counted up to the most a learning reads, which is never fewer than `wanted`.
+  const stored = await countStoredSitePages(db, siteId, TEMPLATE_MAX_PAGES);
+  if (stored < wanted) return { due: null, pagesToGive: stored };
+  return { due: row === null ? 'first' : 'more', pagesToGive: stored };
 }
 
 /**
@@ -156,13 +167,9 @@ export async function ensureSiteTemplate(
 ): Promise<ActiveTemplate | null> {
   const { db, analyser, log, signal } = deps;
   const row = await getSiteTemplate(db, siteId);
-  const due = await learningDue(db, siteId, row);
+  const { due, pagesToGive } = await learningDue(db, siteId, row);
   if (due === null) return remember(siteId, active(row));
   // A learning that found nothing is not tried again until the site has more pages to give.
-  const pagesToGive =
-    due === 'misfits'
-      ? (row?.misfits.length ?? 0)
-      : await countStoredSitePages(db, siteId, TEMPLATE_MAX_PAGES);
   const attempt = `${row?.version ?? 0}:${due}:${pagesToGive}`;
   if (unfruitful.get(siteId) === attempt) return remember(siteId, active(row));
 
@@ -196,6 +203,7 @@ export async function ensureSiteTemplate(
   // Refined into another shape, the pages the template fits were too few to say more.
   if (template === null || (refining !== null && template.shape !== row?.shape)) {
     unfruitful.set(siteId, attempt);
+    if (unfruitful.size > 10_000) unfruitful.delete(unfruitful.keys().next().value!);
     log.info({ pages: pages.length, due, learnMs }, 'no template found in the site’s pages');
     return remember(siteId, active(row));
   }
