@@ -322,14 +322,15 @@ export function evaluateSites(
  * schedule, from the last `TEMPLATE_MAX_PAGES`; a learning that finds nothing is tried again at
  * the next page); one the rules find no posting in before there is any template waits for the
  * first; and before the run closes, every page, read or found to hold no posting, is read again
- * with the template learned last, where that template fits it. The worker reads many pages at once, so its pages meet their
- * templates later than these do.
+ * with the template learned last, where that template fits it. The worker reads many pages at
+ * once, so its pages meet their templates later than these do.
  */
 export function readAsFirstRun(htmls: readonly string[]): {
   results: (ExtractionResult | null)[];
   last: SiteTemplate | null;
 } {
   const arrival: (SiteTemplate | null)[] = [];
+  let first: SiteTemplate | null = null;
   let last: SiteTemplate | null = null;
   let learnedFrom: number | null = null;
   for (let stored = 1; stored <= htmls.length; stored += 1) {
@@ -339,17 +340,18 @@ export function readAsFirstRun(htmls: readonly string[]): {
     const from = htmls.slice(Math.max(0, stored - TEMPLATE_MAX_PAGES), stored);
     const learned = learnSiteTemplate(from);
     if (learned === null) continue;
+    first ??= learned;
     last = learned;
     learnedFrom = from.length;
   }
   const results = htmls.map((html, index) => {
-    const template = arrival[index] ?? null;
-    let result = extractPosting(html, template === null ? {} : { template });
-    if (result === null && template === null) {
-      const first = arrival.slice(index + 1).find((later) => later !== null) ?? last;
-      if (first !== null) result = extractPosting(html, { template: first });
+    let readWith = arrival[index] ?? null;
+    let result = extractPosting(html, readWith === null ? {} : { template: readWith });
+    if (result === null && readWith === null && first !== null) {
+      readWith = first;
+      result = extractPosting(html, { template: first });
     }
-    if (last === null || last === template) return result;
+    if (last === null || last === readWith) return result;
     let fit: TemplateFit | undefined;
     const reread = extractPosting(html, { template: last, onTemplateFit: (seen) => (fit = seen) });
     return reread !== null && fit?.fits === true && !fit.stale ? reread : result;

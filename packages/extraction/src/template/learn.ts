@@ -12,7 +12,7 @@ import { cleanSiteName, companyFromPageTitle } from '../page-meta.js';
 import type { LabelKey } from '../page-labels.js';
 import { parseTemplatePage, type TemplatePage } from './page.js';
 import { pathOf, valueAt } from './paths.js';
-import { alignParsed, readAligned, sharesChrome } from './read.js';
+import { alignParsed, MAX_VARIANTS, readAligned, sharesChrome } from './read.js';
 import { alignUnits, comparableText, type AlignedUnit } from './slots.js';
 import type { SiteTemplate, TemplateField, TemplatePath } from './types.js';
 import { prefixOf, splitPrefixes } from './units.js';
@@ -40,8 +40,7 @@ interface Limits {
 }
 const MAIN_LIMITS: Limits = { constants: 1500, templateTextsChars: 16_000 };
 const VARIANT_LIMITS: Limits = { constants: 300, templateTextsChars: 3000 };
-/** Designs beside the main one, each learned from this many pages the others do not fit. */
-const MAX_VARIANTS = 2;
+/** Each design beside the main one (MAX_VARIANTS) is learned from this many pages the others do not fit. */
 const MIN_VARIANT_PAGES = 3;
 const MAX_RECORD_KEYS = 300;
 const MAX_CHROME_CONSTANTS = 300;
@@ -726,7 +725,8 @@ const COPYRIGHT =
 
 /**
  * Values the same on every page of the site: a career site's company (a constant after a
- * "Company:" label, og:site_name, the rest of `<title>`, the reader's company, a copyright line).
+ * "Company:" label, else og:site_name, an "About …" name, the reader's company, the rest of
+ * `<title>`, a copyright line, in that order).
  */
 function findSiteValues(
   pages: readonly PageData[],

@@ -8,7 +8,7 @@
  */
 
 /** Letters and digits, lower case: "GO-JEK", "Go-Jek" and "GOJEK" are one name. */
-export function nameKey(text: string): string {
+function nameKey(text: string): string {
   return text.toLowerCase().replace(/[^\p{L}\p{N}]/gu, '');
 }
 

@@ -297,8 +297,8 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
     // A row of header cells names the columns of the rows below it; a cell of those rows is
     // labelled by its column.
     let columns: (LabelKey | null)[] | null = null;
+    const cells = item.element.name === 'tr' ? cellsOf(item.element) : [];
     if (item.element.name === 'tr') {
-      const cells = cellsOf(item.element);
       const table = tableOf(item.element);
       if (table !== null && cells.length >= 2 && cells.every((cell) => cell.name === 'th'))
         headers.set(
@@ -350,10 +350,7 @@ export function readUnits($: CheerioAPI, page: PageIndex = indexPage($)): TextUn
         ownHints,
         isChrome: item.isChrome || page.inFurniture.has(childElement),
         isBrand: item.isBrand || (ownHints !== '' && SITE_NAME_HINT.test(ownHints)),
-        column:
-          columns === null
-            ? item.column
-            : (columns[cellsOf(item.element).indexOf(childElement)] ?? null),
+        column: columns === null ? item.column : (columns[cells.indexOf(childElement)] ?? null),
       });
     }
     endRun();
@@ -376,9 +373,15 @@ const PREFIX_LABEL = /^(\p{L}[\p{L}'’. ]{0,28}?)\s*[:：]\s+(\S.{0,200})$/u;
  * label or a line that happens to hold a colon, the site's pages tell (see splitPrefixes).
  */
 export function prefixOf(unit: TextUnit): string | null {
+  return prefixMatch(unit)?.label.toLowerCase() ?? null;
+}
+
+/** A unit's label of one to three words and the value after it, as written; null when none. */
+function prefixMatch(unit: TextUnit): { label: string; value: string } | null {
   if (unit.isLabel || unit.headingLevel !== null || unit.text.length > 240) return null;
-  const prefix = PREFIX_LABEL.exec(unit.text)?.[1];
-  return prefix !== undefined && prefix.split(' ').length <= 3 ? prefix.toLowerCase() : null;
+  const [, label, value] = PREFIX_LABEL.exec(unit.text) ?? [];
+  if (label === undefined || value === undefined || label.split(' ').length > 3) return null;
+  return { label, value };
 }
 
 /** Units whose prefix is one of the template's labels, split into the label and its value. */
@@ -386,21 +389,21 @@ export function splitPrefixes(units: readonly TextUnit[], labels: ReadonlySet<st
   if (labels.size === 0) return [...units];
   const split: TextUnit[] = [];
   for (const unit of units) {
-    const prefix = prefixOf(unit);
-    const match = prefix !== null && labels.has(prefix) ? PREFIX_LABEL.exec(unit.text) : null;
-    const value = match?.[2];
-    if (match === null || value === undefined) {
+    const match = prefixMatch(unit);
+    const prefix = match?.label.toLowerCase();
+    if (match === null || prefix === undefined || !labels.has(prefix)) {
       split.push(unit);
       continue;
     }
-    const labelText = `${match[1] ?? ''}:`;
+    const { value } = match;
+    const labelText = `${match.label}:`;
     split.push({
       ...unit,
       text: labelText,
       id: `${unit.key}:${hashStep(ROOT_HASH, labelText.toLowerCase()).toString(36)}`,
       isLabel: true,
     });
-    const key = hashStep(ROOT_HASH, `${unit.key}@${prefix ?? ''}`).toString(36);
+    const key = hashStep(ROOT_HASH, `${unit.key}@${prefix}`).toString(36);
     split.push({
       ...unit,
       key,
