@@ -40,7 +40,10 @@ interface Limits {
 }
 const MAIN_LIMITS: Limits = { constants: 1500, templateTextsChars: 16_000 };
 const VARIANT_LIMITS: Limits = { constants: 300, templateTextsChars: 3000 };
-/** Each design beside the main one (MAX_VARIANTS) is learned from this many pages the others do not fit. */
+/**
+ * Each design beside the main one (up to MAX_VARIANTS) is learned from this many pages the others
+ * do not fit.
+ */
 const MIN_VARIANT_PAGES = 3;
 const MAX_RECORD_KEYS = 300;
 const MAX_CHROME_CONSTANTS = 300;

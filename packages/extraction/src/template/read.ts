@@ -21,7 +21,10 @@ const FIT_KEYS = 0.6;
 const FIT_CONSTANTS = 0.5;
 /** A page with this many units at a title's key, one per posting page, lists postings. */
 const LISTING_TITLES = 3;
-/** Designs a template holds beside its main one: as many are learned, and read however many a stored template holds. */
+/**
+ * Designs a template holds beside its main one: as many are learned, and no more are read however
+ * many a stored template holds.
+ */
 export const MAX_VARIANTS = 2;
 
 export interface AlignedPage extends TemplatePage {
