@@ -503,6 +503,12 @@ export async function stopPipeline(pipeline: PipelineStack): Promise<{
  * The fixture site as a site row. Measures the pipeline, not politeness: no pauses, and as many
  * concurrent fetches as one worker runs crawl jobs (the same concurrency the baseline loop
  * gets), across all workers.
+ *
+ * Each registration is a tenant of its own. Registered again in one tenant, the site's jobs are
+ * the same jobs seen through several sites, which the cross-source rule (decision 0027) links as
+ * each run closes, against every copy registered before it: the warm-up's and earlier rounds'.
+ * That work would grow with the warm-up (four workers warm up on four times the pages) and with
+ * the round, not with the run, and the closing worker's CPU would carry it.
  */
 function registerFixtureSite(
   handle: DbHandle,
@@ -513,6 +519,7 @@ function registerFixtureSite(
 ) {
   return insertSite(handle.db, {
     siteName,
+    tenantId: siteName,
     kind: 'career-site',
     config: { url: site.url, sitemapUrl: site.sitemapUrl, ...config },
     minPauseSeconds: 0,
