@@ -16,7 +16,7 @@ import { createTestRedisNamespace } from '@gleaner/testing';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { bookCrawlStarts, fetchPolitely, WAKE_LEAD_MS } from './polite-fetch.js';
+import { bookCrawlStarts, fetchPolitely, GRANT_LEAD_MS, WAKE_LEAD_MS } from './polite-fetch.js';
 
 /**
  * fetchPolitely inside real BullMQ jobs, against a real gate and a loopback site: which waits are
@@ -146,16 +146,16 @@ async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs = 10_0
 }
 
 /**
- * The least gap between two arrivals at 2.5 requests/s: 412 ms (400 widened by the 30 ms start
+ * The least gap between two arrivals at 2.5 requests/s: 416 ms (400 widened by the 40 ms start
  * skew), less the skew, less 50 ms for the arrival stamps themselves. The fixture server stamps
  * them on this process's event loop, which a busy machine delays by tens of milliseconds for one
  * request and not the next; requests the gate did not space would arrive together.
  */
-const SPACING_FLOOR_MS = 412 - 30 - 50;
+const SPACING_FLOOR_MS = 416 - 40 - 50;
 
 describe('fetchPolitely', () => {
   it('waits in-job for a start just ahead, and parks the job for one further out', async () => {
-    // 2.5 requests/s with the default 30 ms start skew: 412 ms apart. The second job's start is
+    // 2.5 requests/s with the default 40 ms start skew: 416 ms apart. The second job's start is
     // within the in-job bound; the third one's is not, so it is parked and woken early.
     const gate = createSiteGate({ redis, prefix });
     const { queue, pickups } = crawlQueue(site({ rateLimitRps: 2.5 }), gate, 3);
@@ -183,6 +183,37 @@ describe('fetchPolitely', () => {
     expect(counts[2]).toBeGreaterThanOrEqual(2);
     // When a parked job is woken (its slot less WAKE_LEAD_MS) is checked on the booked delays
     // below, where a busy machine cannot move it; here it would only time the machine's load.
+  });
+
+  it('takes each grant just before its start, so grants waiting for their starts hold no lease', async () => {
+    // 2.5 requests/s, 416 ms apart: the second and third jobs' slots are within the in-job
+    // bound, further ahead than the grant lead. Each is told its slot, sleeps, and is granted
+    // at most GRANT_LEAD_MS ahead (a lease counts towards max_concurrency from its grant).
+    const real = createSiteGate({ redis, prefix });
+    const aheadAtGrant: number[] = [];
+    const gate: SiteGate = {
+      ...real,
+      async acquire(siteId, policy, options) {
+        const decision = await real.acquire(siteId, policy, options);
+        if (decision.granted) aheadAtGrant.push(decision.lease.startAfter - performance.now());
+        return decision;
+      },
+    };
+    const { queue } = crawlQueue(site({ rateLimitRps: 2.5 }), gate, 3);
+    await queue.addBulk(
+      [1, 2, 3].map((n) => ({
+        name: 'crawl',
+        data: { url: `${origin}/jobs/${n}` },
+        opts: { jobId: `job-${n}` },
+      })),
+    );
+    await waitFor(async () => (await queue.getJobCounts('completed')).completed === 3);
+    expect(arrivals).toHaveLength(3);
+    expect(aheadAtGrant.length).toBeGreaterThanOrEqual(3);
+    // The reply's own round trip can only make the wait shorter.
+    expect(Math.max(...aheadAtGrant)).toBeLessThanOrEqual(GRANT_LEAD_MS);
+    for (let i = 1; i < arrivals.length; i += 1)
+      expect(arrivals[i]! - arrivals[i - 1]!).toBeGreaterThanOrEqual(SPACING_FLOOR_MS);
   });
 
   it('waits in-job for a concurrency slot instead of parking the job', async () => {
@@ -230,7 +261,7 @@ describe('fetchPolitely', () => {
 
   it('books slots for jobs about to be queued, so that each runs at its slot, spaced by the rate', async () => {
     const gate = createSiteGate({ redis, prefix });
-    const polite = site({ rateLimitRps: 2.5 }); // 412 ms apart with the 30 ms start skew
+    const polite = site({ rateLimitRps: 2.5 }); // 416 ms apart with the 40 ms start skew
     const { queue, pickups, siteId, robots } = crawlQueue(polite, gate, 4);
     const jobs = [1, 2, 3, 4].map((n) => ({ jobId: `job-${n}`, url: `${origin}/jobs/${n}` }));
     const delays = await bookCrawlStarts(polite, siteId, jobs, { robots, gate, log });
@@ -239,8 +270,8 @@ describe('fetchPolitely', () => {
     expect(delays.get('job-1')).toBe(0);
     const booked = jobs.map(({ jobId }) => delays.get(jobId)!);
     expect(booked).toEqual([...booked].sort((a, b) => a - b));
-    expect(delays.get('job-4')).toBeLessThanOrEqual(3 * 412 - WAKE_LEAD_MS + 20);
-    expect(delays.get('job-4')).toBeGreaterThan(2 * 412 - WAKE_LEAD_MS);
+    expect(delays.get('job-4')).toBeLessThanOrEqual(3 * 416 - WAKE_LEAD_MS + 20);
+    expect(delays.get('job-4')).toBeGreaterThan(2 * 416 - WAKE_LEAD_MS);
     await queue.addBulk(
       jobs.map(({ jobId, url }) => ({
         name: 'crawl',
@@ -279,8 +310,8 @@ describe('fetchPolitely', () => {
     const delays = await bookCrawlStarts(site({}), siteId, jobs, { robots, gate, log });
     expect([...delays.keys()]).toEqual(['job-1', 'job-3']);
     expect(delays.get('job-1')).toBe(0);
-    // Crawl-delay 2 s, widened by the 30 ms start skew; woken WAKE_LEAD_MS before the slot.
-    expect(delays.get('job-3')).toBe(2_030 - WAKE_LEAD_MS);
+    // Crawl-delay 2 s, widened by the 40 ms start skew; woken WAKE_LEAD_MS before the slot.
+    expect(delays.get('job-3')).toBe(2_040 - WAKE_LEAD_MS);
     expect((await gate.inspect(siteId)).reservations).toBe(2);
     await gate.reset(siteId);
   });
@@ -288,7 +319,7 @@ describe('fetchPolitely', () => {
   it('gives back a grant whose connection was set up too late, and sends on a new one', async () => {
     // Posting fetches get their own connections (robots.txt comes through the shared fetcher),
     // and the first one waits 400 ms for DNS, well past the grant's send deadline. The deadline
-    // is 150 ms here rather than the default 10, so that the second connection's own set-up on a
+    // is 150 ms here rather than the default 20, so that the second connection's own set-up on a
     // busy machine is not late as well; the two stay within the job's 1 s of in-job waiting.
     let lookups = 0;
     const slowFirst = createFetcher({
