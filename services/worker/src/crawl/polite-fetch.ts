@@ -47,11 +47,10 @@ export const GRANT_LEAD_MS = 200;
 
 /**
  * A job parked until its reserved slot is woken this much before it, so that it is running when
- * the slot comes. A promoted job queues behind every
- * job already waiting: when a burst of new crawl jobs (20 sites' listings at once on the
- * politeness bench) keeps the queue long, a 150 ms lead lost sites 300–800 ms each at the start
- * of their run, 400 ms loses 100–300 ms. Below `MAX_IN_JOB_WAIT_MS`, so that a job that comes
- * back on time waits for its slot in-job.
+ * the slot comes. A promoted job queues behind every job already waiting: when a burst of new
+ * crawl jobs (20 sites' listings at once on the politeness bench) keeps the queue long, a 150 ms
+ * lead lost sites 300–800 ms each at the start of their run, 400 ms loses 100–300 ms. Below
+ * `MAX_IN_JOB_WAIT_MS`, so that a job that comes back on time waits for its slot in-job.
  */
 export const WAKE_LEAD_MS = 400;
 
