@@ -79,14 +79,19 @@ export async function listWorkers(db: Database): Promise<WorkerState[]> {
       sql`${workerHeartbeats.lastHeartbeat} > now() - make_interval(secs => ${LISTED_FOR_MS / 1000})`,
     )
     .orderBy(desc(workerHeartbeats.lastHeartbeat));
-  return rows.map(({ worker, silentMs }) => ({
-    ...worker,
-    silentMs: Math.max(0, Math.round(silentMs)),
-    effectiveStatus:
-      worker.status !== 'stopped' && silentMs > DEAD_AFTER_BEATS * worker.heartbeatIntervalMs
-        ? 'dead'
-        : worker.status,
-  }));
+  return rows.map(({ worker, silentMs: exactMs }) => {
+    // Dead is judged on the silence as reported, so a worker shown dead never shows a silence
+    // of exactly two beats (2000.4 ms rounded to 2000 while judged on 2000.4).
+    const silentMs = Math.max(0, Math.round(exactMs));
+    return {
+      ...worker,
+      silentMs,
+      effectiveStatus:
+        worker.status !== 'stopped' && silentMs > DEAD_AFTER_BEATS * worker.heartbeatIntervalMs
+          ? 'dead'
+          : worker.status,
+    };
+  });
 }
 
 /** A worker holding jobs of one run at its last beat. */
