@@ -197,11 +197,17 @@ describe('a job orphaned by a worker that died', () => {
       const ended = await runEnded(run.id);
       expect(ended).toMatchObject({ status: 'succeeded', readyCount: 1, errorsCount: 0 });
       expect(await getPosting(handle.db, posting!.id)).toMatchObject({ status: 'ready' });
-      const job = await queues.crawl.getJob(jobId);
-      expect(job?.stalledCounter).toBe(1);
-      expect(await job?.getState()).toBe('completed');
+      // The run ends when the job settles its posting, a moment before BullMQ marks it completed.
+      const job = await waitFor(
+        async () => {
+          const found = await queues.crawl.getJob(jobId);
+          return (await found?.getState()) === 'completed' ? found : undefined;
+        },
+        { what: 'the crawl job completed' },
+      );
+      expect(job.stalledCounter).toBe(1);
       // Completed on its first attempt of its own: the death cost none.
-      expect(job?.attemptsMade).toBeLessThanOrEqual(1);
+      expect(job.attemptsMade).toBeLessThanOrEqual(1);
       const letters = await queues['dead-letter'].getJobs(['waiting']);
       expect(letters.map((letter) => (letter.data as { jobId: string }).jobId)).not.toContain(
         jobId,
