@@ -38,7 +38,10 @@ export interface RedisClock {
   localBounds(redisMs: number, reply: ClockReading): LocalBounds;
 }
 
-/** Bounds of Redis time `redisMs` from one reading: `TIME` was read at a local moment in [asked, replied], and truncated to whole ms. */
+/**
+ * Bounds of Redis time `redisMs` from one reading: `TIME` was read at a local moment in
+ * [asked, replied], and truncated to whole ms.
+ */
 function boundsFrom(redisMs: number, reading: ClockReading): LocalBounds {
   const ahead = redisMs - reading.redisNow;
   return { earliest: reading.askedAt + ahead - 1, latest: reading.repliedAt + ahead };

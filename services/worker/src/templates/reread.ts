@@ -1,13 +1,13 @@
 import {
   getSiteById,
   listRunPagesToReadAgain,
-  loadBody,
   saveTemplateRereads,
   type Database,
   type ExtractedFields,
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import { postingFailureError } from '@gleaner/queue';
+import { loadStoredPage } from '../page-analysis/body-fields.js';
 import type { PageAnalyser } from '../page-analysis/page-analyser.js';
 import { NOT_A_POSTING_MESSAGE } from '../page-analysis/page-fields.js';
 import type { ActiveTemplate } from './site-templates.js';
@@ -37,28 +37,34 @@ export async function rereadRunWithTemplate(
   if (pages.length === 0) return 0;
   const site = await getSiteById(db, run.siteId);
   if (!site) return 0;
-  const reread: { postingId: string; fields: ExtractedFields }[] = [];
-  for (const posting of pages) {
-    const stored = posting.bodySha256 ? await loadBody(db, posting.bodySha256) : undefined;
-    if (!stored) continue;
-    try {
-      const analysis = await analyser.read({
-        ...stored,
-        siteKind: site.kind,
-        url: posting.url,
-        wantsText: false,
-        template: template.template,
-      });
-      // Only a page its template fits and reads in full: one of an older design (its site
-      // redesigned since) keeps what its own template read.
-      const fit = analysis.templateFit;
-      if (analysis.fields && fit?.fits && !fit.stale)
-        reread.push({ postingId: posting.id, fields: analysis.fields });
-    } catch (error) {
-      // A page past its time budget, or a thread that died: it keeps what its crawl read.
-      log.debug({ err: error, postingId: posting.id }, 'page not read again with the template');
-    }
-  }
+  // All at once: the analyser sends the pages asked for in one turn to its threads together.
+  const read = await Promise.all(
+    pages.map(async (posting): Promise<{ postingId: string; fields: ExtractedFields }[]> => {
+      try {
+        const stored = await loadStoredPage(db, posting);
+        const analysis = await analyser.read({
+          body: stored.body,
+          contentType: stored.contentType,
+          siteKind: site.kind,
+          url: posting.url,
+          wantsText: false,
+          template: template.template,
+        });
+        // Only a page its template fits and reads in full: one of an older design (its site
+        // redesigned since) keeps what its own template read.
+        const fit = analysis.templateFit;
+        return analysis.fields && fit?.fits && !fit.stale
+          ? [{ postingId: posting.id, fields: analysis.fields }]
+          : [];
+      } catch (error) {
+        // A body no longer stored, a page past its time budget, or a thread that died: it keeps
+        // what its crawl read.
+        log.debug({ err: error, postingId: posting.id }, 'page not read again with the template');
+        return [];
+      }
+    }),
+  );
+  const reread = read.flat();
   const saved = await saveTemplateRereads(db, run.id, which, reread);
   log.info(
     { runId: run.id, templateVersion: template.version, pages: pages.length, saved },
