@@ -293,6 +293,43 @@ describe('GET /changes', () => {
     }
   });
 
+  it('numbers what a transaction kept when a savepoint holding its first change was rolled back', async () => {
+    const siteId = await createSite('feed-savepoint');
+    await runWholeListing(handle.db, siteId, range(3));
+    const ids = await Promise.all(range(3).map((i) => postingIdOf(siteId, `job-${i}`)));
+    const start = (await readFeed(`site_id=${siteId}`)).cursor;
+
+    const client = new pg.Client(handle.pool.options);
+    await client.connect();
+    try {
+      // Rolled back with the savepoint: the transaction's first change, its registration for
+      // numbering and the id of its first change.
+      await client.query('BEGIN');
+      await client.query('SAVEPOINT first');
+      await client.query('UPDATE postings SET company = $2 WHERE id = $1', [ids[0], 'undone']);
+      await client.query('ROLLBACK TO SAVEPOINT first');
+      await client.query('UPDATE postings SET company = $2 WHERE id = $1', [ids[1], 'kept 1']);
+      // Released: a change under a savepoint that is kept is numbered with the rest.
+      await client.query('SAVEPOINT second');
+      await client.query('UPDATE postings SET company = $2 WHERE id = $1', [ids[2], 'kept 2']);
+      await client.query('RELEASE SAVEPOINT second');
+      await client.query('COMMIT');
+    } finally {
+      await client.end();
+    }
+
+    const { events } = await readFeed(`site_id=${siteId}`, { since: start });
+    expect(events.map((event) => [event.posting_id, event.changes.company?.current])).toEqual([
+      [ids[1], 'kept 1'],
+      [ids[2], 'kept 2'],
+    ]);
+    expect(events.map((event) => event.position)).toEqual([Number(start) + 1, Number(start) + 2]);
+    const { rows } = await handle.pool.query<{ count: string }>(
+      'SELECT count(*) FROM posting_changes WHERE position IS NULL',
+    );
+    expect(rows[0]!.count).toBe('0');
+  });
+
   // Last in the file: it deletes the feed's older events.
   it('refuses a cursor behind the retention, and reads from the oldest event kept from 0', async () => {
     const siteId = await createSite('feed-retention');
