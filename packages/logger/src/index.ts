@@ -62,13 +62,15 @@ export function createLogger(options: CreateLoggerOptions): Logger {
   return pino(base);
 }
 
-/** Child logger for one job: queue, job id, attempt and the run/correlation ids it carries. */
-export function jobLogger(
-  logger: Logger,
-  job: { queueName: string; id?: string | undefined; attemptsMade: number; data: unknown },
-): Logger {
+/** What a job's lines carry: queue, job id, attempt and the run/correlation ids of its payload. */
+export function jobBindings(job: {
+  queueName: string;
+  id?: string | undefined;
+  attemptsMade: number;
+  data: unknown;
+}): Bindings {
   const data = (job.data ?? {}) as Record<string, unknown>;
-  const bindings: Record<string, unknown> = {
+  const bindings: Bindings = {
     queue: job.queueName,
     jobId: job.id,
     attempt: job.attemptsMade + 1,
@@ -76,7 +78,12 @@ export function jobLogger(
   for (const key of ['runId', 'postingId', 'siteId', 'correlationId'] as const) {
     if (typeof data[key] === 'string') bindings[key] = data[key];
   }
-  return logger.child(bindings);
+  return bindings;
+}
+
+/** Child logger for one job, with its `jobBindings`. */
+export function jobLogger(logger: Logger, job: Parameters<typeof jobBindings>[0]): Logger {
+  return logger.child(jobBindings(job));
 }
 
 /** One line as a tee receives it: what was logged, flattened for a person to read. */

@@ -1,5 +1,12 @@
 import { getRunLabel, type Database, type RunLabel } from '@gleaner/db';
-import { jobLogger, teeLogger, type Level, type Logger, type TeeLine } from '@gleaner/logger';
+import {
+  jobBindings,
+  jobLogger,
+  teeLogger,
+  type Level,
+  type Logger,
+  type TeeLine,
+} from '@gleaner/logger';
 import {
   runLogStages,
   type JobPayload,
@@ -83,19 +90,22 @@ export function createJobLoggers(deps: {
 
   return {
     async forJob(queue, job, payload) {
-      const log = jobLogger(deps.logger, job);
       let label: RunLabel | undefined;
       try {
         label = await labelOf(queue, payload);
       } catch (error) {
         // The job itself may still do its work (and settle its row): it is not failed for this.
+        const log = jobLogger(deps.logger, job);
         log.warn({ err: error }, 'could not look up the run of this job; logging without it');
         return log;
       }
-      if (!label) return log;
+      if (!label) return jobLogger(deps.logger, job);
       // A scrape job is its run's task: its own id is there before the run's row has it.
       const taskId = queue === 'scrape' ? job.id : label.taskId;
+      // One child logger per job, its own bindings and its run's together: a child costs a
+      // prototype, a copy of the level methods and a redaction of its bindings.
       const bindings = {
+        ...jobBindings(job),
         run: label.runId,
         site: label.siteName,
         // Seed 003's correlation fields, beside the names this house's lines have always used.
@@ -105,8 +115,8 @@ export function createJobLoggers(deps: {
       };
       const stage = runLogStages[queue as keyof typeof runLogStages];
       const runLog = deps.runLog;
-      if (!runLog || !stage) return log.child(bindings);
-      return teeLogger(log, bindings, {
+      if (!runLog || !stage) return deps.logger.child(bindings);
+      return teeLogger(deps.logger, bindings, {
         level: runLog.level,
         write: (line) =>
           runLog.writer.append(label.runId, { ...line, stage: stageOf(line, stage) }),
