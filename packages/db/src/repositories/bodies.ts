@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
-import { eq, sql } from 'drizzle-orm';
+import { inArray, sql } from 'drizzle-orm';
 import type { Database } from '../client.js';
 import { pageBodies } from '../schema.js';
 
@@ -46,13 +46,30 @@ export async function storeBody(
   return sha256;
 }
 
-export async function loadBody(
+export interface StoredBody {
+  body: Buffer;
+  contentType: string | null;
+}
+
+export async function loadBody(db: Database, sha256: string): Promise<StoredBody | undefined> {
+  return (await loadBodies(db, [sha256])).get(sha256);
+}
+
+/** The stored bodies of `sha256s`, by sha256, in one query; those not stored are absent. */
+export async function loadBodies(
   db: Database,
-  sha256: string,
-): Promise<{ body: Buffer; contentType: string | null } | undefined> {
-  const [row] = await db.select().from(pageBodies).where(eq(pageBodies.sha256, sha256)).limit(1);
-  if (!row) return undefined;
-  // Rows written before migration 0003 were gzip-compressed by the worker.
-  const body = row.contentEncoding === 'gzip' ? await gunzipAsync(row.content) : row.content;
-  return { body, contentType: row.contentType };
+  sha256s: readonly string[],
+): Promise<Map<string, StoredBody>> {
+  const found = new Map<string, StoredBody>();
+  if (sha256s.length === 0) return found;
+  const rows = await db
+    .select()
+    .from(pageBodies)
+    .where(inArray(pageBodies.sha256, [...new Set(sha256s)]));
+  for (const row of rows) {
+    // Rows written before migration 0003 were gzip-compressed by the worker.
+    const body = row.contentEncoding === 'gzip' ? await gunzipAsync(row.content) : row.content;
+    found.set(row.sha256, { body, contentType: row.contentType });
+  }
+  return found;
 }

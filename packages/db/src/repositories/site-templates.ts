@@ -2,7 +2,7 @@ import { and, asc, eq, isNotNull, isNull, lt, or, sql } from 'drizzle-orm';
 import { alias } from 'drizzle-orm/pg-core';
 import type { Database } from '../client.js';
 import { postings, type PostingRow } from '../schema.js';
-import { loadBody } from './bodies.js';
+import { loadBodies } from './bodies.js';
 import { READ_FROM_STRUCTURED_DATA } from './posting-work.js';
 
 /**
@@ -141,12 +141,14 @@ export async function loadTemplatePages(
           )
         ).rows
       : sha256s.slice(0, limit).map((sha256) => ({ sha256 }));
-  const pages: TemplatePage[] = [];
-  for (const { sha256 } of chosen) {
-    const stored = await loadBody(db, sha256);
-    if (stored) pages.push({ sha256, body: stored.body, contentType: stored.contentType });
-  }
-  return pages;
+  const stored = await loadBodies(
+    db,
+    chosen.map(({ sha256 }) => sha256),
+  );
+  return chosen.flatMap(({ sha256 }) => {
+    const page = stored.get(sha256);
+    return page ? [{ sha256, ...page }] : [];
+  });
 }
 
 /**

@@ -1,13 +1,13 @@
 import {
   getSiteById,
   listRunPagesToReadAgain,
+  loadBodies,
   saveTemplateRereads,
   type Database,
   type ExtractedFields,
 } from '@gleaner/db';
 import type { Logger } from '@gleaner/logger';
 import { postingFailureError } from '@gleaner/queue';
-import { loadStoredPage } from '../page-analysis/body-fields.js';
 import type { PageAnalyser } from '../page-analysis/page-analyser.js';
 import { NOT_A_POSTING_MESSAGE } from '../page-analysis/page-fields.js';
 import type { ActiveTemplate } from './site-templates.js';
@@ -37,14 +37,22 @@ export async function rereadRunWithTemplate(
   if (pages.length === 0) return 0;
   const site = await getSiteById(db, run.siteId);
   if (!site) return 0;
-  // All at once: the analyser sends the pages asked for in one turn to its threads together.
+  // The run's bodies in one query, then every page at once: the analyser sends the pages asked
+  // for in one turn to its threads together.
+  const bodies = await loadBodies(
+    db,
+    pages.flatMap((posting) => (posting.bodySha256 ? [posting.bodySha256] : [])),
+  );
   const read = await Promise.all(
-    pages.map(async (posting): Promise<{ postingId: string; fields: ExtractedFields }[]> => {
+    pages.map(async (posting): Promise<{ postingId: string; fields: ExtractedFields } | null> => {
+      const stored = posting.bodySha256 ? bodies.get(posting.bodySha256) : undefined;
+      if (!stored) {
+        log.debug({ postingId: posting.id }, 'page not read again: its body is no longer stored');
+        return null;
+      }
       try {
-        const stored = await loadStoredPage(db, posting);
         const analysis = await analyser.read({
-          body: stored.body,
-          contentType: stored.contentType,
+          ...stored,
           siteKind: site.kind,
           url: posting.url,
           wantsText: false,
@@ -54,17 +62,16 @@ export async function rereadRunWithTemplate(
         // redesigned since) keeps what its own template read.
         const fit = analysis.templateFit;
         return analysis.fields && fit?.fits && !fit.stale
-          ? [{ postingId: posting.id, fields: analysis.fields }]
-          : [];
+          ? { postingId: posting.id, fields: analysis.fields }
+          : null;
       } catch (error) {
-        // A body no longer stored, a page past its time budget, or a thread that died: it keeps
-        // what its crawl read.
+        // A page past its time budget, or a thread that died: it keeps what its crawl read.
         log.debug({ err: error, postingId: posting.id }, 'page not read again with the template');
-        return [];
+        return null;
       }
     }),
   );
-  const reread = read.flat();
+  const reread = read.filter((page) => page !== null);
   const saved = await saveTemplateRereads(db, run.id, which, reread);
   log.info(
     { runId: run.id, templateVersion: template.version, pages: pages.length, saved },
