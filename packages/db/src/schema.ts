@@ -504,7 +504,8 @@ export interface PostingFieldChange {
  * commit, under the one-row `change_feed_clock`, so positions follow commit order and the
  * committed ones always run 1, 2, 3 … with no gap: a reader paging by position misses nothing.
  * The triggers, their functions and the unlogged `change_feed_pending` (the transactions whose
- * events await their positions) are in migration 0016 only: drizzle does not describe them.
+ * events await their positions) are in migrations 0016, 0028 and 0029 only: drizzle does not
+ * describe them.
  */
 export const postingChanges = pgTable(
   'posting_changes',

@@ -330,6 +330,56 @@ describe('GET /changes', () => {
     expect(rows[0]!.count).toBe('0');
   });
 
+  it("records one statement's changed rows only, and nothing for a bookkeeping write after it", async () => {
+    const siteId = await createSite('feed-statement');
+    await runWholeListing(handle.db, siteId, range(4));
+    const ids = await Promise.all(range(4).map((i) => postingIdOf(siteId, `job-${i}`)));
+    await handle.pool.query(`UPDATE postings SET description = $2 WHERE id = $1`, [
+      ids[3],
+      'Long text kept as it is',
+    ]);
+    const start = (await readFeed(`site_id=${siteId}`)).cursor;
+
+    const client = new pg.Client(handle.pool.options);
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      // One statement: two rows change, one is written with the values it has, one keeps its
+      // description and changes nothing else.
+      await client.query(
+        `UPDATE postings p SET title = v.title, description = coalesce(v.description, p.description)
+         FROM (VALUES ($1::uuid, 'Baker', NULL), ($2::uuid, 'Cook', 'New text'),
+                      ($3::uuid, NULL, NULL), ($4::uuid, NULL, NULL)) AS v(id, title, description)
+         WHERE p.id = v.id`,
+        ids,
+      );
+      // Bookkeeping in the same transaction, after the changes were recorded: nothing more.
+      await client.query(
+        `UPDATE postings SET last_seen_at = now(), description = description WHERE id = ANY($1)`,
+        [ids],
+      );
+      await client.query('COMMIT');
+    } finally {
+      await client.end();
+    }
+
+    const { events } = await readFeed(`site_id=${siteId}`, { since: start });
+    // Positions follow commit order; within one statement, its rows come in no set order.
+    const byPosting = events.map((event) => [event.posting_id, event.type, event.changes]);
+    byPosting.sort((a, b) => ids.indexOf(a[0] as string) - ids.indexOf(b[0] as string));
+    expect(byPosting).toEqual([
+      [ids[0], 'updated', { title: { previous: null, current: 'Baker' } }],
+      [
+        ids[1],
+        'updated',
+        {
+          title: { previous: null, current: 'Cook' },
+          description: { previous: null, current: 'New text' },
+        },
+      ],
+    ]);
+  });
+
   // Last in the file: it deletes the feed's older events.
   it('refuses a cursor behind the retention, and reads from the oldest event kept from 0', async () => {
     const siteId = await createSite('feed-retention');
