@@ -10,9 +10,11 @@
 -- An UPDATE trigger with transition tables cannot name columns, so it runs for every UPDATE of
 -- postings, the bookkeeping ones too (a run claiming its postings, search vectors, cross-source
 -- keys). Comparing a description left as it was reads it from TOAST twice, so the comparison runs
--- only after a statement changed a field: the row trigger below keeps the old trigger's column
--- list and WHEN clause, and marks the transaction when any row passes them; the statement trigger
--- compares only when marked, and clears the mark.
+-- only once a field changed: the row trigger below keeps the old trigger's column list and WHEN
+-- clause, and marks the transaction when any row passes them; the statement trigger compares only
+-- when marked. The mark lasts until the transaction ends: a statement run inside another (a
+-- trigger or function writing postings) must not take away the outer statement's mark, and a
+-- transaction's later statements comparing for nothing cost only time.
 DROP TRIGGER "posting_changes_insert" ON "postings";--> statement-breakpoint
 DROP TRIGGER "posting_changes_update" ON "postings";--> statement-breakpoint
 DROP FUNCTION posting_changes_record();--> statement-breakpoint
@@ -85,7 +87,9 @@ END
 $$;--> statement-breakpoint
 CREATE FUNCTION posting_changes_mark() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM set_config('gleaner.change_feed_marked', 'on', true);
+  IF current_setting('gleaner.change_feed_marked', true) IS DISTINCT FROM 'on' THEN
+    PERFORM set_config('gleaner.change_feed_marked', 'on', true);
+  END IF;
   RETURN NEW;
 END
 $$;--> statement-breakpoint
@@ -96,7 +100,6 @@ BEGIN
   IF current_setting('gleaner.change_feed_marked', true) IS DISTINCT FROM 'on' THEN
     RETURN NULL;
   END IF;
-  PERFORM set_config('gleaner.change_feed_marked', '', true);
   WITH recorded AS (
     INSERT INTO posting_changes (posting_id, site_id, type, changes)
     SELECT n.id, n.site_id,

@@ -380,6 +380,44 @@ describe('GET /changes', () => {
     ]);
   });
 
+  it('records a statement whose own query writes postings again from a trigger', async () => {
+    const siteId = await createSite('feed-nested');
+    await runWholeListing(handle.db, siteId, range(2));
+    const [changed, touched] = await Promise.all(
+      range(2).map((i) => postingIdOf(siteId, `job-${i}`)),
+    );
+    const start = (await readFeed(`site_id=${siteId}`)).cursor;
+
+    const client = new pg.Client(handle.pool.options);
+    await client.connect();
+    try {
+      // A trigger on another table that writes postings (bookkeeping only) from inside the
+      // query that changes a posting's title: its statement runs before the outer one's
+      // statement trigger does.
+      await client.query(`
+        CREATE TEMPORARY TABLE feed_nested_touch (posting_id uuid);
+        CREATE FUNCTION pg_temp.feed_nested_touch() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          UPDATE postings SET last_seen_at = now() WHERE id = NEW.posting_id;
+          RETURN NULL;
+        END $$;
+        CREATE TRIGGER feed_nested_touch AFTER INSERT ON feed_nested_touch
+          FOR EACH ROW EXECUTE FUNCTION pg_temp.feed_nested_touch();`);
+      await client.query(
+        `WITH changed AS (UPDATE postings SET title = 'Nested' WHERE id = $1 RETURNING id)
+         INSERT INTO feed_nested_touch VALUES ($2)`,
+        [changed, touched],
+      );
+    } finally {
+      await client.end();
+    }
+
+    const { events } = await readFeed(`site_id=${siteId}`, { since: start });
+    expect(events.map((event) => [event.posting_id, event.changes])).toEqual([
+      [changed, { title: { previous: null, current: 'Nested' } }],
+    ]);
+  });
+
   // Last in the file: it deletes the feed's older events.
   it('refuses a cursor behind the retention, and reads from the oldest event kept from 0', async () => {
     const siteId = await createSite('feed-retention');
