@@ -119,6 +119,40 @@ describe('the fleet connection budget', () => {
     await held.release();
   });
 
+  it('leaves no claim behind when released while a renewal is under way', async () => {
+    const prefix = `${namespace.prefix}-released`;
+    const redis = await connection();
+    let renewalStarted!: () => void;
+    const renewalUnderWay = new Promise<void>((resolve) => (renewalStarted = resolve));
+    // The same connection, its renewals held back a while: the release comes in between.
+    const slowRenewals = new Proxy(redis, {
+      get(target, property, receiver) {
+        if (property !== 'eval') return Reflect.get(target, property, receiver) as unknown;
+        return async (...args: Parameters<RedisClient['eval']>) => {
+          // (script, keys, key, member, pool, budget, ttl, renew, …)
+          if (args[7] === '1') {
+            renewalStarted();
+            await new Promise((resolve) => setTimeout(resolve, 300));
+          }
+          return target.eval(...args);
+        };
+      },
+    });
+    const held = await claimConnectionBudget({
+      redis: slowRenewals,
+      prefix,
+      service: 'api',
+      pool: 6,
+      budget: fixed(10),
+      ttlMs: 150,
+      waitMs: 0,
+    });
+    await renewalUnderWay;
+    await held.release();
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await redis.exists(budgetKey(prefix))).toBe(0);
+  });
+
   it('says why it could not claim when Redis cannot be asked', async () => {
     const redis = await connection();
     redis.disconnect();

@@ -191,8 +191,11 @@ export async function claimConnectionBudget(options: BudgetClaimOptions): Promis
       const { connections, source } = await options.budget();
       const outcome = await claim(false, connections);
       if (outcome.stored) {
+        // The renewal under way, if any: one that lands after the release would store the
+        // claim again, for good (the hash has no expiry).
+        let renewing: Promise<unknown> = Promise.resolve();
         const timer = setInterval(() => {
-          claim(true, connections).catch(() => undefined);
+          renewing = claim(true, connections).catch(() => undefined);
         }, ttlMs / 3);
         timer.unref();
         let released: Promise<void> | undefined;
@@ -203,6 +206,7 @@ export async function claimConnectionBudget(options: BudgetClaimOptions): Promis
           release() {
             released ??= (async () => {
               clearInterval(timer);
+              await renewing;
               // Redis away: the claim goes with this process's connection, or runs out.
               await redis.hdel(key, member).catch(() => undefined);
             })();
