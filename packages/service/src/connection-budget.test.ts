@@ -47,7 +47,7 @@ async function claim(prefix: string, pool: number, budget: number, waitMs = 0) {
 
 describe('the fleet connection budget', () => {
   it('lets pools in while they fit, refuses the one that would not, and makes room on release', async () => {
-    const prefix = `${namespace.prefix}-fit`;
+    const prefix = `${namespace.prefix}:fit`;
     const first = await claim(prefix, 4, 10);
     const second = await claim(prefix, 4, 10);
     expect(second.usedByOthers).toBe(4);
@@ -69,7 +69,7 @@ describe('the fleet connection budget', () => {
   });
 
   it('drops the claim of a process whose connection is gone, at once', async () => {
-    const prefix = `${namespace.prefix}-killed`;
+    const prefix = `${namespace.prefix}:killed`;
     const killedConnection = await connection();
     await claimConnectionBudget({
       redis: killedConnection,
@@ -88,7 +88,7 @@ describe('the fleet connection budget', () => {
   });
 
   it('drops a claim that ran out without renewal, and waits for room up to its limit', async () => {
-    const prefix = `${namespace.prefix}-expired`;
+    const prefix = `${namespace.prefix}:expired`;
     const redis = await connection();
     // A live connection's claim that expires in 300 ms: a host that stopped renewing.
     const id = String(await nodeOf(redis, budgetKey(prefix))!.client('ID'));
@@ -104,7 +104,7 @@ describe('the fleet connection budget', () => {
   });
 
   it('keeps a claim alive by renewing it while the process runs', async () => {
-    const prefix = `${namespace.prefix}-renewed`;
+    const prefix = `${namespace.prefix}:renewed`;
     const held: BudgetClaim = await claimConnectionBudget({
       redis: await connection(),
       prefix,
@@ -120,7 +120,7 @@ describe('the fleet connection budget', () => {
   });
 
   it('leaves no claim behind when released while a renewal is under way', async () => {
-    const prefix = `${namespace.prefix}-released`;
+    const prefix = `${namespace.prefix}:released`;
     const redis = await connection();
     let renewalStarted!: () => void;
     const renewalUnderWay = new Promise<void>((resolve) => (renewalStarted = resolve));
@@ -159,7 +159,7 @@ describe('the fleet connection budget', () => {
     await expect(
       claimConnectionBudget({
         redis,
-        prefix: `${namespace.prefix}-down`,
+        prefix: `${namespace.prefix}:down`,
         service: 'worker',
         pool: 2,
         budget: fixed(10),
