@@ -19,69 +19,72 @@ DROP TRIGGER "posting_changes_insert" ON "postings";--> statement-breakpoint
 DROP TRIGGER "posting_changes_update" ON "postings";--> statement-breakpoint
 DROP FUNCTION posting_changes_record();--> statement-breakpoint
 -- The transaction's first events register it for numbering at commit (migration 0028), with the
--- id of its first event.
+-- id of its first event; nothing when the statement recorded none (NULL).
 CREATE FUNCTION posting_changes_register(first_change_id bigint) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
   txid xid8 := pg_current_xact_id();
 BEGIN
-  IF current_setting('gleaner.change_feed_txid', true) IS DISTINCT FROM txid::text THEN
+  IF first_change_id IS NOT NULL
+     AND current_setting('gleaner.change_feed_txid', true) IS DISTINCT FROM txid::text THEN
     INSERT INTO change_feed_pending (txid) VALUES (txid) ON CONFLICT DO NOTHING;
     PERFORM set_config('gleaner.change_feed_txid', txid::text, true);
     PERFORM set_config('gleaner.change_feed_first_id', first_change_id::text, true);
   END IF;
 END
 $$;--> statement-breakpoint
--- Each field under its API name (packages/db/src/posting-fields.ts, spelled out once more; a test
--- fails when they differ): an object holding every field, null where it is left out, less the
--- fields left out.
+-- What changed from `o` to `n`, each field under its API name (packages/db/src/posting-fields.ts,
+-- spelled out once more; a test fails when they differ) with its previous and current value:
+-- an object holding every field, null where it did not change, less those fields. A created
+-- posting is the change from no posting (`o` NULL): its non-null fields. Inlined into the
+-- statements below, which call it for each row.
+CREATE FUNCTION posting_changes_fields(o postings, n postings) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+  SELECT jsonb_build_object(
+      'title', CASE WHEN n.title IS DISTINCT FROM o.title THEN jsonb_build_object('previous', o.title, 'current', n.title) END,
+      'company', CASE WHEN n.company IS DISTINCT FROM o.company THEN jsonb_build_object('previous', o.company, 'current', n.company) END,
+      'location', CASE WHEN n.location IS DISTINCT FROM o.location THEN jsonb_build_object('previous', o.location, 'current', n.location) END,
+      'location_city', CASE WHEN n.location_city IS DISTINCT FROM o.location_city THEN jsonb_build_object('previous', o.location_city, 'current', n.location_city) END,
+      'location_region', CASE WHEN n.location_region IS DISTINCT FROM o.location_region THEN jsonb_build_object('previous', o.location_region, 'current', n.location_region) END,
+      'location_country', CASE WHEN n.location_country IS DISTINCT FROM o.location_country THEN jsonb_build_object('previous', o.location_country, 'current', n.location_country) END,
+      'is_remote', CASE WHEN n.is_remote IS DISTINCT FROM o.is_remote THEN jsonb_build_object('previous', o.is_remote, 'current', n.is_remote) END,
+      'employment_type', CASE WHEN n.employment_type IS DISTINCT FROM o.employment_type THEN jsonb_build_object('previous', o.employment_type, 'current', n.employment_type) END,
+      'salary_min', CASE WHEN n.salary_min IS DISTINCT FROM o.salary_min THEN jsonb_build_object('previous', o.salary_min, 'current', n.salary_min) END,
+      'salary_max', CASE WHEN n.salary_max IS DISTINCT FROM o.salary_max THEN jsonb_build_object('previous', o.salary_max, 'current', n.salary_max) END,
+      'salary_currency', CASE WHEN n.salary_currency IS DISTINCT FROM o.salary_currency THEN jsonb_build_object('previous', o.salary_currency, 'current', n.salary_currency) END,
+      'salary_period', CASE WHEN n.salary_period IS DISTINCT FROM o.salary_period THEN jsonb_build_object('previous', o.salary_period, 'current', n.salary_period) END,
+      'date_posted', CASE WHEN n.date_posted IS DISTINCT FROM o.date_posted THEN jsonb_build_object('previous', o.date_posted, 'current', n.date_posted) END,
+      'description', CASE WHEN n.description IS DISTINCT FROM o.description THEN jsonb_build_object('previous', o.description, 'current', n.description) END,
+      'description_text', CASE WHEN n.description_text IS DISTINCT FROM o.description_text THEN jsonb_build_object('previous', o.description_text, 'current', n.description_text) END,
+      'requirements', CASE WHEN n.requirements IS DISTINCT FROM o.requirements THEN jsonb_build_object('previous', o.requirements, 'current', n.requirements) END)
+    - array_remove(ARRAY[
+      CASE WHEN n.title IS NOT DISTINCT FROM o.title THEN 'title' END,
+      CASE WHEN n.company IS NOT DISTINCT FROM o.company THEN 'company' END,
+      CASE WHEN n.location IS NOT DISTINCT FROM o.location THEN 'location' END,
+      CASE WHEN n.location_city IS NOT DISTINCT FROM o.location_city THEN 'location_city' END,
+      CASE WHEN n.location_region IS NOT DISTINCT FROM o.location_region THEN 'location_region' END,
+      CASE WHEN n.location_country IS NOT DISTINCT FROM o.location_country THEN 'location_country' END,
+      CASE WHEN n.is_remote IS NOT DISTINCT FROM o.is_remote THEN 'is_remote' END,
+      CASE WHEN n.employment_type IS NOT DISTINCT FROM o.employment_type THEN 'employment_type' END,
+      CASE WHEN n.salary_min IS NOT DISTINCT FROM o.salary_min THEN 'salary_min' END,
+      CASE WHEN n.salary_max IS NOT DISTINCT FROM o.salary_max THEN 'salary_max' END,
+      CASE WHEN n.salary_currency IS NOT DISTINCT FROM o.salary_currency THEN 'salary_currency' END,
+      CASE WHEN n.salary_period IS NOT DISTINCT FROM o.salary_period THEN 'salary_period' END,
+      CASE WHEN n.date_posted IS NOT DISTINCT FROM o.date_posted THEN 'date_posted' END,
+      CASE WHEN n.description IS NOT DISTINCT FROM o.description THEN 'description' END,
+      CASE WHEN n.description_text IS NOT DISTINCT FROM o.description_text THEN 'description_text' END,
+      CASE WHEN n.requirements IS NOT DISTINCT FROM o.requirements THEN 'requirements' END], NULL)
+$$;--> statement-breakpoint
 CREATE FUNCTION posting_changes_record_created() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   first_id bigint;
 BEGIN
   WITH recorded AS (
     INSERT INTO posting_changes (posting_id, site_id, type, changes)
-    SELECT n.id, n.site_id, 'created',
-        jsonb_build_object(
-          'title', CASE WHEN n.title IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.title) END,
-          'company', CASE WHEN n.company IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.company) END,
-          'location', CASE WHEN n.location IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.location) END,
-          'location_city', CASE WHEN n.location_city IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.location_city) END,
-          'location_region', CASE WHEN n.location_region IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.location_region) END,
-          'location_country', CASE WHEN n.location_country IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.location_country) END,
-          'is_remote', CASE WHEN n.is_remote IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.is_remote) END,
-          'employment_type', CASE WHEN n.employment_type IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.employment_type) END,
-          'salary_min', CASE WHEN n.salary_min IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.salary_min) END,
-          'salary_max', CASE WHEN n.salary_max IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.salary_max) END,
-          'salary_currency', CASE WHEN n.salary_currency IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.salary_currency) END,
-          'salary_period', CASE WHEN n.salary_period IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.salary_period) END,
-          'date_posted', CASE WHEN n.date_posted IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.date_posted) END,
-          'description', CASE WHEN n.description IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.description) END,
-          'description_text', CASE WHEN n.description_text IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.description_text) END,
-          'requirements', CASE WHEN n.requirements IS NOT NULL THEN jsonb_build_object('previous', NULL, 'current', n.requirements) END)
-        - array_remove(ARRAY[
-          CASE WHEN n.title IS NULL THEN 'title' END,
-          CASE WHEN n.company IS NULL THEN 'company' END,
-          CASE WHEN n.location IS NULL THEN 'location' END,
-          CASE WHEN n.location_city IS NULL THEN 'location_city' END,
-          CASE WHEN n.location_region IS NULL THEN 'location_region' END,
-          CASE WHEN n.location_country IS NULL THEN 'location_country' END,
-          CASE WHEN n.is_remote IS NULL THEN 'is_remote' END,
-          CASE WHEN n.employment_type IS NULL THEN 'employment_type' END,
-          CASE WHEN n.salary_min IS NULL THEN 'salary_min' END,
-          CASE WHEN n.salary_max IS NULL THEN 'salary_max' END,
-          CASE WHEN n.salary_currency IS NULL THEN 'salary_currency' END,
-          CASE WHEN n.salary_period IS NULL THEN 'salary_period' END,
-          CASE WHEN n.date_posted IS NULL THEN 'date_posted' END,
-          CASE WHEN n.description IS NULL THEN 'description' END,
-          CASE WHEN n.description_text IS NULL THEN 'description_text' END,
-          CASE WHEN n.requirements IS NULL THEN 'requirements' END], NULL)
-    FROM created_postings n
+    SELECT n.id, n.site_id, 'created', posting_changes_fields(NULL, n) FROM created_postings n
     RETURNING id
   )
   SELECT min(id) INTO first_id FROM recorded;
-  IF first_id IS NOT NULL THEN
-    PERFORM posting_changes_register(first_id);
-  END IF;
+  PERFORM posting_changes_register(first_id);
   RETURN NULL;
 END
 $$;--> statement-breakpoint
@@ -100,72 +103,24 @@ BEGIN
   IF current_setting('gleaner.change_feed_marked', true) IS DISTINCT FROM 'on' THEN
     RETURN NULL;
   END IF;
-  WITH recorded AS (
-    INSERT INTO posting_changes (posting_id, site_id, type, changes)
+  WITH compared AS (
     SELECT n.id, n.site_id,
         CASE
           WHEN n.status = 'expired' AND o.status <> 'expired' THEN 'closed'
           WHEN o.status = 'expired' AND n.status <> 'expired' THEN 'reopened'
           ELSE 'updated'
-        END,
-        jsonb_build_object(
-          'title', CASE WHEN n.title IS DISTINCT FROM o.title THEN jsonb_build_object('previous', o.title, 'current', n.title) END,
-          'company', CASE WHEN n.company IS DISTINCT FROM o.company THEN jsonb_build_object('previous', o.company, 'current', n.company) END,
-          'location', CASE WHEN n.location IS DISTINCT FROM o.location THEN jsonb_build_object('previous', o.location, 'current', n.location) END,
-          'location_city', CASE WHEN n.location_city IS DISTINCT FROM o.location_city THEN jsonb_build_object('previous', o.location_city, 'current', n.location_city) END,
-          'location_region', CASE WHEN n.location_region IS DISTINCT FROM o.location_region THEN jsonb_build_object('previous', o.location_region, 'current', n.location_region) END,
-          'location_country', CASE WHEN n.location_country IS DISTINCT FROM o.location_country THEN jsonb_build_object('previous', o.location_country, 'current', n.location_country) END,
-          'is_remote', CASE WHEN n.is_remote IS DISTINCT FROM o.is_remote THEN jsonb_build_object('previous', o.is_remote, 'current', n.is_remote) END,
-          'employment_type', CASE WHEN n.employment_type IS DISTINCT FROM o.employment_type THEN jsonb_build_object('previous', o.employment_type, 'current', n.employment_type) END,
-          'salary_min', CASE WHEN n.salary_min IS DISTINCT FROM o.salary_min THEN jsonb_build_object('previous', o.salary_min, 'current', n.salary_min) END,
-          'salary_max', CASE WHEN n.salary_max IS DISTINCT FROM o.salary_max THEN jsonb_build_object('previous', o.salary_max, 'current', n.salary_max) END,
-          'salary_currency', CASE WHEN n.salary_currency IS DISTINCT FROM o.salary_currency THEN jsonb_build_object('previous', o.salary_currency, 'current', n.salary_currency) END,
-          'salary_period', CASE WHEN n.salary_period IS DISTINCT FROM o.salary_period THEN jsonb_build_object('previous', o.salary_period, 'current', n.salary_period) END,
-          'date_posted', CASE WHEN n.date_posted IS DISTINCT FROM o.date_posted THEN jsonb_build_object('previous', o.date_posted, 'current', n.date_posted) END,
-          'description', CASE WHEN n.description IS DISTINCT FROM o.description THEN jsonb_build_object('previous', o.description, 'current', n.description) END,
-          'description_text', CASE WHEN n.description_text IS DISTINCT FROM o.description_text THEN jsonb_build_object('previous', o.description_text, 'current', n.description_text) END,
-          'requirements', CASE WHEN n.requirements IS DISTINCT FROM o.requirements THEN jsonb_build_object('previous', o.requirements, 'current', n.requirements) END)
-        - array_remove(ARRAY[
-          CASE WHEN n.title IS NOT DISTINCT FROM o.title THEN 'title' END,
-          CASE WHEN n.company IS NOT DISTINCT FROM o.company THEN 'company' END,
-          CASE WHEN n.location IS NOT DISTINCT FROM o.location THEN 'location' END,
-          CASE WHEN n.location_city IS NOT DISTINCT FROM o.location_city THEN 'location_city' END,
-          CASE WHEN n.location_region IS NOT DISTINCT FROM o.location_region THEN 'location_region' END,
-          CASE WHEN n.location_country IS NOT DISTINCT FROM o.location_country THEN 'location_country' END,
-          CASE WHEN n.is_remote IS NOT DISTINCT FROM o.is_remote THEN 'is_remote' END,
-          CASE WHEN n.employment_type IS NOT DISTINCT FROM o.employment_type THEN 'employment_type' END,
-          CASE WHEN n.salary_min IS NOT DISTINCT FROM o.salary_min THEN 'salary_min' END,
-          CASE WHEN n.salary_max IS NOT DISTINCT FROM o.salary_max THEN 'salary_max' END,
-          CASE WHEN n.salary_currency IS NOT DISTINCT FROM o.salary_currency THEN 'salary_currency' END,
-          CASE WHEN n.salary_period IS NOT DISTINCT FROM o.salary_period THEN 'salary_period' END,
-          CASE WHEN n.date_posted IS NOT DISTINCT FROM o.date_posted THEN 'date_posted' END,
-          CASE WHEN n.description IS NOT DISTINCT FROM o.description THEN 'description' END,
-          CASE WHEN n.description_text IS NOT DISTINCT FROM o.description_text THEN 'description_text' END,
-          CASE WHEN n.requirements IS NOT DISTINCT FROM o.requirements THEN 'requirements' END], NULL)
+        END AS type,
+        posting_changes_fields(o, n) AS changes
     FROM updated_postings n JOIN previous_postings o ON o.id = n.id
-    WHERE (o.status = 'expired') IS DISTINCT FROM (n.status = 'expired')
-       OR n.title IS DISTINCT FROM o.title
-       OR n.company IS DISTINCT FROM o.company
-       OR n.location IS DISTINCT FROM o.location
-       OR n.location_city IS DISTINCT FROM o.location_city
-       OR n.location_region IS DISTINCT FROM o.location_region
-       OR n.location_country IS DISTINCT FROM o.location_country
-       OR n.is_remote IS DISTINCT FROM o.is_remote
-       OR n.employment_type IS DISTINCT FROM o.employment_type
-       OR n.salary_min IS DISTINCT FROM o.salary_min
-       OR n.salary_max IS DISTINCT FROM o.salary_max
-       OR n.salary_currency IS DISTINCT FROM o.salary_currency
-       OR n.salary_period IS DISTINCT FROM o.salary_period
-       OR n.date_posted IS DISTINCT FROM o.date_posted
-       OR n.description IS DISTINCT FROM o.description
-       OR n.description_text IS DISTINCT FROM o.description_text
-       OR n.requirements IS DISTINCT FROM o.requirements
+  ), recorded AS (
+    INSERT INTO posting_changes (posting_id, site_id, type, changes)
+    SELECT id, site_id, type, changes FROM compared
+    -- Closing or reopening is a change of its own; an update is one when a field changed.
+    WHERE type <> 'updated' OR changes <> '{}'::jsonb
     RETURNING id
   )
   SELECT min(id) INTO first_id FROM recorded;
-  IF first_id IS NOT NULL THEN
-    PERFORM posting_changes_register(first_id);
-  END IF;
+  PERFORM posting_changes_register(first_id);
   RETURN NULL;
 END
 $$;--> statement-breakpoint

@@ -3,7 +3,7 @@ import {
   countStoredSitePages,
   getSiteTemplate,
   listTemplateLabels,
-  loadBody,
+  loadBodies,
   loadTemplatePages,
   raiseTemplateChangedAlert,
   MAX_TEMPLATE_MISFITS,
@@ -256,11 +256,16 @@ async function labelledPages(
     labels[label.field as keyof PageLabels] = label.value;
     byPage.set(label.bodySha256, labels);
   }
+  // The labelled pages not among `pages`, in one query.
+  const missing = await loadBodies(
+    db,
+    [...byPage.keys()].filter((sha256) => !pages.some((each) => each.sha256 === sha256)),
+  );
   const labelled: { page: number; labels: PageLabels }[] = [];
   for (const [sha256, labels] of byPage) {
     let page = pages.findIndex((each) => each.sha256 === sha256);
     if (page === -1) {
-      const stored = await loadBody(db, sha256);
+      const stored = missing.get(sha256);
       if (!stored) continue;
       page = pages.push({ sha256, ...stored }) - 1;
     }
