@@ -350,4 +350,61 @@ describe('batched posting store', () => {
       { title: 'Encoded', description: '<p>ab</p>', text: 'ab' },
     ]);
   });
+
+  it('finds a batch’s postings by key while the statistics count few postings pending', async () => {
+    // Statistics are gathered while runs are idle; a run's new postings are pending until the
+    // next ANALYZE. Here another site's 5,000 postings were counted ready, then listed again.
+    const own = await createTestDatabase('settle-plan');
+    const ownHandle = createDb({ url: own.url, poolMax: 2 });
+    try {
+      await ownHandle.pool.query('ALTER TABLE postings SET (autovacuum_enabled = false)');
+      const other = await seedRunWithPostings(ownHandle.db, 1, 'elsewhere');
+      await ownHandle.pool.query(
+        `INSERT INTO postings (site_id, run_id, external_id, url, status, title)
+         SELECT $1, $2, 'other-' || g, 'https://example.com/other/' || g, 'ready', 'Other ' || g
+         FROM generate_series(1, 5000) g`,
+        [other.site.id, other.run.id],
+      );
+      await ownHandle.pool.query('ANALYZE postings');
+      await ownHandle.pool.query(`UPDATE postings SET status = 'pending' WHERE run_id = $1`, [
+        other.run.id,
+      ]);
+
+      const { run, postings } = await seedRunWithPostings(ownHandle.db, 48, 'batched');
+      const settles: PostingSettle[] = postings.map((p, i) =>
+        i < 32
+          ? page(p.id, run.id, `Engineer ${i}`)
+          : i < 40
+            ? { status: 'skipped', postingId: p.id, runId: run.id }
+            : { status: 'error', postingId: p.id, runId: run.id, error: 'gone' },
+      );
+      const pool = ownHandle.db.$client;
+      const original = pool.query.bind(pool);
+      const sent: { text: string; values: unknown[] }[] = [];
+      pool.query = ((config: { text: string; values: unknown[] }) => {
+        sent.push(config);
+        return (original as (c: unknown) => unknown)(config);
+      }) as typeof pool.query;
+      try {
+        expect((await settlePostings(ownHandle.db, settles)).size).toBe(48);
+      } finally {
+        pool.query = original;
+      }
+      expect(sent).toHaveLength(3);
+      for (const statement of sent) {
+        const { rows } = await ownHandle.pool.query<{ 'QUERY PLAN': unknown }>(
+          `EXPLAIN (FORMAT JSON) ${statement.text}`,
+          statement.values,
+        );
+        const plan = JSON.stringify(rows[0]!['QUERY PLAN']);
+        // Reading every pending posting through the status index, once per batch, is what the
+        // statements must not do; the batch's rows are found by primary key or by run and id.
+        expect(plan).not.toContain('postings_status_updated_idx');
+        expect(plan).toMatch(/"Index Name":"(postings_pkey|postings_run_idx)"/);
+      }
+    } finally {
+      await ownHandle.close();
+      await own.drop();
+    }
+  });
 });

@@ -6,6 +6,7 @@ import { postings, type PostingStatus, type SiteRow } from '../schema.js';
 import {
   KEEP_PREVIOUS_VERSION,
   settleReadyStatement,
+  STILL_PENDING,
   type ExtractedPage,
 } from './settle-statement.js';
 
@@ -171,7 +172,7 @@ export async function settlePostings(
         text: `
           UPDATE postings p SET status = 'skipped', error = NULL, updated_at = now()
           FROM unnest($1::uuid[], $2::uuid[]) AS i(id, run_id)
-          WHERE p.id = i.id AND p.run_id = i.run_id AND p.status = 'pending'
+          WHERE p.id = i.id AND p.run_id = i.run_id AND ${STILL_PENDING}
           RETURNING p.id`,
         values: [skipped.map((s) => s.postingId), skipped.map((s) => s.runId)],
       }),
@@ -184,7 +185,7 @@ export async function settlePostings(
         text: `
           UPDATE postings p SET status = 'error', error = i.error, updated_at = now()
           FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS i(id, run_id, error)
-          WHERE p.id = i.id AND p.run_id = i.run_id AND p.status = 'pending'
+          WHERE p.id = i.id AND p.run_id = i.run_id AND ${STILL_PENDING}
           RETURNING p.id`,
         values: [
           failed.map((s) => s.postingId),
