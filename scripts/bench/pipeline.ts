@@ -382,8 +382,8 @@ export interface PipelineStack {
 
 export interface PipelineRound {
   seconds: number;
-  /** From the rows' own timestamps: enqueue → run started, started → first page fetched, → finished. */
-  phases: { pickup: number; listing: number; pages: number } | null;
+  /** From the rows' own timestamps: enqueue → run started → first posting stored → last posting settled → run finished. */
+  phases: { pickup: number; listing: number; pages: number; close: number } | null;
   run: RunRow;
   /** CPU seconds per process kind (worker, postgres, redis-server, fixture-site…) during the run. */
   cpuSeconds: Record<string, number>;
@@ -576,19 +576,23 @@ async function runPhases(
   const { rows } = await handle.pool.query<{
     started_at: Date | null;
     first_fetch: Date | null;
+    last_settle: Date | null;
     finished_at: Date | null;
   }>(
-    `SELECT r.started_at, r.finished_at, (SELECT min(p.fetched_at) FROM postings p WHERE p.run_id = r.id) AS first_fetch
+    `SELECT r.started_at, r.finished_at,
+            (SELECT min(p.fetched_at) FROM postings p WHERE p.run_id = r.id) AS first_fetch,
+            (SELECT max(p.extracted_at) FROM postings p WHERE p.run_id = r.id) AS last_settle
      FROM scrape_runs r WHERE r.id = $1`,
     [runId],
   );
   const row = rows[0];
-  if (!row?.started_at || !row.first_fetch || !row.finished_at) return null;
+  if (!row?.started_at || !row.first_fetch || !row.last_settle || !row.finished_at) return null;
   const seconds = (from: Date, to: Date): number => round2((to.getTime() - from.getTime()) / 1000);
   return {
     pickup: seconds(enqueuedAt, row.started_at),
     listing: seconds(row.started_at, row.first_fetch),
-    pages: seconds(row.first_fetch, row.finished_at),
+    pages: seconds(row.first_fetch, row.last_settle),
+    close: seconds(row.last_settle, row.finished_at),
   };
 }
 
