@@ -56,7 +56,7 @@ export const KEEP_PREVIOUS_VERSION = `
  * `postings_status_updated_idx` for each batch whenever the statistics counted few pending rows:
  * they are gathered while runs are idle, and a run's thousands of new postings are pending until
  * the next ANALYZE. With 30,000 postings pending elsewhere, a settle cost Postgres 2.9 ms a
- * posting instead of 0.5. Now the batch's rows are found by key (`settle-statement.test.ts`).
+ * posting instead of 0.5. Now the batch's rows are found by key (`test/batched-settle.test.ts`).
  */
 export const STILL_PENDING = `(p.status = 'pending') IS TRUE`;
 
