@@ -256,15 +256,20 @@ async function labelledPages(
     labels[label.field as keyof PageLabels] = label.value;
     byPage.set(label.bodySha256, labels);
   }
+  // Each body's first index among `pages`.
+  const indexOf = new Map<string, number>();
+  pages.forEach((each, index) => {
+    if (!indexOf.has(each.sha256)) indexOf.set(each.sha256, index);
+  });
   // The labelled pages not among `pages`, in one query.
   const missing = await loadBodies(
     db,
-    [...byPage.keys()].filter((sha256) => !pages.some((each) => each.sha256 === sha256)),
+    [...byPage.keys()].filter((sha256) => !indexOf.has(sha256)),
   );
   const labelled: { page: number; labels: PageLabels }[] = [];
   for (const [sha256, labels] of byPage) {
-    let page = pages.findIndex((each) => each.sha256 === sha256);
-    if (page === -1) {
+    let page = indexOf.get(sha256);
+    if (page === undefined) {
       const stored = missing.get(sha256);
       if (!stored) continue;
       page = pages.push({ sha256, ...stored }) - 1;
