@@ -10,6 +10,7 @@ import {
   getMany,
   keySlot,
   nodeOf,
+  pipelinedConnection,
   queueKeyPrefix,
   sendTogether,
   waitForRedis,
@@ -106,6 +107,56 @@ describe('a Redis Cluster connection', () => {
       expect(await copy.client('GETNAME')).toBe('gleaner-connection-test');
     } finally {
       copy.disconnect();
+    }
+  });
+
+  it('is its own pipelined connection: ioredis would group scripts of many slots by their hash', async () => {
+    expect(pipelinedConnection(redis)).toEqual({ redis, own: false });
+    // Why: auto-pipelined EVALSHA calls are grouped by the slot of their first argument, the
+    // script's hash, so calls for keys on different nodes end up in one refused pipeline.
+    const pipelinedCluster = new Cluster(
+      cluster.nodes.split(',').map((node) => {
+        const [host, port] = node.split(':');
+        return { host: host!, port: Number(port) };
+      }),
+      { enableAutoPipelining: true },
+    );
+    try {
+      await waitForRedis(pipelinedCluster);
+      const script = 'return redis.call("INCR", KEYS[1])';
+      const sha = (await pipelinedCluster.script('LOAD', script)) as string;
+      await Promise.all(redis.nodes('master').map((node) => node.script('LOAD', script)));
+      const calls = keys.slice(0, 6).map((key) => pipelinedCluster.evalsha(sha, 1, key));
+      const settled = await Promise.allSettled(calls);
+      const refused = settled.flatMap((result) =>
+        result.status === 'rejected' ? [String(result.reason)] : [],
+      );
+      expect(refused.length).toBeGreaterThan(0);
+      expect(refused[0]).toMatch(/same slots allocation group/);
+    } finally {
+      pipelinedCluster.disconnect();
+    }
+  });
+});
+
+describe('a pipelined connection to one Redis', () => {
+  it('is a connection of its own that sends the commands of one turn together', async () => {
+    const single = createRedisConnection(testRedisUrl, 'worker');
+    const { redis: pipelined, own } = pipelinedConnection(single);
+    const key = `${prefix}:pipelined:${process.pid}`;
+    try {
+      expect(own).toBe(true);
+      expect(pipelined).not.toBe(single);
+      await waitForRedis(pipelined);
+      const calls = [1, 2, 3].map((by) => pipelined.incrby(key, by));
+      // Queued, not written: the turn's three commands leave together at its end.
+      expect((pipelined as Redis).autoPipelineQueueSize).toBe(3);
+      expect(await Promise.all(calls)).toEqual([1, 3, 6]);
+      expect((pipelined as Redis).autoPipelineQueueSize).toBe(0);
+    } finally {
+      await single.del(key);
+      pipelined.disconnect();
+      single.disconnect();
     }
   });
 });

@@ -11,7 +11,12 @@ import {
 import { startHealthServer, startService } from '@gleaner/service';
 import { EXTRACTOR_VERSION } from '@gleaner/extraction';
 import { createDocumentParserPool } from '@gleaner/extraction/documents';
-import { applyFleetConcurrency, createCounters, createRunLogWriter } from '@gleaner/queue';
+import {
+  applyFleetConcurrency,
+  createCounters,
+  createRunLogWriter,
+  pipelinedConnection,
+} from '@gleaner/queue';
 import { allowListedPeers, createFetcher, createRobotsCache, createSiteGate } from '@gleaner/http';
 import { keepStartingBackfill } from './backfill/start-backfill.js';
 import type { BackfillSettings, DocumentDeps, WebhookDeps, WorkerDeps } from './context.js';
@@ -86,10 +91,16 @@ const started = await startService({
       allowPeer: allowListedPeers(config.HTTP_ALLOWED_PEERS),
     });
     onShutdown('fetcher', () => fetcher.close());
+    // The gate's acquires and releases of a turn of the event loop go to Redis in one write.
+    const gateConnection = pipelinedConnection(redis);
+    if (gateConnection.own)
+      onShutdown('gate connection', async () => {
+        await gateConnection.redis.quit();
+      });
     // Leases are renewed while their fetch runs: a worker that dies frees its site's slots within
     // LEASE_TTL_MS, not after the longest fetch it might have made.
     const gate = createSiteGate({
-      redis,
+      redis: gateConnection.redis,
       prefix: config.QUEUE_PREFIX,
       leaseTtlMs: LEASE_TTL_MS,
       failureThreshold: config.HTTP_BREAKER_FAILURES,

@@ -24,9 +24,12 @@ const newSite = () => `site-${++siteCounter}-${Math.random().toString(36).slice(
 
 beforeAll(async () => {
   namespace = createTestRedisNamespace('http-gate');
-  // Eight connections stand in for eight worker replicas.
+  // Eight connections stand in for eight worker replicas; the last four send the calls of a
+  // turn together, as a worker's gate connection does on one Redis (`pipelinedConnection`).
   for (let i = 0; i < 8; i += 1)
-    clients.push(new Redis(namespace.url, { maxRetriesPerRequest: null }));
+    clients.push(
+      new Redis(namespace.url, { maxRetriesPerRequest: null, enableAutoPipelining: i >= 4 }),
+    );
   gates = clients.map((redis) =>
     createSiteGate({ redis, prefix: namespace.prefix, leaseTtlMs: 1_000 }),
   );
