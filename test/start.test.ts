@@ -130,6 +130,8 @@ describe('npm start', () => {
       'run log',
       'webhook fetcher',
       'document parsers',
+      // The site gate's own connection (one Redis: `pipelinedConnection`), once no job asks it.
+      'gate connection',
       'fetcher',
       'queues',
       'postgres',
