@@ -91,12 +91,13 @@ const started = await startService({
       allowPeer: allowListedPeers(config.HTTP_ALLOWED_PEERS),
     });
     onShutdown('fetcher', () => fetcher.close());
-    // The gate's acquires and releases of a turn of the event loop go to Redis in one write.
+    // The gate's acquires and releases of a turn of the event loop go to Redis in one write. An
+    // outage is logged once, by the connection it duplicates; closed as that one is, at once.
     const gateConnection = pipelinedConnection(redis);
-    if (gateConnection.own)
-      onShutdown('gate connection', async () => {
-        await gateConnection.redis.quit();
-      });
+    if (gateConnection.own) {
+      gateConnection.redis.on('error', () => undefined);
+      onShutdown('gate connection', () => gateConnection.redis.disconnect());
+    }
     // Leases are renewed while their fetch runs: a worker that dies frees its site's slots within
     // LEASE_TTL_MS, not after the longest fetch it might have made.
     const gate = createSiteGate({
