@@ -95,9 +95,8 @@ export function duplicateConnection(redis: RedisClient, options: RedisOptions): 
  * argument, which for EVALSHA is the script's hash and not a key, so calls for sites on different
  * nodes would share a pipeline that the cluster refuses.
  */
-export function pipelinedConnection(redis: RedisClient): { redis: RedisClient; own: boolean } {
-  if (redis instanceof Cluster) return { redis, own: false };
-  return { redis: redis.duplicate({ enableAutoPipelining: true }), own: true };
+export function pipelinedConnection(redis: RedisClient): RedisClient {
+  return redis instanceof Cluster ? redis : redis.duplicate({ enableAutoPipelining: true });
 }
 
 /** The cluster slot of `key` (its hash tag's, when it has one). */

@@ -93,15 +93,15 @@ const started = await startService({
     onShutdown('fetcher', () => fetcher.close());
     // The gate's acquires and releases of a turn of the event loop go to Redis in one write. An
     // outage is logged once, by the connection it duplicates; closed as that one is, at once.
-    const gateConnection = pipelinedConnection(redis);
-    if (gateConnection.own) {
-      gateConnection.redis.on('error', () => undefined);
-      onShutdown('gate connection', () => gateConnection.redis.disconnect());
+    const gateRedis = pipelinedConnection(redis);
+    if (gateRedis !== redis) {
+      gateRedis.on('error', () => undefined);
+      onShutdown('gate connection', () => gateRedis.disconnect());
     }
     // Leases are renewed while their fetch runs: a worker that dies frees its site's slots within
     // LEASE_TTL_MS, not after the longest fetch it might have made.
     const gate = createSiteGate({
-      redis: gateConnection.redis,
+      redis: gateRedis,
       prefix: config.QUEUE_PREFIX,
       leaseTtlMs: LEASE_TTL_MS,
       failureThreshold: config.HTTP_BREAKER_FAILURES,
