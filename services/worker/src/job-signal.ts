@@ -70,50 +70,72 @@ export interface InFlightJobs {
   runIds(): string[];
 }
 
+/** A job in flight, as its run's cancellation and its queue's release reach it. */
+interface InFlightJob {
+  cancel(reason: RunCancelledError): void;
+  release(reason: JobReleasedError): void;
+}
+
 export function createInFlightJobs(): InFlightJobs {
-  const byRun = new Map<string, Set<AbortController>>();
-  const byQueue = new Map<string, Set<AbortController>>();
-  const enter = (
-    map: Map<string, Set<AbortController>>,
-    key: string,
-    controller: AbortController,
-  ) => {
+  const byRun = new Map<string, Set<InFlightJob>>();
+  const byQueue = new Map<string, Set<InFlightJob>>();
+  const enter = (map: Map<string, Set<InFlightJob>>, key: string, job: InFlightJob) => {
     let set = map.get(key);
     if (!set) map.set(key, (set = new Set()));
-    set.add(controller);
+    set.add(job);
     return () => {
-      set.delete(controller);
+      set.delete(job);
       if (set.size === 0 && map.get(key) === set) map.delete(key);
     };
   };
   return {
     start({ queue, runId, timeoutMs, bullmq }) {
-      const cancellation = new AbortController();
-      const release = new AbortController();
-      const leaveRun = runId === undefined ? undefined : enter(byRun, runId, cancellation);
-      const leaveQueue = enter(byQueue, queue, release);
-      // A plain controller and a timer cleared at the end, rather than `AbortSignal.timeout`,
-      // whose timer would outlive the job.
-      const deadline = new AbortController();
+      // One controller per job, aborted by whichever cause comes first (its reason is that
+      // cause's), with each cause also kept apart: cheaper per job than a controller per cause
+      // joined by `AbortSignal.any`, which took about 2 % of the worker’s event loop on
+      // `pnpm bench pipeline`.
+      const controller = new AbortController();
+      let cancelled = false;
+      let released = false;
+      let timedOut: JobTimeoutError | undefined;
+      const job: InFlightJob = {
+        cancel(reason) {
+          cancelled = true;
+          controller.abort(reason);
+        },
+        release(reason) {
+          released = true;
+          controller.abort(reason);
+        },
+      };
+      const leaveRun = runId === undefined ? undefined : enter(byRun, runId, job);
+      const leaveQueue = enter(byQueue, queue, job);
+      // A timer cleared at the end, rather than `AbortSignal.timeout`, whose timer would outlive
+      // the job.
       const timer =
         timeoutMs === undefined
           ? undefined
-          : setTimeout(() => deadline.abort(new JobTimeoutError(queue, timeoutMs)), timeoutMs);
-      const signals = [cancellation.signal, deadline.signal, release.signal];
-      if (bullmq) signals.push(bullmq);
+          : setTimeout(() => {
+              timedOut = new JobTimeoutError(queue, timeoutMs);
+              controller.abort(timedOut);
+            }, timeoutMs);
+      const onBullmqAbort = () => controller.abort(bullmq?.reason);
+      if (bullmq?.aborted) onBullmqAbort();
+      else bullmq?.addEventListener('abort', onBullmqAbort, { once: true });
       return {
-        signal: AbortSignal.any(signals),
+        signal: controller.signal,
         get isCancelled() {
-          return cancellation.signal.aborted;
+          return cancelled;
         },
         get isReleased() {
-          return release.signal.aborted;
+          return released;
         },
         get timedOut() {
-          return deadline.signal.aborted ? (deadline.signal.reason as JobTimeoutError) : undefined;
+          return timedOut;
         },
         dispose() {
           clearTimeout(timer);
+          bullmq?.removeEventListener('abort', onBullmqAbort);
           leaveRun?.();
           leaveQueue();
         },
@@ -122,13 +144,13 @@ export function createInFlightJobs(): InFlightJobs {
     cancel(runId) {
       const jobs = byRun.get(runId);
       if (!jobs) return 0;
-      for (const controller of jobs) controller.abort(new RunCancelledError(runId));
+      for (const job of jobs) job.cancel(new RunCancelledError(runId));
       return jobs.size;
     },
     release(queue) {
       const jobs = byQueue.get(queue);
       if (!jobs) return 0;
-      for (const controller of jobs) controller.abort(new JobReleasedError(queue));
+      for (const job of jobs) job.release(new JobReleasedError(queue));
       return jobs.size;
     },
     runIds: () => [...byRun.keys()],
