@@ -262,7 +262,8 @@ describe('a prompt version bump', () => {
           fields: OLD_FIELDS,
           extracted_version: OLD_VERSION,
         });
-      const paused = stalled.reextraction!;
+      // Read once the pass has stopped: it may have queued another batch after the look above.
+      const paused = (await progress()).reextraction!;
       expect(paused).toMatchObject({ status: 'running', total: RESUMES });
       expect(paused.queued).toBeLessThan(RESUMES);
       const midway = await reextractionStatus('tenant-b');
