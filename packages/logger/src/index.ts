@@ -14,18 +14,63 @@ export interface CreateLoggerOptions {
   destination?: NodeJS.WritableStream;
 }
 
-/** Paths of secrets never written to logs. */
+/**
+ * Names whose values are never written to logs, wherever they stand on a line's object or a
+ * child's bindings: at the top or one level down (`{ password }`, `{ config: { apiKey } }`).
+ */
+export const secretKeys: readonly string[] = [
+  'password',
+  'apiKey',
+  'GROQ_API_KEY',
+  'ADMIN_API_KEY',
+];
+
+/** Exact paths of secrets never written to logs, redacted by pino. */
 export const redactPaths = [
   'req.headers.authorization',
   'req.headers.cookie',
   'headers.authorization',
-  '*.password',
-  '*.apiKey',
-  '*.GROQ_API_KEY',
-  '*.ADMIN_API_KEY',
   'config.DATABASE_URL',
   'config.REDIS_URL',
 ];
+
+const CENSOR = '[redacted]';
+
+function holdsSecret(value: object): boolean {
+  return secretKeys.some((key) => Object.hasOwn(value, key));
+}
+
+/** A copy of `value` (its prototype and own properties kept: an Error stays one) without secrets. */
+function censored<T extends object>(value: T): T {
+  const copy = Object.create(
+    Object.getPrototypeOf(value) as object | null,
+    Object.getOwnPropertyDescriptors(value),
+  ) as Record<string, unknown>;
+  for (const key of secretKeys) {
+    if (Object.hasOwn(copy, key))
+      Object.defineProperty(copy, key, { value: CENSOR, enumerable: true, writable: true });
+  }
+  return copy as T;
+}
+
+/**
+ * `object` with `secretKeys` censored at its top and one level down; the object itself when it
+ * holds none (the common case, which allocates nothing). pino's own wildcard paths (`*.password`)
+ * did the level below only, and cost every line and every child a redaction pass over each value:
+ * about 6 µs of a job logger's 8 µs.
+ */
+export function withoutSecrets<T extends object>(object: T): T {
+  const fields = object as Record<string, unknown>;
+  let copy: Record<string, unknown> | undefined;
+  for (const key in fields) {
+    if (!Object.hasOwn(fields, key)) continue;
+    const value = fields[key];
+    if (secretKeys.includes(key)) (copy ??= { ...fields })[key] = CENSOR;
+    else if (typeof value === 'object' && value !== null && holdsSecret(value))
+      (copy ??= { ...fields })[key] = censored(value);
+  }
+  return (copy as T | undefined) ?? object;
+}
 
 /** The active span's ids, so a log line can be found from its trace and the other way round. */
 function traceFields(): { trace_id?: string; span_id?: string } {
@@ -34,8 +79,28 @@ function traceFields(): { trace_id?: string; span_id?: string } {
   return { trace_id: spanContext.traceId, span_id: spanContext.spanId };
 }
 
-/** One logger per process; call `child()` per request and per job. */
+/**
+ * One logger per process; call `child()` per request and per job. Secrets are left out of every
+ * line (`withoutSecrets`, pino's `redactPaths`) and of every child's bindings; not out of
+ * objects interpolated into a message (`%j`): give fields as the line's object.
+ */
 export function createLogger(options: CreateLoggerOptions): Logger {
+  return withSecretFreeChildren(createPinoLogger(options));
+}
+
+/**
+ * Children inherit their parent's methods, so every descendant's bindings pass here too (pino
+ * applies `formatters.bindings` to the root's `base` only).
+ */
+function withSecretFreeChildren(logger: Logger): Logger {
+  const child = logger.child;
+  logger.child = function (this: Logger, bindings, childOptions) {
+    return child.call(this, withoutSecrets(bindings), childOptions);
+  } as Logger['child'];
+  return logger;
+}
+
+function createPinoLogger(options: CreateLoggerOptions): Logger {
   const pretty =
     options.pretty === 'auto' || options.pretty === undefined
       ? Boolean(process.stdout.isTTY)
@@ -43,7 +108,8 @@ export function createLogger(options: CreateLoggerOptions): Logger {
   const base: LoggerOptions = {
     level: options.level ?? 'info',
     base: { service: options.service, pid: process.pid },
-    redact: { paths: redactPaths, censor: '[redacted]' },
+    redact: { paths: redactPaths, censor: CENSOR },
+    formatters: { log: withoutSecrets },
     timestamp: pino.stdTimeFunctions.isoTime,
     serializers: { err: pino.stdSerializers.err },
     hooks: { logMethod: teeingLogMethod },
@@ -133,8 +199,11 @@ export function teeLogger(logger: Logger, bindings: Bindings, tee: LogTee): Logg
   return child;
 }
 
-/** Field names never handed to a tee (the last segments of `redactPaths`). */
-const secretFields = new Set(redactPaths.map((path) => path.split('.').at(-1)!));
+/** Field names never handed to a tee: `secretKeys` and the last segments of `redactPaths`. */
+const secretFields = new Set([
+  ...secretKeys,
+  ...redactPaths.map((path) => path.split('.').at(-1)!),
+]);
 const MAX_TEE_FIELDS = 12;
 const MAX_TEE_FIELD_CHARS = 200;
 

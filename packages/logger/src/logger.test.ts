@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger, jobLogger, teeLogger, type TeeLine } from './index.js';
+import { createLogger, jobLogger, teeLogger, withoutSecrets, type TeeLine } from './index.js';
 
 function capture() {
   const stream = new PassThrough();
@@ -33,6 +33,53 @@ describe('logger', () => {
       msg: 'fetched',
     });
     expect(JSON.stringify(lines[0])).not.toContain('secret');
+  });
+});
+
+describe('secrets', () => {
+  it('never prints a secret key at the top of a line, one level down, or in bindings', async () => {
+    const { stream, lines } = capture();
+    const logger = createLogger({ service: 'api', destination: stream });
+    logger.info({ password: 'hunter2', apiKey: 'k-top', listed: 3 }, 'top');
+    logger.info({ provider: { GROQ_API_KEY: 'gsk_nested', model: 'm' } }, 'nested');
+    const child = logger.child({ ADMIN_API_KEY: 'admin-key', db: { password: 'pw-binding' } });
+    child.child({ site: 'acme', auth: { apiKey: 'k-grandchild' } }).warn('grandchild');
+    const error = Object.assign(new Error('refused'), { apiKey: 'k-error' });
+    logger.error({ err: error }, 'failed');
+    logger.info({ req: { headers: { authorization: 'Bearer t' } }, config: { REDIS_URL: 'r' } });
+    await new Promise((resolve) => setImmediate(resolve));
+
+    const printed = lines.map((line) => JSON.stringify(line)).join('\n');
+    for (const secret of ['hunter2', 'k-top', 'gsk_nested', 'admin-key', 'pw-binding'])
+      expect(printed).not.toContain(secret);
+    for (const secret of ['k-grandchild', 'k-error', 'Bearer t', '"r"'])
+      expect(printed).not.toContain(secret);
+    expect(lines[0]).toMatchObject({ password: '[redacted]', apiKey: '[redacted]', listed: 3 });
+    expect(lines[1]).toMatchObject({ provider: { GROQ_API_KEY: '[redacted]', model: 'm' } });
+    expect(lines[2]).toMatchObject({
+      ADMIN_API_KEY: '[redacted]',
+      db: { password: '[redacted]' },
+      site: 'acme',
+      auth: { apiKey: '[redacted]' },
+      msg: 'grandchild',
+    });
+    // The error is still printed as one, with its message and stack.
+    expect(lines[3]).toMatchObject({
+      err: { type: 'Error', message: 'refused', apiKey: '[redacted]' },
+    });
+    expect((lines[3]!.err as { stack: string }).stack).toContain('refused');
+    expect(error.apiKey).toBe('k-error');
+  });
+
+  it("hands back an object without secrets as it is, and leaves the caller's object alone", () => {
+    const plain = { url: 'https://acme.example/jobs/1', nested: { bytes: 10 }, list: [1, 2] };
+    expect(withoutSecrets(plain)).toBe(plain);
+    const holding = { config: { password: 'p', host: 'db' }, password: 'q' };
+    expect(withoutSecrets(holding)).toEqual({
+      config: { password: '[redacted]', host: 'db' },
+      password: '[redacted]',
+    });
+    expect(holding).toEqual({ config: { password: 'p', host: 'db' }, password: 'q' });
   });
 });
 
