@@ -71,6 +71,17 @@ describe('detectCharset', () => {
     expect(decodeBody(Buffer.from([0x61, 0x00, 0x00, 0x00]), 'text/plain; charset=utf-16le')).toBe(
       'a',
     );
+    // A 0x00 byte inside a multi-byte sequence, or in a legacy encoding, is still a NUL.
+    expect(
+      decodeBody(Buffer.from([0xe2, 0x00, 0x93, 0x80, 0x00]), 'text/html; charset=windows-1252'),
+    ).toBe('\u00e2\u201c\u20ac');
+    expect(decodeBody(Buffer.from([0x82, 0x00, 0xa0]), 'text/html; charset=shift_jis')).toBe(
+      new TextDecoder('shift_jis').decode(Buffer.from([0x82, 0x00, 0xa0])).replaceAll('\0', ''),
+    );
+    // In UTF-16 (known by its BOM), a NUL is a 16-bit unit of zero, not every 0x00 byte.
+    expect(decodeBody(Buffer.from([0xff, 0xfe, 0x41, 0x00, 0x00, 0x00, 0x00, 0x30]), null)).toBe(
+      'A\u3000',
+    );
   });
 
   it('decodes legacy encodings', () => {

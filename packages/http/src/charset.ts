@@ -119,15 +119,13 @@ export function decodeBody(body: Uint8Array, contentType: string | null | undefi
   // TextDecoder strips a BOM matching its encoding by default.
   let text = new TextDecoder(encoding).decode(body);
   if (encoding === 'windows-1252') text = text.replace(/[\x80-\x9f]/g, windows1252Char);
-  return text.includes('\0') ? text.replaceAll('\0', '') : text;
+  // Text holds U+0000 only where the bytes hold 0x00 (in UTF-16 too, whose NUL is two of them):
+  // a byte search (memchr) costs well under a microsecond, where scanning a 30 KB page's text
+  // took about 20.
+  const mayHoldNul = Buffer.from(body.buffer, body.byteOffset, body.byteLength).indexOf(0) !== -1;
+  return mayHoldNul && text.includes('\0') ? text.replaceAll('\0', '') : text;
 }
 
-/**
- * windows-1252's bytes 0x80–0x9F (€, curly quotes, dashes, …; WHATWG's index). Node 20's
- * TextDecoder decodes windows-1252, the label of `latin1` and `iso-8859-1` pages too, as
- * ISO-8859-1, turning them into C1 control characters; those map back here. The five bytes
- * windows-1252 leaves undefined stay as they are.
- */
 const WINDOWS_1252_C1 =
   '\u20ac\x81\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\x8d\u017d\x8f' +
   '\x90\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\x9d\u017e\u0178';
