@@ -93,6 +93,9 @@ export function createLogger(options: CreateLoggerOptions): Logger {
  * applies `formatters.bindings` to the root's `base` only).
  */
 function withSecretFreeChildren(logger: Logger): Logger {
+  // pino's own method, called with the logger it is asked of (`this`), so that a child of a
+  // child keeps both's bindings.
+  // eslint-disable-next-line @typescript-eslint/unbound-method
   const child = logger.child;
   logger.child = function (this: Logger, bindings, childOptions) {
     return child.call(this, withoutSecrets(bindings), childOptions);
