@@ -126,6 +126,12 @@ export function decodeBody(body: Uint8Array, contentType: string | null | undefi
   return mayHoldNul && text.includes('\0') ? text.replaceAll('\0', '') : text;
 }
 
+/**
+ * windows-1252's bytes 0x80–0x9F (€, curly quotes, dashes, …; WHATWG's index). Node 20's
+ * TextDecoder decodes windows-1252, the label of `latin1` and `iso-8859-1` pages too, as
+ * ISO-8859-1, turning them into C1 control characters; those map back here. The five bytes
+ * windows-1252 leaves undefined stay as they are.
+ */
 const WINDOWS_1252_C1 =
   '\u20ac\x81\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\x8d\u017d\x8f' +
   '\x90\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\x9d\u017e\u0178';

@@ -57,7 +57,7 @@ function censored<T extends object>(value: T): T {
  * `object` with `secretKeys` censored at its top and one level down; the object itself when it
  * holds none (the common case, which allocates nothing). pino's own wildcard paths (`*.password`)
  * did the level below only, and cost every line and every child a redaction pass over each value:
- * about 6 µs of a job logger's 8 µs.
+ * a job's child logger took 10–13 µs with them and takes 3–4 without.
  */
 export function withoutSecrets<T extends object>(object: T): T {
   const fields = object as Record<string, unknown>;
