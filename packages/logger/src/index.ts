@@ -40,17 +40,25 @@ function holdsSecret(value: object): boolean {
   return secretKeys.some((key) => Object.hasOwn(value, key));
 }
 
-/** A copy of `value` (its prototype and own properties kept: an Error stays one) without secrets. */
+/**
+ * A copy of `value` without secrets: its prototype and its own properties' values, read from
+ * `value` itself, so that an Error stays one and keeps its stack (on Node 22 `stack` is an
+ * accessor that answers only for the error it belongs to).
+ */
 function censored<T extends object>(value: T): T {
-  const copy = Object.create(
-    Object.getPrototypeOf(value) as object | null,
-    Object.getOwnPropertyDescriptors(value),
-  ) as Record<string, unknown>;
-  for (const key of secretKeys) {
-    if (Object.hasOwn(copy, key))
-      Object.defineProperty(copy, key, { value: CENSOR, enumerable: true, writable: true });
+  const copy = Object.create(Object.getPrototypeOf(value) as object | null) as T;
+  for (const key of Reflect.ownKeys(value)) {
+    Object.defineProperty(copy, key, {
+      value:
+        typeof key === 'string' && secretKeys.includes(key)
+          ? CENSOR
+          : (value as Record<PropertyKey, unknown>)[key],
+      enumerable: Object.prototype.propertyIsEnumerable.call(value, key),
+      writable: true,
+      configurable: true,
+    });
   }
-  return copy as T;
+  return copy;
 }
 
 /**
