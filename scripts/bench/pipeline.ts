@@ -24,7 +24,8 @@
  *
  * Last stdout line: {"pagesPerSec","baselinePagesPerSec","ratio","crawleePagesPerSec",
  * "crawleeMultiple","peakRssMB","rounds":[…],"cpuMsPerPage":{…},…}: the first four are the
- * round of median ratio's, `crawleeMultiple` (pipeline ÷ Crawlee) the median of the rounds' own,
+ * round of median ratio's, `crawleeMultiple` (pipeline ÷ Crawlee) the median of the rounds' own
+ * (each round also gives `baselineCrawleeMultiple`, the bare loop's),
  * `cpuMsPerPage` each process kind's CPU over every round ÷ its pages. Exit code 1 when a run did not succeed or a target is missed: median ratio
  * ≥ 0.8, median pipeline ÷ Crawlee ≥ 3, worker peak RSS ≤ 250 MB.
  *
@@ -665,6 +666,8 @@ interface Round {
   ratio: number | null;
   /** pipeline ÷ Crawlee */
   crawleeMultiple: number | null;
+  /** baseline ÷ Crawlee: what the bare loop itself makes of the same round's Crawlee */
+  baselineCrawleeMultiple: number | null;
 }
 
 async function bench(settings: Settings, teardown: Teardown): Promise<number> {
@@ -729,6 +732,8 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
     const ratio = pagesPerSec === null ? null : pagesPerSec / baselinePagesPerSec;
     const crawleeMultiple =
       pagesPerSec === null || crawleePagesPerSec === null ? null : pagesPerSec / crawleePagesPerSec;
+    const baselineCrawleeMultiple =
+      crawleePagesPerSec === null ? null : baselinePagesPerSec / crawleePagesPerSec;
     rounds.push({
       baseline,
       baselinePagesPerSec,
@@ -738,13 +743,14 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
       crawleePagesPerSec,
       ratio,
       crawleeMultiple,
+      baselineCrawleeMultiple,
     });
     progress(
       `round ${round}: baseline ${baselinePagesPerSec.toFixed(1)} pages/s, pipeline ${pagesPerSec?.toFixed(1) ?? '-'} pages/s` +
         ` (ratio ${ratio?.toFixed(2) ?? '-'})` +
         (crawleePagesPerSec === null
           ? ''
-          : `, Crawlee ${crawleePagesPerSec.toFixed(1)} pages/s (pipeline ${crawleeMultiple?.toFixed(2) ?? '-'}×)`),
+          : `, Crawlee ${crawleePagesPerSec.toFixed(1)} pages/s (pipeline ${crawleeMultiple?.toFixed(2) ?? '-'}×, baseline ${baselineCrawleeMultiple?.toFixed(2) ?? '-'}×)`),
     );
     if (timed) progress(`round ${round}: pipeline CPU seconds ${JSON.stringify(timed.cpuSeconds)}`);
   }
@@ -792,6 +798,7 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
       ratio: orNull(round.ratio),
       crawleePagesPerSec: orNull(round.crawleePagesPerSec),
       crawleeMultiple: orNull(round.crawleeMultiple),
+      baselineCrawleeMultiple: orNull(round.baselineCrawleeMultiple),
       runStatus: round.pipeline?.run.status ?? null,
       readyCount: round.pipeline?.run.readyCount ?? null,
       pipelinePhases: round.pipeline?.phases ?? null,
