@@ -682,8 +682,8 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
   progress(`warm-up done (${settings.warmUpPages} pages)`);
   if (!settings.skipCrawlee) {
     // Crawlee's code is compiled before timing too: without this run, the first round's Crawlee
-    // was the slowest of every run (144 pages/s against 196 and 202 in one), which lifted that
-    // round's multiple.
+    // ran on cold code (144 pages/s against 196 and 202 in one run), which lifted that round's
+    // multiple.
     const warmUpCrawlee = await runCrawlee(urls, site);
     progress(
       `Crawlee warmed up on ${warmUpCrawlee.pages} pages (${(warmUpCrawlee.pages / warmUpCrawlee.seconds).toFixed(1)} pages/s)`,
