@@ -17,10 +17,10 @@
  * The three run in turn, BENCH_ROUNDS (3) times: baseline, pipeline, Crawlee. The machine's speed
  * drifts by a third within minutes, so one draw of each says little; interleaved, a round's
  * three share the same moment, and the verdict is the median round's. The baseline, Crawlee and
- * the workers are warmed up once, untimed; each round registers the site anew (its postings are new rows) and empties
- * `page_bodies`, so every round stores every page. The baseline opens each round, on a machine
- * the last round's Crawlee run left idle, so that background work of the pipeline's (autovacuum,
- * checkpoints) does not slow it down and flatter the ratio.
+ * the workers are warmed up once, untimed; each round registers the site anew (its postings are
+ * new rows) and empties `page_bodies`, so every round stores every page. The baseline opens each
+ * round, on a machine the last round's Crawlee run left idle, so that background work of the
+ * pipeline's (autovacuum, checkpoints) does not slow it down and flatter the ratio.
  *
  * Last stdout line: {"pagesPerSec","baselinePagesPerSec","ratio","crawleePagesPerSec",
  * "crawleeMultiple","peakRssMB","rounds":[…],"cpuMsPerPage":{…},…}: the first four are the
