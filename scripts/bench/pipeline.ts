@@ -25,9 +25,9 @@
  * Last stdout line: {"pagesPerSec","baselinePagesPerSec","ratio","crawleePagesPerSec",
  * "crawleeMultiple","peakRssMB","rounds":[…],"cpuMsPerPage":{…},…}: the first four are the
  * round of median ratio's, `crawleeMultiple` (pipeline ÷ Crawlee) the median of the rounds' own
- * (each round also gives `baselineCrawleeMultiple`, the bare loop's),
- * `cpuMsPerPage` each process kind's CPU over every round ÷ its pages. Exit code 1 when a run did not succeed or a target is missed: median ratio
- * ≥ 0.8, median pipeline ÷ Crawlee ≥ 3, worker peak RSS ≤ 250 MB.
+ * (each round also gives `baselineCrawleeMultiple`, the bare loop's), `cpuMsPerPage` each
+ * process kind's CPU over every round ÷ its pages. Exit code 1 when a run did not succeed or a
+ * target is missed: median ratio ≥ 0.8, median pipeline ÷ Crawlee ≥ 3, worker peak RSS ≤ 250 MB.
  *
  * Environment: BENCH_WORKERS (1), BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY,
  * BENCH_EXTRACT_THREADS (default: the worker's own defaults from @gleaner/config),
