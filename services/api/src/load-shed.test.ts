@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readApiShedCounts } from '@gleaner/queue';
 import { createApiTestStack, type ApiTestStack } from './test-stack.test-support.js';
 
@@ -15,6 +15,19 @@ afterAll(async () => {
   await stack?.close();
 });
 
+/** The locks on `postings` not yet released. */
+const heldLocks = new Set<{ unlock(): Promise<void> }>();
+
+/**
+ * Releases what a test left locked. Before an app closes: `close()` waits for the requests held
+ * by the lock, so a test that failed while holding it would hang there instead of failing.
+ */
+async function releaseLocks() {
+  for (const lock of [...heldLocks]) await lock.unlock();
+}
+
+afterEach(releaseLocks);
+
 /**
  * Holds `postings` locked from another connection until the returned function is called: every
  * query that reads it waits, so requests that reach the database stay in flight as long as the
@@ -25,7 +38,7 @@ async function lockPostings() {
   await client.connect();
   await client.query('BEGIN');
   await client.query('LOCK TABLE postings IN ACCESS EXCLUSIVE MODE');
-  return {
+  const lock = {
     /** Resolves once `count` queries wait for the lock (asked on the lock's own connection). */
     async blocked(count: number) {
       for (let attempt = 0; attempt < 200; attempt++) {
@@ -38,11 +51,15 @@ async function lockPostings() {
       }
       throw new Error(`fewer than ${count} queries waited for the lock on postings`);
     },
+    /** Commits and closes the lock's connection; once only. */
     async unlock() {
+      if (!heldLocks.delete(lock)) return;
       await client.query('COMMIT');
       await client.end();
     },
   };
+  heldLocks.add(lock);
+  return lock;
 }
 
 function expectShed(response: LightMyRequestResponse, reason: string) {
@@ -120,6 +137,7 @@ describe('load shedding', () => {
       await lock.unlock();
       expect((await admitted).statusCode).toBe(200);
     } finally {
+      await releaseLocks();
       await waiting.close();
     }
   });
@@ -149,6 +167,7 @@ describe('load shedding', () => {
         (await pooled.inject({ url: '/postings?limit=1', headers: headers() })).statusCode,
       ).toBe(200);
     } finally {
+      await releaseLocks();
       await pooled.close();
     }
   });
@@ -204,6 +223,7 @@ describe('the front door', () => {
       await app.close();
       expect((await refusedInFlight()) - before).toBe(2);
     } finally {
+      await releaseLocks();
       await app.close();
     }
   });
@@ -243,6 +263,7 @@ describe('the front door', () => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect((await get('/sites')).status).toBe(200);
     } finally {
+      await releaseLocks();
       await app.close();
     }
   });
