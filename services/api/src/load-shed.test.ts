@@ -28,6 +28,12 @@ async function releaseLocks() {
 
 afterEach(releaseLocks);
 
+/** Closes an app a test built, after releasing what the test left locked. */
+async function closeUnlocked(app: FastifyInstance) {
+  await releaseLocks();
+  await app.close();
+}
+
 /**
  * Holds `postings` locked from another connection until the returned function is called: every
  * query that reads it waits, so requests that reach the database stay in flight as long as the
@@ -137,8 +143,7 @@ describe('load shedding', () => {
       await lock.unlock();
       expect((await admitted).statusCode).toBe(200);
     } finally {
-      await releaseLocks();
-      await waiting.close();
+      await closeUnlocked(waiting);
     }
   });
 
@@ -167,8 +172,7 @@ describe('load shedding', () => {
         (await pooled.inject({ url: '/postings?limit=1', headers: headers() })).statusCode,
       ).toBe(200);
     } finally {
-      await releaseLocks();
-      await pooled.close();
+      await closeUnlocked(pooled);
     }
   });
 });
@@ -223,8 +227,7 @@ describe('the front door', () => {
       await app.close();
       expect((await refusedInFlight()) - before).toBe(2);
     } finally {
-      await releaseLocks();
-      await app.close();
+      await closeUnlocked(app);
     }
   });
 
@@ -263,8 +266,7 @@ describe('the front door', () => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect((await get('/sites')).status).toBe(200);
     } finally {
-      await releaseLocks();
-      await app.close();
+      await closeUnlocked(app);
     }
   });
 });
