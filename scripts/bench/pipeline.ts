@@ -26,8 +26,10 @@
  * "crawleeMultiple","peakRssMB","rounds":[…],"cpuMsPerPage":{…},…}: the first four are the
  * round of median ratio's, `crawleeMultiple` (pipeline ÷ Crawlee) the median of the rounds' own
  * (each round also gives `baselineCrawleeMultiple`, the bare loop's), `cpuMsPerPage` each
- * process kind's CPU over every round ÷ its pages. Exit code 1 when a run did not succeed or a
- * target is missed: median ratio ≥ 0.8, median pipeline ÷ Crawlee ≥ 3, worker peak RSS ≤ 250 MB.
+ * process kind's CPU over every round ÷ its pages (Crawlee's too), `coresBusy` each side's CPU
+ * ÷ its wall time, so that pages/s = coresBusy ÷ CPU a page. Exit code 1 when a run did not
+ * succeed or a target is missed: median ratio ≥ 0.8, median pipeline ÷ Crawlee ≥ 3, worker peak
+ * RSS ≤ 250 MB.
  *
  * Environment: BENCH_WORKERS (1), BENCH_CRAWL_CONCURRENCY, BENCH_EXTRACT_CONCURRENCY,
  * BENCH_EXTRACT_THREADS (default: the worker's own defaults from @gleaner/config),
@@ -791,6 +793,16 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
   const baselineCpu = sumCpuSeconds(rounds.map((round) => round.baseline.cpuSeconds));
   const pipelinePages = settings.postings * timedRounds.length;
   const baselinePages = rounds.reduce((sum, round) => sum + round.baseline.pages, 0);
+  const crawleeRuns = rounds.flatMap((round) => (round.crawlee ? [round.crawlee] : []));
+  const crawleeCpu = sumCpuSeconds(crawleeRuns.map((crawlee) => crawlee.cpuSeconds));
+  const crawleePages = crawleeRuns.reduce((sum, crawlee) => sum + crawlee.pages, 0);
+  /** The measured processes' CPU seconds ÷ wall seconds: pages/s is this ÷ CPU seconds a page. */
+  const coresBusy = (cpu: Record<string, number>, seconds: number) => {
+    const cpuSeconds = [...MEASURED_PROCESSES].reduce((sum, kind) => sum + (cpu[kind] ?? 0), 0);
+    return seconds > 0 ? round2(cpuSeconds / seconds) : null;
+  };
+  const sumSeconds = (each: readonly { seconds: number }[]) =>
+    each.reduce((sum, item) => sum + item.seconds, 0);
   const orNull = (value: number | null | undefined) =>
     value === null || value === undefined ? null : round2(value);
 
@@ -826,6 +838,14 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
       baseline: cpuMsPer(baselineCpu, baselinePages, [...MEASURED_PROCESSES]),
       baselineLoop: cpuMsPer(baselineCpu, baselinePages, ['bench']),
       baselineFixtureSite: cpuMsPer(baselineCpu, baselinePages, ['fixture-site']),
+      crawlee:
+        crawleePages > 0 ? cpuMsPer(crawleeCpu, crawleePages, [...MEASURED_PROCESSES]) : null,
+      crawleeLoop: crawleePages > 0 ? cpuMsPer(crawleeCpu, crawleePages, ['bench']) : null,
+    },
+    coresBusy: {
+      pipeline: coresBusy(pipelineCpu, sumSeconds(timedRounds.map((round) => round.pipeline!))),
+      baseline: coresBusy(baselineCpu, sumSeconds(rounds.map((round) => round.baseline))),
+      crawlee: coresBusy(crawleeCpu, sumSeconds(crawleeRuns)),
     },
     postings: settings.postings,
     pageBytes: settings.pageBytes,
