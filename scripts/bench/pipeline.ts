@@ -51,7 +51,7 @@ import { getRun, insertSite, type DbHandle, type RunRow } from '@gleaner/db';
 import { startScrapeRun, type Queues } from '@gleaner/queue';
 import { freePort, repoRoot, type ServiceProcess } from '@gleaner/testing';
 import { type BenchModule } from './bench.js';
-import { cpuMsPer, medianBy, otherCpuSeconds, sumCpuSeconds } from './rounds.js';
+import { cpuMsPer, cpuSecondsOf, medianBy, otherCpuSeconds, sumCpuSeconds } from './rounds.js';
 import {
   concurrencyFrom,
   cpuSecondsBetween,
@@ -797,10 +797,8 @@ async function bench(settings: Settings, teardown: Teardown): Promise<number> {
   const crawleeCpu = sumCpuSeconds(crawleeRuns.map((crawlee) => crawlee.cpuSeconds));
   const crawleePages = crawleeRuns.reduce((sum, crawlee) => sum + crawlee.pages, 0);
   /** The measured processes' CPU seconds ÷ wall seconds: pages/s is this ÷ CPU seconds a page. */
-  const coresBusy = (cpu: Record<string, number>, seconds: number) => {
-    const cpuSeconds = [...MEASURED_PROCESSES].reduce((sum, kind) => sum + (cpu[kind] ?? 0), 0);
-    return seconds > 0 ? round2(cpuSeconds / seconds) : null;
-  };
+  const coresBusy = (cpu: Record<string, number>, seconds: number) =>
+    seconds > 0 ? round2(cpuSecondsOf(cpu, [...MEASURED_PROCESSES]) / seconds) : null;
   const sumSeconds = (each: readonly { seconds: number }[]) =>
     each.reduce((sum, item) => sum + item.seconds, 0);
   const orNull = (value: number | null | undefined) =>

@@ -24,13 +24,21 @@ export function otherCpuSeconds(
     .reduce((sum, [, seconds]) => sum + seconds, 0);
 }
 
+/** CPU seconds summed over the given process labels (all of them by default). */
+export function cpuSecondsOf(
+  cpuSeconds: Readonly<Record<string, number>>,
+  labels: readonly string[] = Object.keys(cpuSeconds),
+): number {
+  return labels.reduce((sum, label) => sum + (cpuSeconds[label] ?? 0), 0);
+}
+
 /** Milliseconds of CPU per unit of work, summed over the given process labels. */
 export function cpuMsPer(
   cpuSeconds: Readonly<Record<string, number>>,
   units: number,
   labels: readonly string[] = Object.keys(cpuSeconds),
 ): number {
-  const seconds = labels.reduce((sum, label) => sum + (cpuSeconds[label] ?? 0), 0);
+  const seconds = cpuSecondsOf(cpuSeconds, labels);
   return units > 0 ? Math.round(((seconds * 1000) / units) * 1000) / 1000 : 0;
 }
 
